@@ -1,0 +1,101 @@
+"""The batched episode machinery every environment shares.
+
+An environment writes its rules once, as numpy over a leading `num_envs` axis, by subclassing
+`BatchedRules`. The base class owns what all of them need: one random generator per env, the
+step counter, and truncation at the time limit. `single.py` wraps a batch of one as a
+`gymnasium.Env`; `vector.py` wraps a batch of many as a `gymnasium.vector.VectorEnv`.
+
+Randomness: every random number an episode uses is drawn from that env's own generator in one
+block, at reset (`uniforms_per_reset` floats in [0, 1)). Events inside the episode (a new target
+colour, a teleport) read from that block. So stepping needs no per-env Python loop, and env i of
+a vector env seeded with `s` follows exactly the trajectory of a single env seeded with `s + i`.
+
+Letters in shape comments: N envs in the batch, K envs being reset, F observation features.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+
+def check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
+    """Return `value` if it is an integer in [low, high], else raise a ValueError naming it."""
+    allowed = f">= {low}" if high is None else f"in [{low}, {high}]"
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
+    if value < low or (high is not None and value > high):
+        raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
+    return int(value)
+
+
+class BatchedRules:
+    """The state and rules of `num_envs` independent episodes of one environment.
+
+    Subclasses set `single_observation_space`, `single_action_space` and `uniforms_per_reset`
+    in `__init__`, and implement:
+      _new_episodes(idx, u)  start new episodes for envs `idx` (K,) from uniforms u (K, U)
+      _act(actions)          apply actions (N,) to every env -> reward (N,) float64, terminated (N,) bool
+      observe()              -> observations (N, F) int64
+      info()                 -> dict of (N,) arrays, what an evaluator needs
+      hidden_state(i)        -> dict, env i's hidden state (tests, probing, oracles)
+      scene(i)               -> render.Scene for env i
+    """
+
+    single_observation_space: gym.spaces.MultiDiscrete
+    single_action_space: gym.spaces.Discrete
+    uniforms_per_reset: int
+
+    def __init__(self, num_envs: int, max_episode_steps: int):
+        self.num_envs = check_int("num_envs", num_envs, 1)
+        self.max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1)
+        self.rngs: list[np.random.Generator | None] = [None] * self.num_envs
+        self.elapsed = np.zeros(self.num_envs, dtype=np.int64)  # (N,) steps in the current episode
+
+    def reset(self, idx: np.ndarray) -> None:
+        """Start new episodes in envs `idx`, drawing their randomness from their own generators."""
+        u = np.empty((len(idx), self.uniforms_per_reset))  # (K, U)
+        for row, i in enumerate(idx):
+            u[row] = self.rngs[i].random(self.uniforms_per_reset)
+        self.elapsed[idx] = 0
+        self._new_episodes(np.asarray(idx), u)
+
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Apply one action per env. Returns reward (N,), terminated (N,), truncated (N,).
+
+        Truncation is at exactly `max_episode_steps` steps, like gymnasium's TimeLimit (which
+        also reports truncated=True when the last step happens to terminate).
+        """
+        n = self.single_action_space.n
+        if actions.shape != (self.num_envs,) or actions.dtype.kind not in "iu":
+            raise ValueError(
+                f"actions must be an integer array of shape ({self.num_envs},), "
+                f"got shape {actions.shape} and dtype {actions.dtype}"
+            )
+        if actions.min() < 0 or actions.max() >= n:
+            bad = actions[(actions < 0) | (actions >= n)][0]
+            raise ValueError(f"action {bad} is out of range; actions are integers in [0, {n - 1}]")
+        reward, terminated = self._act(actions)
+        self.elapsed += 1
+        truncated = self.elapsed >= self.max_episode_steps
+        return reward, terminated, truncated
+
+    def _new_episodes(self, idx: np.ndarray, u: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _act(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def observe(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def info(self) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def hidden_state(self, i: int) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def scene(self, i: int):
+        raise NotImplementedError
