@@ -7,8 +7,10 @@ step counter, and truncation at the time limit. `single.py` wraps a batch of one
 
 Randomness: every random number an episode uses is drawn from that env's own generator in one
 block, at reset (`uniforms_per_reset` floats in [0, 1)). Events inside the episode (a new target
-colour, a teleport) read from that block. So stepping needs no per-env Python loop, and env i of
-a vector env seeded with `s` follows exactly the trajectory of a single env seeded with `s + i`.
+colour, a teleport) are the episode's k-th event and take their randomness from a hash of
+(episode key, k), the key being one of those uniforms. So stepping needs no per-env Python loop,
+the amount drawn per episode does not depend on its length, and env i of a vector env seeded
+with `s` follows exactly the trajectory of a single env seeded with `s + i`.
 
 Letters in shape comments: N envs in the batch, K envs being reset, F observation features.
 """
@@ -29,6 +31,24 @@ def check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
     if value < low or (high is not None and value > high):
         raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
     return int(value)
+
+
+def episode_key(u: np.ndarray) -> np.ndarray:
+    """(K,) uint64 episode keys from (K,) uniforms in [0, 1) (53 random bits each)."""
+    return np.floor(u * 2.0**53).astype(np.uint64)
+
+
+def event_choice(key: np.ndarray, k: np.ndarray, n: int) -> np.ndarray:
+    """The k-th event's random integer in [0, n) for episodes with these keys, all (K,).
+
+    splitmix64 of key + k: a well-mixed 64-bit hash, so the choices of one episode look
+    independent and uniform (the modulo bias is below 2**-40 for the small n used here).
+    """
+    z = key + k.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return (z % np.uint64(n)).astype(np.int64)
 
 
 class BatchedRules:

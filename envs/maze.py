@@ -34,7 +34,7 @@ import numpy as np
 from gymnasium import spaces
 
 from envs import grid
-from envs.batch import BatchedRules, check_int
+from envs.batch import BatchedRules, check_int, episode_key, event_choice
 from envs.maze_layout import generate_walls, lattice
 from envs.scene import COLOUR_NAMES, FLOOR, OBJECT, WALL, Scene
 from envs.single import GridEnv
@@ -52,8 +52,8 @@ class MazeRules(BatchedRules):
     """A batch of mazes with turn actions.
 
     State: cells (N, size*size) with the cell codes above (walls and objects), position (N,)
-    flat, heading (N,), target colour (N,), targets reached (N,), and the episode's remaining
-    target colours, drawn at reset.
+    flat, heading (N,), target colour (N,), targets reached (N,), and the episode's key, from
+    which each new target colour is drawn.
     """
 
     rotate_view = True
@@ -72,8 +72,8 @@ class MazeRules(BatchedRules):
         )
         self.single_action_space = spaces.Discrete(self.num_actions)
         self._layout_uniforms = lattice(size).uniforms_needed
-        # layout, placement keys per cell, heading, first target, then one per possible new target
-        self.uniforms_per_reset = self._layout_uniforms + cells + 2 + self.max_episode_steps
+        # layout, placement keys per cell, heading, first target, episode key
+        self.uniforms_per_reset = self._layout_uniforms + cells + 3
 
         n = self.num_envs
         self.cells = np.zeros((n, cells), dtype=np.int64)
@@ -81,7 +81,7 @@ class MazeRules(BatchedRules):
         self.heading = np.zeros(n, dtype=np.int64)
         self.target = np.zeros(n, dtype=np.int64)
         self.targets_reached = np.zeros(n, dtype=np.int64)
-        self.next_targets = np.zeros((n, self.max_episode_steps), dtype=np.int64)
+        self.key = np.zeros(n, dtype=np.uint64)
 
         self._row_start = np.arange(n) * cells  # (N,) flat offset of each env's cells
         self._deltas = grid.flat_deltas(size)
@@ -91,7 +91,7 @@ class MazeRules(BatchedRules):
         cells = self.size * self.size
         walls = generate_walls(self.size, u[:, : self._layout_uniforms])  # (K, cells)
         keys = u[:, self._layout_uniforms : self._layout_uniforms + cells]
-        rest = u[:, self._layout_uniforms + cells :]  # heading, first target, next targets
+        rest = u[:, self._layout_uniforms + cells :]  # heading, first target, episode key
 
         placed = grid.random_free_cells(~walls, keys, self.num_objects + 1)  # (K, objects + 1)
         layout = walls.astype(np.int64)  # CELL_WALL where walls, CELL_FLOOR elsewhere
@@ -101,8 +101,7 @@ class MazeRules(BatchedRules):
         self.position[idx] = placed[:, self.num_objects]
         self.heading[idx] = np.floor(rest[:, 0] * 4).astype(np.int64)
         self.target[idx] = np.floor(rest[:, 1] * self.num_objects).astype(np.int64)
-        # each new target is one of the other colours: an offset of 1 .. num_objects - 1
-        self.next_targets[idx] = 1 + np.floor(rest[:, 2:] * (self.num_objects - 1)).astype(np.int64)
+        self.key[idx] = episode_key(rest[:, 2])
         self.targets_reached[idx] = 0
 
     def _move(self, actions: np.ndarray) -> None:
@@ -117,9 +116,9 @@ class MazeRules(BatchedRules):
         reached = self.cells.take(self._row_start + self.position) == CELL_OBJECT + self.target
         if reached.any():
             hit = np.flatnonzero(reached)
-            # clipped: an env stepped once more before its autoreset may have used them all
-            k = np.minimum(self.targets_reached[hit], self.max_episode_steps - 1)
-            self.target[hit] = (self.target[hit] + self.next_targets[hit, k]) % self.num_objects
+            # the new target is one of the other colours: an offset of 1 .. num_objects - 1
+            offset = 1 + event_choice(self.key[hit], self.targets_reached[hit], self.num_objects - 1)
+            self.target[hit] = (self.target[hit] + offset) % self.num_objects
             self.targets_reached[hit] += 1
         return reached.astype(np.float64), np.zeros(self.num_envs, dtype=bool)
 

@@ -35,6 +35,15 @@ def batch_info(info: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return out
 
 
+def parse_autoreset_mode(mode: str | AutoresetMode) -> AutoresetMode:
+    """An AutoresetMode from itself, its value ("NextStep") or its name in any case ("next_step")."""
+    for candidate in AutoresetMode:
+        if mode == candidate or str(mode).replace("_", "").lower() == candidate.value.lower():
+            return candidate
+    allowed = [candidate.value for candidate in AutoresetMode]
+    raise ValueError(f"unknown autoreset_mode {mode!r}; choose from {allowed}")
+
+
 class GridVectorEnv(VectorEnv):
     """N envs stepped together. Hidden state: `self.rules` and `hidden_state(i)`."""
 
@@ -50,11 +59,7 @@ class GridVectorEnv(VectorEnv):
         **kwargs: Any,
     ):
         check_render_mode(render_mode)
-        try:
-            autoreset_mode = AutoresetMode(autoreset_mode)
-        except ValueError:
-            allowed = [mode.value for mode in AutoresetMode]
-            raise ValueError(f"unknown autoreset_mode {autoreset_mode!r}; choose from {allowed}") from None
+        autoreset_mode = parse_autoreset_mode(autoreset_mode)
         self.rules = self.rules_class(num_envs=num_envs, **kwargs)
         self.num_envs = self.rules.num_envs
         self.render_index = check_int("render_index", render_index, 0, self.num_envs - 1)
@@ -153,7 +158,7 @@ class GridVectorEnv(VectorEnv):
             self.rules.reset(np.flatnonzero(ended))
             obs = self.rules.observe()
             info = batch_info(self.rules.info())
-            info.update(final_obs=final_obs, _final_obs=ended.copy(), final_info=final_info)
+            info.update(final_obs=final_obs, _final_obs=ended.copy(), final_info=final_info, _final_info=ended.copy())
         else:
             self._ended = ended  # only DISABLED mode keeps ended envs waiting for a reset
             info = batch_info(info)

@@ -28,7 +28,7 @@ import numpy as np
 from gymnasium import spaces
 
 from envs import grid
-from envs.batch import BatchedRules, check_int
+from envs.batch import BatchedRules, check_int, episode_key, event_choice
 from envs.scene import FLOOR, GOAL, Scene
 from envs.single import GridEnv
 from envs.vector import GridVectorEnv
@@ -40,7 +40,7 @@ class WaterMazeRules(BatchedRules):
     """A batch of water mazes.
 
     State: agent row and column (N,), goal row and column (N,), cell IDs (N, size*size), goals
-    reached (N,), and the episode's teleport destinations, drawn at reset.
+    reached (N,), and the episode's key, from which each teleport's destination is drawn.
     """
 
     def __init__(self, num_envs: int, size: int = 15, max_episode_steps: int = 200):
@@ -49,8 +49,8 @@ class WaterMazeRules(BatchedRules):
         cells = self.size * self.size
         self.single_observation_space = spaces.MultiDiscrete([cells, cells, NOT_IN_VIEW + 1], dtype=np.int64)
         self.single_action_space = spaces.Discrete(4)
-        # goal, start, one key per cell for the ID permutation, then one per possible teleport
-        self.uniforms_per_reset = 2 + cells + self.max_episode_steps
+        # goal, start, episode key, one sort key per cell for the ID permutation
+        self.uniforms_per_reset = 3 + cells
 
         n = self.num_envs
         self.row = np.zeros(n, dtype=np.int64)
@@ -59,7 +59,7 @@ class WaterMazeRules(BatchedRules):
         self.goal_col = np.zeros(n, dtype=np.int64)
         self.cell_ids = np.zeros((n, cells), dtype=np.int64)  # (N, size*size) ID of each flat cell
         self.goals_reached = np.zeros(n, dtype=np.int64)
-        self.teleports = np.zeros((n, self.max_episode_steps), dtype=np.int64)  # offsets from the goal
+        self.key = np.zeros(n, dtype=np.uint64)
         self._row_start = np.arange(n) * cells
 
     def _new_episodes(self, idx: np.ndarray, u: np.ndarray) -> None:
@@ -68,9 +68,8 @@ class WaterMazeRules(BatchedRules):
         start = self._other_cell(goal, u[:, 1])
         self.goal_row[idx], self.goal_col[idx] = np.divmod(goal, self.size)
         self.row[idx], self.col[idx] = np.divmod(start, self.size)
-        self.cell_ids[idx] = np.argsort(u[:, 2 : 2 + cells], axis=1, kind="stable")
-        # a teleport lands on (goal + offset) mod cells, offset 1 .. cells - 1: never the goal
-        self.teleports[idx] = 1 + np.floor(u[:, 2 + cells :] * (cells - 1)).astype(np.int64)
+        self.key[idx] = episode_key(u[:, 2])
+        self.cell_ids[idx] = np.argsort(u[:, 3:], axis=1, kind="stable")
         self.goals_reached[idx] = 0
 
     def _other_cell(self, goal: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -84,10 +83,10 @@ class WaterMazeRules(BatchedRules):
         reached = (self.row == self.goal_row) & (self.col == self.goal_col)
         if reached.any():
             hit = np.flatnonzero(reached)
-            # clipped: an env stepped once more before its autoreset may have used them all
-            k = np.minimum(self.goals_reached[hit], self.max_episode_steps - 1)
-            goal = self.goal_row[hit] * self.size + self.goal_col[hit]
-            landing = (goal + self.teleports[hit, k]) % (self.size * self.size)
+            cells = self.size * self.size
+            # land on (goal + offset) mod cells, offset 1 .. cells - 1: any cell but the goal
+            offset = 1 + event_choice(self.key[hit], self.goals_reached[hit], cells - 1)
+            landing = (self.goal_row[hit] * self.size + self.goal_col[hit] + offset) % cells
             self.row[hit], self.col[hit] = np.divmod(landing, self.size)
             self.goals_reached[hit] += 1
         return reached.astype(np.float64), np.zeros(self.num_envs, dtype=bool)
