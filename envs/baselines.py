@@ -1,0 +1,97 @@
+"""The bounds a learned policy is judged between: a uniformly random policy and the oracle.
+
+    python -m envs.baselines --env maze --episodes 100 --seed 0
+
+prints, for each policy, the mean and spread of the episodic return and the env's metric
+(corridor success, targets or goals reached). `run_episodes` is what evaluate.py reuses.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Callable
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+import envs
+from envs.batch import check_int
+from envs.oracle import make_oracle
+
+POLICIES = ("random", "oracle")
+
+
+def random_policy(env: gym.vector.VectorEnv, seed: int | None) -> Callable[[], np.ndarray]:
+    """Uniformly random actions for every env of the batch."""
+    rng = np.random.default_rng(seed)
+    n, size = env.single_action_space.n, env.num_envs
+    return lambda: rng.integers(0, n, size=size)
+
+
+def run_episodes(env: gym.vector.VectorEnv, act: Callable[[], np.ndarray], episodes: int) -> dict[str, np.ndarray]:
+    """Run `act` until `episodes` episodes have ended; (episodes,) arrays of return and metrics.
+
+    `env` must autoreset in the same step (AutoresetMode.SAME_STEP). Each env contributes a
+    fixed quota of its first episodes, so short episodes are not over-represented.
+    """
+    if env.metadata["autoreset_mode"] != AutoresetMode.SAME_STEP:
+        raise ValueError("run_episodes needs a vector env with autoreset_mode SAME_STEP")
+    quota = np.full(env.num_envs, episodes // env.num_envs) + (np.arange(env.num_envs) < episodes % env.num_envs)
+    running = np.zeros(env.num_envs)
+    results: dict[str, list] = {"return": [], "length": []}
+    lengths = np.zeros(env.num_envs, dtype=np.int64)
+    while quota.sum() > 0:
+        _, reward, terminated, truncated, info = env.step(act())
+        running += reward
+        lengths += 1
+        for i in np.flatnonzero((terminated | truncated) & (quota > 0)):
+            results["return"].append(running[i])
+            results["length"].append(lengths[i])
+            for key, value in info["final_info"].items():
+                if not key.startswith("_"):
+                    results.setdefault(key, []).append(value[i])
+            quota[i] -= 1
+        running[terminated | truncated] = 0.0
+        lengths[terminated | truncated] = 0
+    return {key: np.asarray(values, dtype=np.float64) for key, values in results.items()}
+
+
+def evaluate_baseline(name: str, policy: str, episodes: int, seed: int, num_envs: int = 16, **env_kwargs) -> dict[str, np.ndarray]:
+    """Episodes of the random or oracle policy on env `name` (short name or id)."""
+    if policy not in POLICIES:
+        raise ValueError(f"unknown policy {policy!r}; choose from {list(POLICIES)}")
+    env = gym.make_vec(envs.env_id(name), num_envs=num_envs, autoreset_mode=AutoresetMode.SAME_STEP, **env_kwargs)
+    env.reset(seed=seed)
+    act = random_policy(env, seed) if policy == "random" else make_oracle(env)
+    try:
+        return run_episodes(env, act, episodes)
+    finally:
+        env.close()
+
+
+def summary(results: dict[str, np.ndarray]) -> str:
+    """One line: mean ± standard deviation of each quantity."""
+    return "  ".join(f"{key} {values.mean():.3f} ± {values.std():.3f}" for key, values in results.items())
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--env", default="maze", help=f"one of {sorted(envs.ENV_IDS)} or a registered id")
+    parser.add_argument("--episodes", type=int, default=100)
+    parser.add_argument("--num-envs", type=int, default=16)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    try:
+        name = envs.env_id(args.env)
+        check_int("--episodes", args.episodes, 1)
+        check_int("--num-envs", args.num_envs, 1)
+    except ValueError as err:
+        parser.error(str(err))
+    for policy in POLICIES:
+        results = evaluate_baseline(name, policy, args.episodes, args.seed, args.num_envs)
+        print(f"{name} {policy:>6}: {summary(results)}")
+
+
+if __name__ == "__main__":
+    main()
