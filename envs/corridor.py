@@ -91,14 +91,17 @@ class CorridorRules(BatchedRules):
         }
 
     def scene(self, i: int) -> Scene:
-        """The corridor as a 3-row strip walled all round: cue at the start, doors at the end."""
+        """The corridor as a 3-row strip walled all round: the cue in the wall behind the start
+        cell, the doors above and below the end cell."""
         tiles = np.full((3, self.length + 2), WALL, dtype=np.int64)
         tiles[1, 1:-1] = FLOOR
-        tiles[1, 1] = OBJECT + SCENE_COLOUR[int(self.cue[i])]
+        tiles[1, 0] = OBJECT + SCENE_COLOUR[int(self.cue[i])]
         tiles[0, -2] = DOOR + SCENE_COLOUR[int(self.upper[i])]
         tiles[2, -2] = DOOR + SCENE_COLOUR[int(3 - self.upper[i])]
         agent = (1, int(self.position[i]) + 1)
         view = [agent]
+        if self.position[i] == 0:
+            view.append((1, 0))
         if self.position[i] == self.length - 1:
             view += [(0, agent[1]), (2, agent[1])]
         caption = f"step {self.elapsed[i]}/{self.max_episode_steps}"

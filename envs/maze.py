@@ -134,12 +134,12 @@ class MazeRules(BatchedRules):
 
     def hidden_state(self, i: int) -> dict[str, Any]:
         layout = self.cells[i].reshape(self.size, self.size)
-        objects = [divmod(int(np.flatnonzero(self.cells[i] == CELL_OBJECT + c)[0]), self.size) for c in range(self.num_objects)]
+        object_cells = [int(np.argmax(self.cells[i] == CELL_OBJECT + c)) for c in range(self.num_objects)]
         return {
             "walls": layout == CELL_WALL,  # (size, size) bool
             "position": divmod(int(self.position[i]), self.size),  # (row, col)
             "heading": int(self.heading[i]),
-            "objects": objects,  # (row, col) of the object of colour c, for each c
+            "objects": [divmod(cell, self.size) for cell in object_cells],  # (row, col) of colour c
             "target": int(self.target[i]),
             "targets_reached": int(self.targets_reached[i]),
         }

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 from gymnasium.error import ResetNeeded
 from gymnasium.utils import seeding
@@ -173,6 +174,7 @@ class GridVectorEnv(VectorEnv):
     def render(self):
         """Draw env `render_index` (an RGB array in "rgb_array" mode, a window in "human")."""
         if self.render_mode is None:
+            gym.logger.warn("render() called without a render_mode; pass render_mode= to make_vec")
             return None
         if self._needs_reset:
             raise ResetNeeded("call reset() before render()")
