@@ -29,7 +29,7 @@ def record(name: str, policy: str, steps: int, seed: int, render_mode: str = "rg
     frames, returns, running = [env.render()], [], 0.0
     for _ in range(steps):
         _, reward, terminated, truncated, _ = env.step(act())
-        running += reward[0]
+        running += float(reward[0])
         if terminated[0] or truncated[0]:
             returns.append(running)
             running = 0.0

@@ -23,9 +23,8 @@ import numpy as np
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 import pygame  # noqa: E402  (after the variable that silences pygame's banner)
 
-from envs.scene import COLOUR_NAMES, DOOR, FLOOR, GOAL, NUM_TILES, OBJECT, WALL, Scene  # noqa: E402
+from envs.scene import COLOUR_NAMES, DOOR, FLOOR, GOAL, NUM_TILES, OBJECT, RENDER_MODES, WALL, Scene  # noqa: E402
 
-RENDER_MODES = ("human", "rgb_array")
 RGB = tuple[int, int, int]
 
 # The scene's colour names as RGB; COLOUR_RGB[c] is colour index c.
@@ -118,7 +117,7 @@ class Renderer:
 
     def __init__(self, render_mode: str, fps: int, cell_px: int = 32):
         if render_mode not in RENDER_MODES:
-            raise ValueError(f"unknown render_mode {render_mode!r}; choose from {list(RENDER_MODES)}")
+            raise ValueError(f"unknown render_mode {render_mode!r}; choose from {RENDER_MODES}")
         if cell_px < 4:
             raise ValueError(f"cell_px must be at least 4, got {cell_px}")
         self.render_mode = render_mode

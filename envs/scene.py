@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+RENDER_MODES = ["human", "rgb_array"]
+
 # The colours objects, cues, doors and targets can have, by index. The corridor's cue is blue or green.
 COLOUR_NAMES = ("red", "green", "blue", "yellow", "magenta", "cyan", "orange", "purple")
 RED, GREEN, BLUE = 0, 1, 2

@@ -13,9 +13,9 @@ import numpy as np
 from gymnasium.error import ResetNeeded
 
 from envs.batch import BatchedRules
+from envs.scene import RENDER_MODES
 
 ONLY_ENV = np.zeros(1, dtype=np.int64)
-RENDER_MODES = ["human", "rgb_array"]
 
 
 def check_render_mode(render_mode: str | None) -> None:

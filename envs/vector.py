@@ -24,7 +24,8 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from envs.batch import BatchedRules, check_int
-from envs.single import RENDER_MODES, check_render_mode
+from envs.scene import RENDER_MODES
+from envs.single import check_render_mode
 
 
 def batch_info(info: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
