@@ -1,0 +1,56 @@
+"""Memory cores behind one interface, built by name.
+
+    core = make_core("feedback", input_dim, d_model=64, span=32)
+    state = core.initial_state(batch_size, device)
+    y, state = core(x, state, first)   # x: (T, B, input_dim), first: (T, B) bool -> y: (T, B, core.output_dim)
+
+`first[t, b]` is True where step t of sequence b begins an episode: nothing before it influences
+outputs at or after it. The returned state is detached (truncated backpropagation through
+time); its tensors are batch-major (dimension 0 is B) so envs can be indexed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+from torch import nn
+
+from agents.cores.feedback import FeedbackConfig, FeedbackCore
+from agents.cores.lstm import LSTMConfig, LSTMCore
+from agents.cores.mlp import MLPConfig, MLPCore
+from agents.cores.reservoir import ReservoirConfig, make_reservoir
+from agents.cores.transformer import TransformerConfig, TransformerCore
+
+# name -> (config class, builder taking (input_dim, config))
+CORES: dict[str, tuple[type, Callable[[int, Any], nn.Module]]] = {
+    "feedback": (FeedbackConfig, FeedbackCore),
+    "transformer": (TransformerConfig, TransformerCore),
+    "lstm": (LSTMConfig, LSTMCore),
+    "reservoir": (ReservoirConfig, make_reservoir),
+    "mlp": (MLPConfig, MLPCore),
+}
+
+
+def core_options(name: str) -> dict[str, Any]:
+    """The options core `name` takes, with their defaults."""
+    config_class, _ = _lookup(name)
+    return {f.name: f.default for f in dataclasses.fields(config_class)}
+
+
+def make_core(name: str, input_dim: int, **options: Any) -> nn.Module:
+    """Build core `name` for inputs of width `input_dim`; options are its config's fields."""
+    config_class, build = _lookup(name)
+    if isinstance(input_dim, bool) or not isinstance(input_dim, int) or input_dim < 1:
+        raise ValueError(f"input_dim must be an integer >= 1, got {input_dim!r}")
+    allowed = core_options(name)
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise ValueError(f"unknown option(s) {unknown} for core {name!r}; it takes {sorted(allowed)}")
+    return build(input_dim, config_class(**options))
+
+
+def _lookup(name: str):
+    if name not in CORES:
+        raise ValueError(f"unknown core {name!r}; choose from {sorted(CORES)}")
+    return CORES[name]

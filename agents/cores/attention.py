@@ -1,0 +1,158 @@
+"""Attention pieces the Transformer and Feedback Transformer cores share.
+
+Both cores keep a buffer of past steps in front of the current call's steps:
+
+    buffer index:  0 .. S-1             S .. S+T-1
+                   carried state        this call's steps t = 0 .. T-1
+
+`episode_starts` gives, per step and env, the first buffer index of the current episode; a key
+is visible only from there on, so nothing before a `first` leaks into the episode after it.
+
+Letters: T steps in the call, B envs, S span (carried slots), H heads, E head width (D / H),
+N persistent vectors, D model width.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+# A finite "minus infinity" for masked scores: softmax of an all-masked row stays finite.
+NEG_INF = -1e9
+
+
+def episode_starts(first: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """(T, B) buffer index where the episode of each step began.
+
+    first: (T, B) bool, True where step t begins an episode; valid: (B, S) bool, the carried
+    slots that belong to the episode running at the start of the call (always a suffix).
+    """
+    steps, _ = first.shape
+    span = valid.shape[1]
+    carried_start = span - valid.sum(dim=1)  # (B,) first valid carried slot, S when none
+    index = torch.arange(span, span + steps, device=first.device)[:, None]  # (T, 1)
+    marks = torch.where(first, index, carried_start[None, :])  # (T, B)
+    return torch.cummax(marks, dim=0).values
+
+
+def carried_valid(starts: torch.Tensor, span: int) -> torch.Tensor:
+    """(B, S) which of the last S buffer slots belong to the episode running at the call's end."""
+    steps = starts.shape[0]
+    index = torch.arange(steps, steps + span, device=starts.device)  # buffer index of the new slots
+    return index[None, :] >= starts[-1][:, None]
+
+
+def split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
+    """(..., L, D) -> (..., H, L, E)."""
+    *lead, length, width = x.shape
+    return x.view(*lead, length, heads, width // heads).transpose(-3, -2)
+
+
+def attend(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    position_scores: torch.Tensor,
+    visible: torch.Tensor,
+    persistent: tuple[torch.Tensor, torch.Tensor] | None = None,
+) -> torch.Tensor:
+    """Scaled dot-product attention with relative-position scores and optional persistent vectors.
+
+    q: (B, H, Q, E); k, v: (B, H, K, E); position_scores: (B, H, Q, K) q . p(distance);
+    visible: (B, Q, K) bool; persistent: keys and values (H, N, E), always visible, no position
+    term. Returns (B, H, Q, E). A query that sees nothing gets a zero vector, never NaN.
+    """
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    scores = (q @ k.transpose(-1, -2) + position_scores) * scale  # (B, H, Q, K)
+    scores = scores.masked_fill(~visible[:, None], NEG_INF)
+    if persistent is None:
+        weights = torch.softmax(scores, dim=-1) * visible.any(dim=-1)[:, None, :, None]
+        return weights @ v
+    pk, pv = persistent
+    persistent_scores = torch.einsum("bhqe,hne->bhqn", q, pk) * scale  # (B, H, Q, N)
+    weights = torch.softmax(torch.cat([scores, persistent_scores], dim=-1), dim=-1)
+    context = weights[..., : k.shape[-2]] @ v
+    return context + torch.einsum("bhqn,hne->bhqe", weights[..., k.shape[-2] :], pv)
+
+
+class PersistentMemory(nn.Module):
+    """N learned key and value vectors per head (the all-attention layer), reparameterised as
+    k = sqrt(E) k', v = sqrt(N) v' with k' ~ N(0, 1/E), v' ~ N(0, 1/N) (Sukhbaatar et al.)."""
+
+    def __init__(self, heads: int, head_dim: int, count: int):
+        super().__init__()
+        self.key_scale, self.value_scale = math.sqrt(head_dim), math.sqrt(count)
+        self.keys = nn.Parameter(torch.randn(heads, count, head_dim) / math.sqrt(head_dim))
+        self.values = nn.Parameter(torch.randn(heads, count, head_dim) / math.sqrt(count))
+
+    def forward(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.keys * self.key_scale, self.values * self.value_scale
+
+
+class FeedForward(nn.Module):
+    """The position-wise sublayer: Linear(D, F) -> ReLU -> dropout -> Linear(F, D)."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float):
+        super().__init__()
+        self.fc1 = nn.Linear(d_model, d_ff)
+        self.fc2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(self.dropout(F.relu(self.fc1(x))))
+
+
+def weights_version(module: nn.Module) -> tuple:
+    """A tag that changes whenever any parameter of `module` is replaced or updated in place
+    (optimiser steps and load_state_dict both bump a tensor's version counter). Cached keys and
+    values are reused only while the tag of the weights that made them is unchanged."""
+    return tuple((id(p), p._version) for p in module.parameters())
+
+
+class AttentionBlock(nn.Module):
+    """One transformer layer without its key/value projection: multi-head attention with learned
+    relative position embeddings on keys (and persistent vectors, which replace the feed-forward
+    sublayer), then feed-forward; pre-norm or post-norm.
+
+    The caller projects keys and values (per layer in the Transformer, from the shared memory in
+    the Feedback Transformer) and says which keys each query sees and at what distance.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, max_distance: int, d_ff: int, dropout: float, pre_norm: bool, persistent: int):
+        super().__init__()
+        self.heads = n_heads
+        self.pre_norm = pre_norm
+        head_dim = d_model // n_heads
+        self.query = nn.Linear(d_model, d_model)
+        self.out = nn.Linear(d_model, d_model)
+        self.position = nn.Parameter(torch.randn(max_distance + 1, head_dim) * 0.02)  # (P, E) by distance
+        self.persistent = PersistentMemory(n_heads, head_dim, persistent) if persistent else None
+        self.ff = None if persistent else FeedForward(d_model, d_ff, dropout)
+        self.norm_attn = nn.LayerNorm(d_model)
+        self.norm_ff = None if persistent else nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def attention_input(self, h: torch.Tensor) -> torch.Tensor:
+        """What the attention reads: the normalised input under pre-norm, the input itself under post-norm."""
+        return self.norm_attn(h) if self.pre_norm else h
+
+    def forward(self, h: torch.Tensor, k: torch.Tensor, v: torch.Tensor, distance: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+        """h: (B, Q, D) layer input at the query steps; k, v: (B, H, K, E); distance: (Q, K) long,
+        clipped to [0, P - 1] (where not visible, any value); visible: (B, Q, K). -> (B, Q, D)."""
+        batch, queries, width = h.shape
+        q = split_heads(self.query(self.attention_input(h)), self.heads)  # (B, H, Q, E)
+        position_scores = (q @ self.position.T).gather(-1, distance.expand(batch, self.heads, *distance.shape))
+        persistent = self.persistent() if self.persistent is not None else None
+        context = attend(q, k, v, position_scores, visible, persistent)  # (B, H, Q, E)
+        context = context.transpose(1, 2).reshape(batch, queries, width)
+        h = h + self.dropout(self.out(context))
+        if not self.pre_norm:
+            h = self.norm_attn(h)
+        if self.ff is None:
+            return h
+        if self.pre_norm:
+            return h + self.dropout(self.ff(self.norm_ff(h)))
+        return self.norm_ff(h + self.dropout(self.ff(h)))

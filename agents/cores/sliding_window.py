@@ -1,0 +1,55 @@
+"""A preallocated buffer written one step at a time, read through a sliding window, with
+gradients: the Feedback Transformer's memory of keys and values.
+
+Writing into a tensor that earlier steps read would make autograd refuse the backward pass (the
+reads saved views of it, and an in-place write bumps its version). `write_and_window` writes
+outside autograd's view and returns the window as a fresh tensor on the same storage; its
+backward adds each window's gradient into a gradient buffer of the same shape and hands the
+written slots their sum. Backward reaches a write only after every later read of its slots
+(each later step depends on it), so that sum is complete when it is taken. No step copies the
+memory: a step costs its own keys and values, whatever the span.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+class _WriteAndWindow(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, new, buffer, grad_buffer, start, window):
+        length = new.shape[2]
+        buffer[:, :, start : start + length] = new
+        ctx.grad_buffer, ctx.start, ctx.length, ctx.window = grad_buffer, start, length, window
+        view = buffer[:, :, start + length - window : start + length]
+        # a new tensor on the same storage: the buffer's version counter is not shared
+        return torch.empty(0, dtype=buffer.dtype, device=buffer.device).set_(
+            view.untyped_storage(), view.storage_offset(), view.shape, view.stride()
+        )
+
+    @staticmethod
+    def backward(ctx, grad_window):
+        end = ctx.start + ctx.length
+        ctx.grad_buffer[:, :, end - ctx.window : end] += grad_window
+        return ctx.grad_buffer[:, :, ctx.start : end].clone(), None, None, None, None
+
+
+class SlidingWindowBuffer:
+    """Slots (B, H, capacity, E) filled left to right; each write returns the last `window` slots."""
+
+    def __init__(self, batch: int, heads: int, capacity: int, head_dim: int, window: int, like: torch.Tensor):
+        self.window = window
+        self.filled = 0
+        self.buffer = like.new_zeros(batch, heads, capacity, head_dim)
+        self.grad_buffer = like.new_zeros(batch, heads, capacity, head_dim) if torch.is_grad_enabled() else None
+
+    def write(self, new: torch.Tensor) -> torch.Tensor:
+        """Append new (B, H, n, E); return the window (B, H, window, E) ending with it."""
+        if self.grad_buffer is None:  # no gradients wanted: a plain write and a view
+            n = new.shape[2]
+            self.buffer[:, :, self.filled : self.filled + n] = new
+            self.filled += n
+            return self.buffer[:, :, self.filled - self.window : self.filled]
+        out = _WriteAndWindow.apply(new, self.buffer, self.grad_buffer, self.filled, self.window)
+        self.filled += new.shape[2]
+        return out

@@ -1,0 +1,113 @@
+"""Naive Feedback Transformer and Transformer, straight from the equations, for checking the
+real cores (same weights: they read the parameters of the core they are given) and as the
+baselines of benchmarks/cores.py.
+
+Both step one time step at a time, keep their memory as a tensor grown with `torch.cat`, and
+recompute every key and value from it at every step. The layer equations are written out here,
+not borrowed from the cores' modules, so the comparison checks the cores' arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+def layer_norm(module, x):
+    return x if isinstance(module, torch.nn.Identity) else F.layer_norm(x, x.shape[-1:], module.weight, module.bias, module.eps)
+
+
+def attention_layer(block, h, k, v, distance, valid, pre_norm, heads):
+    """One layer for one step. h: (B, D); k, v: (B, n, D) memory; distance: (n,); valid: (B, n)."""
+    batch, width = h.shape
+    e = width // heads
+    x = layer_norm(block.norm_attn, h) if pre_norm else h
+    q = F.linear(x, block.query.weight, block.query.bias).view(batch, heads, e)
+    kh = k.view(batch, -1, heads, e).transpose(1, 2)  # (B, H, n, E)
+    vh = v.view(batch, -1, heads, e).transpose(1, 2)
+    scores = torch.einsum("bhe,bhne->bhn", q, kh) + torch.einsum("bhe,ne->bhn", q, block.position[distance])
+    scores = scores / math.sqrt(e)
+    scores = scores.masked_fill(~valid[:, None, :], float("-inf"))
+    if block.persistent is not None:
+        pk, pv = block.persistent.keys * math.sqrt(e), block.persistent.values * math.sqrt(block.persistent.keys.shape[1])
+        scores = torch.cat([scores, torch.einsum("bhe,hne->bhn", q, pk) / math.sqrt(e)], dim=-1)
+        vh = torch.cat([vh, pv.expand(batch, -1, -1, -1)], dim=2)
+    weights = torch.softmax(scores, dim=-1)
+    weights = torch.nan_to_num(weights, nan=0.0)  # no visible key: attend to nothing
+    context = torch.einsum("bhn,bhne->bhe", weights, vh).reshape(batch, width)
+    h = h + F.linear(context, block.out.weight, block.out.bias)
+    if not pre_norm:
+        h = layer_norm(block.norm_attn, h)
+    if block.ff is None:
+        return h
+    ff = lambda y: F.linear(F.relu(F.linear(y, block.ff.fc1.weight, block.ff.fc1.bias)), block.ff.fc2.weight, block.ff.fc2.bias)  # noqa: E731
+    if pre_norm:
+        return h + ff(layer_norm(block.norm_ff, h))
+    return layer_norm(block.norm_ff, h + ff(h))
+
+
+class NaiveFeedback:
+    """The Feedback Transformer one step at a time: m_t = sum_l softmax(w)_l x_t^l, every layer
+    attending to the memory of the last `span` steps of the episode."""
+
+    def __init__(self, core):
+        self.core = core
+
+    def initial_state(self, batch_size, device):
+        width = self.core.config.d_model
+        return torch.zeros(batch_size, 0, width, device=device), torch.zeros(batch_size, 0, dtype=torch.bool, device=device)
+
+    def __call__(self, x, state, first):
+        core, c = self.core, self.core.config
+        memory, valid = state
+        outputs = []
+        for t in range(x.shape[0]):
+            valid = valid & ~first[t][:, None]
+            h = F.linear(x[t], core.embed.weight, core.embed.bias)
+            layers = [h]
+            distance = torch.arange(memory.shape[1], 0, -1, device=x.device)  # oldest first
+            for index, block in enumerate(core.blocks):
+                group = 0 if c.shared_kv else index
+                read = layer_norm(core.memory_norm[group], memory)
+                k, v = F.linear(read, core.kv[group].weight, core.kv[group].bias).chunk(2, dim=-1)
+                h = attention_layer(block, h, k, v, distance, valid, c.pre_norm, c.n_heads)
+                layers.append(h)
+            m = (torch.softmax(core.layer_logits, 0)[:, None, None] * torch.stack(layers)).sum(0)
+            memory = torch.cat([memory, m[:, None]], dim=1)[:, -c.span :]
+            valid = torch.cat([valid, torch.ones_like(first[t])[:, None]], dim=1)[:, -c.span :]
+            outputs.append(layer_norm(core.norm_out, h))
+        return torch.stack(outputs), (memory.detach(), valid)
+
+
+class NaiveTransformer:
+    """The Transformer one step at a time: each layer's query attends to its own input and the
+    layer inputs of the previous `span` steps of the episode."""
+
+    def __init__(self, core):
+        self.core = core
+
+    def initial_state(self, batch_size, device):
+        c = self.core.config
+        return torch.zeros(batch_size, c.n_layers, 0, c.d_model, device=device), torch.zeros(batch_size, 0, dtype=torch.bool, device=device)
+
+    def __call__(self, x, state, first):
+        core, c = self.core, self.core.config
+        inputs, valid = state  # (B, L, n, D) past layer inputs, (B, n)
+        outputs = []
+        for t in range(x.shape[0]):
+            valid = torch.cat([valid & ~first[t][:, None], torch.ones_like(first[t])[:, None]], dim=1)[:, -(c.span + 1) :]
+            h = F.linear(x[t], core.embed.weight, core.embed.bias)
+            new_inputs = []
+            for index, (block, kv) in enumerate(zip(core.blocks, core.kv)):
+                context = torch.cat([inputs[:, index], h[:, None]], dim=1)[:, -(c.span + 1) :]  # (B, n + 1, D)
+                new_inputs.append(context)
+                read = layer_norm(block.norm_attn, context) if c.pre_norm else context
+                k, v = F.linear(read, kv.weight, kv.bias).chunk(2, dim=-1)
+                distance = torch.arange(context.shape[1] - 1, -1, -1, device=x.device)
+                h = attention_layer(block, h, k, v, distance, valid, c.pre_norm, c.n_heads)
+            inputs = torch.stack(new_inputs, dim=1)[:, :, -c.span :]
+            valid = valid[:, -c.span :]
+            outputs.append(layer_norm(core.norm_out, h))
+        return torch.stack(outputs), (inputs.detach(), valid)

@@ -1,0 +1,233 @@
+"""The invariants every core holds, under configurations drawn by hypothesis:
+chunking, episode isolation, batch independence, gradients and detached state; plus the
+Feedback Transformer and Transformer against naive step-by-step references."""
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from agents.cores import CORES, core_options, make_core
+
+sys.path.insert(0, str(Path(__file__).parent))
+from naive_cores import NaiveFeedback, NaiveTransformer  # noqa: E402
+
+INPUT_DIM = 5
+ATOL = 1e-5
+
+
+@st.composite
+def attention_options(draw, feedback):
+    heads = draw(st.integers(1, 3))
+    options = {
+        "n_heads": heads,
+        "d_model": heads * draw(st.sampled_from([4, 6])),  # (LayerNorm over 2 values is degenerate)
+        "n_layers": draw(st.integers(1, 3)),
+        "span": draw(st.integers(1, 6)),
+        "pre_norm": draw(st.booleans()),
+        "persistent": draw(st.sampled_from([0, 0, 2])),
+    }
+    if feedback:
+        options["shared_kv"] = draw(st.booleans())
+    return options
+
+
+@st.composite
+def reservoir_options(draw):
+    kind = draw(st.sampled_from(["ffn", "transformer", "esn"]))
+    if kind == "esn":
+        return {"kind": kind, "units": draw(st.integers(4, 12)), "d_model": 8, "leak_rate": draw(st.sampled_from([0.3, 1.0]))}
+    options = draw(attention_options(feedback=False))
+    options.update(kind=kind, n_reservoir=draw(st.integers(1, options["n_layers"])), backskip=draw(st.booleans()))
+    return options
+
+
+OPTIONS = {
+    "feedback": attention_options(feedback=True),
+    "transformer": attention_options(feedback=False),
+    "lstm": st.fixed_dictionaries({"hidden_size": st.integers(2, 8), "n_layers": st.integers(1, 2)}),
+    "reservoir": reservoir_options(),
+    "mlp": st.fixed_dictionaries({"hidden_size": st.integers(2, 8), "n_layers": st.integers(1, 2)}),
+}
+
+
+@st.composite
+def cases(draw, name):
+    """A core (in eval mode, with non-trivial weights), inputs x (T, B, I) and first (T, B)."""
+    options = draw(OPTIONS[name])
+    torch.manual_seed(draw(st.integers(0, 2**16)))
+    core = make_core(name, INPUT_DIM, **options).eval()
+    with torch.no_grad():  # move every trainable weight off its initial value (zeros, ones)
+        for p in core.parameters():
+            if p.requires_grad:
+                p.add_(0.3 * torch.randn_like(p))
+    steps, batch = draw(st.integers(1, 12)), draw(st.integers(1, 3))
+    x = torch.randn(steps, batch, INPUT_DIM)
+    first = torch.rand(steps, batch) < draw(st.sampled_from([0.0, 0.15, 0.4]))
+    return core, x, first
+
+
+def run(core, x, first, state=None):
+    state = core.initial_state(x.shape[1], x.device) if state is None else state
+    return core(x, state, first)
+
+
+def run_chunked(core, x, first, cuts):
+    state, outputs = core.initial_state(x.shape[1], x.device), []
+    for a, b in zip([0, *cuts], [*cuts, x.shape[0]]):
+        y, state = core(x[a:b], state, first[a:b])
+        outputs.append(y)
+    return torch.cat(outputs), state
+
+
+def tensors(state):
+    return [value for value in state if isinstance(value, torch.Tensor)]
+
+
+def test_every_core_is_registered():
+    assert set(CORES) == set(OPTIONS) == {"feedback", "transformer", "lstm", "reservoir", "mlp"}
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+@settings(max_examples=20, deadline=None)
+@given(data=st.data())
+def test_chunking_equals_one_call(name, data):
+    core, x, first = data.draw(cases(name))
+    cuts = sorted(set(data.draw(st.lists(st.integers(1, max(1, x.shape[0] - 1)), max_size=4))) - {x.shape[0]})
+    whole, whole_state = run(core, x, first)
+    chunked, chunked_state = run_chunked(core, x, first, cuts)
+    assert whole.shape == (*x.shape[:2], core.output_dim)
+    torch.testing.assert_close(chunked, whole, atol=ATOL, rtol=0)
+    for a, b in zip(tensors(chunked_state), tensors(whole_state)):
+        torch.testing.assert_close(a.float(), b.float(), atol=ATOL, rtol=0)
+    stepped, _ = run_chunked(core, x, first, list(range(1, x.shape[0])))
+    torch.testing.assert_close(stepped, whole, atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+@settings(max_examples=20, deadline=None)
+@given(data=st.data())
+def test_episode_isolation(name, data):
+    """Inputs before a `first` change nothing at or after it, within a call and across calls."""
+    core, x, first = data.draw(cases(name))
+    steps, batch = first.shape
+    start = data.draw(st.integers(0, steps - 1))
+    env = data.draw(st.integers(0, batch - 1))
+    first[start, env] = True
+    changed = x.clone()
+    changed[:start, env] += 5.0 * torch.randn(start, INPUT_DIM)
+    y, _ = run(core, x, first)
+    y_changed, _ = run(core, changed, first)
+    torch.testing.assert_close(y_changed[start:, env], y[start:, env], atol=ATOL, rtol=0)
+    if start > 0:  # the same with the episode boundary at a chunk boundary
+        _, state = run(core, changed[:start], first[:start])
+        y_after, _ = run(core, x[start:], first[start:], state)
+        torch.testing.assert_close(y_after[:, env], y[start:, env], atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+@settings(max_examples=20, deadline=None)
+@given(data=st.data())
+def test_batch_independence(name, data):
+    core, x, first = data.draw(cases(name))
+    if x.shape[1] < 2:
+        x, first = x.repeat(1, 2, 1), first.repeat(1, 2)
+    changed = x.clone()
+    changed[:, 0] += 5.0 * torch.randn(x.shape[0], INPUT_DIM)
+    y, _ = run(core, x, first)
+    y_changed, _ = run(core, changed, first)
+    torch.testing.assert_close(y_changed[:, 1:], y[:, 1:], atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+def test_gradients_reach_every_trainable_parameter_and_state_is_detached(name, data):
+    core, _, _ = data.draw(cases(name))
+    # one visible key would make every attention score's gradient zero
+    assume(getattr(core.config, "span", 2) >= 2)
+    steps, batch = 5, 2
+    x = torch.randn(steps, batch, INPUT_DIM)
+    first = torch.zeros(steps, batch, dtype=torch.bool)
+    first[0] = True
+    state = core.initial_state(batch, "cpu")
+    _, state = core(x, state, first)  # a carried state, so memory of a past call is in play
+    y, state = core(x, state, torch.zeros_like(first))
+    (y[-1] * torch.randn_like(y[-1])).sum().backward()
+    for param_name, p in core.named_parameters():
+        if p.requires_grad:
+            assert p.grad is not None and p.grad.abs().sum() > 0, f"no gradient reaches {param_name}"
+        else:
+            assert p.grad is None, f"frozen {param_name} got a gradient"
+    assert all(not t.requires_grad for t in tensors(state))
+
+
+@pytest.mark.parametrize("name, naive", [("feedback", NaiveFeedback), ("transformer", NaiveTransformer)])
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_matches_the_naive_reference(name, naive, data):
+    core, x, first = data.draw(cases(name))
+    reference = naive(core)
+    expected, _ = reference(x, reference.initial_state(x.shape[1], "cpu"), first)
+    y, _ = run(core, x, first)
+    torch.testing.assert_close(y, expected, atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("name", ["feedback", "transformer"])
+def test_acting_reuses_keys_only_while_the_weights_are_unchanged(name):
+    """Without gradients a call may reuse the carried keys and values; a call with gradients
+    always recomputes them. Both must agree, before and after an in-place weight update."""
+    torch.manual_seed(0)
+    core = make_core(name, INPUT_DIM, d_model=8, n_heads=2, span=4).eval()
+    x, first = torch.randn(6, 2, INPUT_DIM), torch.zeros(6, 2, dtype=torch.bool)
+    with torch.no_grad():
+        _, state = run(core, x[:3], first[:3])
+    for update in (False, True):
+        if update:
+            with torch.no_grad():
+                for p in core.parameters():
+                    p.mul_(1.1)  # in place, as an optimiser step
+        with torch.no_grad():
+            acting, _ = core(x[3:], state, first[3:])
+        learning, _ = core(x[3:], state, first[3:])
+        torch.testing.assert_close(acting, learning.detach(), atol=ATOL, rtol=0)
+
+
+def test_empty_memory_gives_finite_outputs():
+    for name in ("feedback", "transformer"):
+        core = make_core(name, INPUT_DIM, span=3)
+        y, _ = run(core, torch.randn(4, 3, INPUT_DIM), torch.ones(4, 3, dtype=torch.bool))
+        assert torch.isfinite(y).all()
+
+
+def test_feedback_state_does_not_grow_with_layers():
+    sizes = []
+    for layers in (1, 4):
+        core = make_core("feedback", INPUT_DIM, n_layers=layers, d_model=8, n_heads=2, span=10)
+        sizes.append(sum(t.numel() for t in tensors(core.initial_state(3, "cpu"))))
+    assert sizes[0] == sizes[1]
+
+
+def test_feedback_exposes_its_layer_weights():
+    core = make_core("feedback", INPUT_DIM, n_layers=3)
+    weights = core.layer_weights
+    assert weights.shape == (4,) and torch.isclose(weights.sum(), torch.tensor(1.0))
+
+
+def test_make_core_rejects_unknown_names_and_options():
+    with pytest.raises(ValueError, match=r"unknown core 'gru'; choose from \['feedback', 'lstm', 'mlp', 'reservoir', 'transformer'\]"):
+        make_core("gru", INPUT_DIM)
+    with pytest.raises(ValueError, match=r"unknown option\(s\) \['heads'\] for core 'feedback'; it takes \[.*'n_heads'"):
+        make_core("feedback", INPUT_DIM, heads=4)
+    with pytest.raises(ValueError, match=r"d_model \(10\) must be divisible by n_heads \(4\)"):
+        make_core("transformer", INPUT_DIM, d_model=10, n_heads=4)
+    with pytest.raises(ValueError, match="span must be an integer >= 1, got 0"):
+        make_core("feedback", INPUT_DIM, span=0)
+    with pytest.raises(ValueError, match="dropout must be a number in"):
+        make_core("feedback", INPUT_DIM, dropout=1.5)
+    with pytest.raises(ValueError, match="input_dim must be an integer >= 1, got 0"):
+        make_core("lstm", 0)
+    assert core_options("feedback")["shared_kv"] is True
