@@ -11,8 +11,9 @@ the highest representations of the past. That makes the steps sequential; each i
   buffer read through a sliding window (sliding_window.py): no step copies the memory;
 - the state carries raw memory vectors, normalised when read (pre-norm), never stored normed;
 - at the start of a call the carried memory's keys and values are recomputed with the current
-  weights, except when acting (no gradients) with unchanged weights, when the stored ones are
-  reused: then a T = 1 call costs one step, whatever the span.
+  weights, except when acting (no gradients) with unchanged weights: then the stored ones are
+  reused and the call extends the state's buffers in place (append_log.py), so a T = 1 call
+  costs one step, whatever the span.
 
 Letters: T steps, B envs, S span, L layers, G key/value groups (1 shared, else L), D d_model,
 H heads, E head width.
@@ -26,6 +27,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from agents.cores.append_log import AppendLog, capacity_for
 from agents.cores.attention import AttentionBlock, carried_valid, episode_starts, split_heads, weights_version
 from agents.cores.sliding_window import SlidingWindowBuffer
 from agents.cores.transformer import TransformerConfig
@@ -44,11 +46,15 @@ class FeedbackConfig(TransformerConfig):
 
 
 class FeedbackState(NamedTuple):
-    memory: torch.Tensor  # (B, S, D) raw memory vectors of the last S steps
-    valid: torch.Tensor  # (B, S) bool: slots of the episode running now
-    keys: torch.Tensor  # (B, G, S, D) keys and values of that memory ...
+    """Buffers of `capacity` slots; slots [end - S, end) hold the last S steps."""
+
+    memory: torch.Tensor  # (B, capacity, D) raw memory vectors
+    keys: torch.Tensor  # (B, G, H, capacity, E) keys and values of that memory ...
     values: torch.Tensor
+    valid: torch.Tensor  # (B, S) bool: which of the last S steps belong to the episode running now
+    end: int
     version: tuple | None  # ... made by the weights with this weights_version
+    log: AppendLog  # how far these buffers have been written
 
 
 class FeedbackCore(nn.Module):
@@ -73,72 +79,74 @@ class FeedbackCore(nn.Module):
         return torch.softmax(self.layer_logits, dim=0)
 
     def initial_state(self, batch_size: int, device: torch.device | str) -> FeedbackState:
+        span = self.config.span
+        memory, keys, values = self._new_buffers(batch_size, capacity_for(span, 0), torch.zeros(0, device=device))
+        valid = torch.zeros(batch_size, span, dtype=torch.bool, device=device)
+        return FeedbackState(memory, keys, values, valid, span, None, AppendLog(span))
+
+    def _new_buffers(self, batch: int, capacity: int, like: torch.Tensor):
+        """Zeroed memory (B, capacity, D), keys and values (B, G, H, capacity, E)."""
         c = self.config
-        memory = torch.zeros(batch_size, c.span, c.d_model, device=device)
-        kv = torch.zeros(batch_size, self.groups, c.span, c.d_model, device=device)
-        valid = torch.zeros(batch_size, c.span, dtype=torch.bool, device=device)
-        return FeedbackState(memory, valid, kv, kv.clone(), None)
+        memory = like.new_zeros(batch, capacity, c.d_model)
+        keys = like.new_zeros(batch, self.groups, c.n_heads, capacity, c.d_model // c.n_heads)
+        return memory, keys, torch.zeros_like(keys)
 
     def _keys_values(self, group: int, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(B, n, D) raw memory -> keys and values (B, n, D), normalised as they are read."""
-        return self.kv[group](self.memory_norm[group](memory)).chunk(2, dim=-1)
+        """(B, n, D) raw memory -> keys and values (B, H, n, E), normalised as they are read."""
+        k, v = self.kv[group](self.memory_norm[group](memory)).chunk(2, dim=-1)
+        return split_heads(k, self.config.n_heads), split_heads(v, self.config.n_heads)
 
     def forward(self, x: torch.Tensor, state: FeedbackState, first: torch.Tensor) -> tuple[torch.Tensor, FeedbackState]:
         """x: (T, B, input_dim), first: (T, B) bool -> y: (T, B, D), the state after step T - 1."""
         c = self.config
         steps, batch = first.shape
-        heads, span = c.n_heads, c.span
+        span = c.span
         embedded = self.embed(x)  # (T, B, D)
         starts = episode_starts(first, state.valid)  # (T, B)
         slot = torch.arange(span, device=x.device)
         distance = (span - slot)[None, :]  # (1, S): window slot s is S - s steps back
         version = weights_version(self)
-        reuse = not torch.is_grad_enabled() and state.version == version
+        reuse = not torch.is_grad_enabled() and state.version == version  # stored keys are current
+        window = slice(state.end - span, state.end)
 
-        key_buffers, value_buffers, key_windows, value_windows = [], [], [], []
-        for group in range(self.groups):
-            if reuse:
-                k, v = state.keys[:, group], state.values[:, group]
-            else:
-                k, v = self._keys_values(group, state.memory)
-            keys = SlidingWindowBuffer(batch, heads, span + steps, c.d_model // heads, span, x)
-            values = SlidingWindowBuffer(batch, heads, span + steps, c.d_model // heads, span, x)
-            key_windows.append(keys.write(split_heads(k, heads)))  # (B, H, S, E): step 0's window
-            value_windows.append(values.write(split_heads(v, heads)))
-            key_buffers.append(keys)
-            value_buffers.append(values)
+        if reuse and state.log.can_extend(state.end, steps, state.memory.shape[1]):
+            memory, keys, values, start, log = state.memory, state.keys, state.values, state.end, state.log
+            key_buffers = [SlidingWindowBuffer(keys[:, g], start, span) for g in range(self.groups)]
+            value_buffers = [SlidingWindowBuffer(values[:, g], start, span) for g in range(self.groups)]
+            key_windows = [b.current() for b in key_buffers]  # (B, H, S, E) each
+            value_windows = [b.current() for b in value_buffers]
+        else:  # new buffers, starting with this state's memory and its keys and values
+            memory, keys, values = self._new_buffers(batch, capacity_for(span, steps), x)
+            memory[:, :span] = state.memory[:, window]
+            start, log = span, AppendLog(span)
+            key_buffers = [SlidingWindowBuffer(keys[:, g], 0, span) for g in range(self.groups)]
+            value_buffers = [SlidingWindowBuffer(values[:, g], 0, span) for g in range(self.groups)]
+            key_windows, value_windows = [], []
+            for g in range(self.groups):
+                if reuse:
+                    k, v = state.keys[:, g, :, window], state.values[:, g, :, window]
+                else:  # recomputed with the current weights (and gradients, when learning)
+                    k, v = self._keys_values(g, state.memory[:, window])
+                key_windows.append(key_buffers[g].write(k))
+                value_windows.append(value_buffers[g].write(v))
 
         weights = self.layer_weights
-        new_memory = x.new_empty(steps, batch, c.d_model)
         outputs = []
         for t in range(steps):
             visible = ((t + slot)[None, :] >= starts[t][:, None])[:, None, :]  # (B, 1, S)
             h = embedded[t][:, None, :]  # (B, 1, D)
-            memory = weights[0] * h
+            m = weights[0] * h
             for layer, block in enumerate(self.blocks):
                 group = 0 if c.shared_kv else layer
                 h = block(h, key_windows[group], value_windows[group], distance, visible)
-                memory = memory + weights[layer + 1] * h
+                m = m + weights[layer + 1] * h
             outputs.append(h)
-            new_memory[t] = memory[:, 0].detach()
-            for group in range(self.groups):
-                k, v = self._keys_values(group, memory)  # (B, 1, D) each
-                key_windows[group] = key_buffers[group].write(split_heads(k, heads))
-                value_windows[group] = value_buffers[group].write(split_heads(v, heads))
+            memory[:, start + t] = m[:, 0].detach()
+            for g in range(self.groups):
+                k, v = self._keys_values(g, m)  # (B, H, 1, E) each
+                key_windows[g] = key_buffers[g].write(k)
+                value_windows[g] = value_buffers[g].write(v)
 
+        log.end = start + steps
         y = self.norm_out(torch.cat(outputs, dim=1)).transpose(0, 1)  # (T, B, D)
-        memory = torch.cat([state.memory, new_memory.transpose(0, 1)], dim=1)[:, -span:]
-        new_state = FeedbackState(
-            memory,
-            carried_valid(starts, span),
-            torch.stack([merge_heads(b.buffer[:, :, -span:]) for b in key_buffers], dim=1),
-            torch.stack([merge_heads(b.buffer[:, :, -span:]) for b in value_buffers], dim=1),
-            version,
-        )
-        return y, new_state
-
-
-def merge_heads(x: torch.Tensor) -> torch.Tensor:
-    """(B, H, S, E) -> (B, S, H * E)."""
-    batch, heads, length, width = x.shape
-    return x.transpose(1, 2).reshape(batch, length, heads * width)
+        return y, FeedbackState(memory, keys, values, carried_valid(starts, span), start + steps, version, log)

@@ -2,12 +2,13 @@
 gradients: the Feedback Transformer's memory of keys and values.
 
 Writing into a tensor that earlier steps read would make autograd refuse the backward pass (the
-reads saved views of it, and an in-place write bumps its version). `write_and_window` writes
-outside autograd's view and returns the window as a fresh tensor on the same storage; its
-backward adds each window's gradient into a gradient buffer of the same shape and hands the
-written slots their sum. Backward reaches a write only after every later read of its slots
-(each later step depends on it), so that sum is complete when it is taken. No step copies the
-memory: a step costs its own keys and values, whatever the span.
+reads saved views of it, and an in-place write bumps its version). With gradients on,
+`write` writes outside autograd's view and returns the window as a fresh tensor on the same
+storage; its backward adds each window's gradient into a gradient buffer of the same shape and
+hands the written slots their sum. Backward reaches a write only after every later read of its
+slots (each later step depends on it), so that sum is complete when it is taken. Without
+gradients, a write is a plain copy and the window a view. Either way no step copies the memory:
+a step costs its own keys and values, whatever the span.
 """
 
 from __future__ import annotations
@@ -35,21 +36,26 @@ class _WriteAndWindow(torch.autograd.Function):
 
 
 class SlidingWindowBuffer:
-    """Slots (B, H, capacity, E) filled left to right; each write returns the last `window` slots."""
+    """Slots (B, H, capacity, E) of `buffer`, filled left to right from slot `filled`; each write
+    returns the last `window` slots. The buffer may be a view into a larger state tensor."""
 
-    def __init__(self, batch: int, heads: int, capacity: int, head_dim: int, window: int, like: torch.Tensor):
+    def __init__(self, buffer: torch.Tensor, filled: int, window: int):
+        self.buffer = buffer
+        self.filled = filled
         self.window = window
-        self.filled = 0
-        self.buffer = like.new_zeros(batch, heads, capacity, head_dim)
-        self.grad_buffer = like.new_zeros(batch, heads, capacity, head_dim) if torch.is_grad_enabled() else None
+        self.grad_buffer = torch.zeros_like(buffer) if torch.is_grad_enabled() else None
+
+    def current(self) -> torch.Tensor:
+        """The window (B, H, window, E) ending at the last slot written (a view, no gradients)."""
+        return self.buffer[:, :, self.filled - self.window : self.filled]
 
     def write(self, new: torch.Tensor) -> torch.Tensor:
         """Append new (B, H, n, E); return the window (B, H, window, E) ending with it."""
-        if self.grad_buffer is None:  # no gradients wanted: a plain write and a view
-            n = new.shape[2]
+        n = new.shape[2]
+        if self.grad_buffer is None:
             self.buffer[:, :, self.filled : self.filled + n] = new
             self.filled += n
-            return self.buffer[:, :, self.filled - self.window : self.filled]
+            return self.current()
         out = _WriteAndWindow.apply(new, self.buffer, self.grad_buffer, self.filled, self.window)
-        self.filled += new.shape[2]
+        self.filled += n
         return out

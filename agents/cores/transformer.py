@@ -5,7 +5,8 @@ itself and to the `span` steps before it, of its own episode only, with a learne
 position embedding added to the keys (one per distance 0 .. span, per layer). The cache is
 inputs computed with the weights of their time, as in Transformer-XL; keys and values are
 recomputed from it with the current weights, except when acting (no gradients) with weights
-unchanged since they were last computed, when the stored ones are reused.
+unchanged since they were last computed: then the stored ones are reused and the call extends
+the state's buffers in place (append_log.py) instead of copying them.
 
 Letters: T steps, B envs, S span, L layers, D d_model, H heads.
 """
@@ -18,6 +19,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from agents.cores.append_log import AppendLog, capacity_for
 from agents.cores.attention import AttentionBlock, carried_valid, episode_starts, split_heads, weights_version
 from agents.cores.checks import check_at_least, check_fraction, check_heads
 
@@ -49,11 +51,15 @@ class TransformerConfig:
 
 
 class TransformerState(NamedTuple):
-    inputs: torch.Tensor  # (B, L, S, D) each layer's input at the last S steps
-    valid: torch.Tensor  # (B, S) bool: slots of the episode running now
-    keys: torch.Tensor  # (B, L, S, D) keys and values of those inputs ...
+    """Buffers of `capacity` slots; slots [end - S, end) hold the last S steps."""
+
+    inputs: torch.Tensor  # (B, L, capacity, D) each layer's input
+    keys: torch.Tensor  # (B, L, H, capacity, E) keys and values of those inputs ...
     values: torch.Tensor
+    valid: torch.Tensor  # (B, S) bool: which of the last S steps belong to the episode running now
+    end: int
     version: tuple | None  # ... made by the weights with this weights_version
+    log: AppendLog  # how far these buffers have been written
 
 
 class TransformerCore(nn.Module):
@@ -70,44 +76,60 @@ class TransformerCore(nn.Module):
         self.norm_out = nn.LayerNorm(c.d_model) if c.pre_norm else nn.Identity()
 
     def initial_state(self, batch_size: int, device: torch.device | str) -> TransformerState:
+        span = self.config.span
+        inputs, keys, values = self._new_buffers(batch_size, capacity_for(span, 0), torch.zeros(0, device=device))
+        valid = torch.zeros(batch_size, span, dtype=torch.bool, device=device)
+        return TransformerState(inputs, keys, values, valid, span, None, AppendLog(span))
+
+    def _new_buffers(self, batch: int, capacity: int, like: torch.Tensor):
+        """Zeroed inputs (B, L, capacity, D), keys and values (B, L, H, capacity, E)."""
         c = self.config
-        zeros = torch.zeros(batch_size, c.n_layers, c.span, c.d_model, device=device)
-        valid = torch.zeros(batch_size, c.span, dtype=torch.bool, device=device)
-        return TransformerState(zeros, valid, zeros.clone(), zeros.clone(), None)
+        layers = len(self.blocks)  # (a reservoir core's config counts its trained layers only)
+        inputs = like.new_zeros(batch, layers, capacity, c.d_model)
+        keys = like.new_zeros(batch, layers, c.n_heads, capacity, c.d_model // c.n_heads)
+        return inputs, keys, torch.zeros_like(keys)
 
     def forward(self, x: torch.Tensor, state: TransformerState, first: torch.Tensor) -> tuple[torch.Tensor, TransformerState]:
         """x: (T, B, input_dim), first: (T, B) bool -> y: (T, B, D), the state after step T - 1."""
         c = self.config
-        steps = x.shape[0]
+        steps, batch = first.shape
+        span = c.span
         h = self.embed(x).transpose(0, 1)  # (B, T, D)
         starts = episode_starts(first, state.valid)  # (T, B)
-        key_index = torch.arange(c.span + steps, device=x.device)
-        distance = (c.span + torch.arange(steps, device=x.device))[:, None] - key_index[None, :]  # (T, S + T)
-        visible = (distance >= 0) & (distance <= c.span) & (key_index[None, None, :] >= starts.T[:, :, None])  # (B, T, S + T)
-        distance = distance.clamp(0, c.span)
+        key_index = torch.arange(span + steps, device=x.device)  # the window: S carried slots, then T new
+        distance = (span + torch.arange(steps, device=x.device))[:, None] - key_index[None, :]  # (T, S + T)
+        visible = (distance >= 0) & (distance <= span) & (key_index[None, None, :] >= starts.T[:, :, None])  # (B, T, S + T)
+        distance = distance.clamp(0, span)
         version = weights_version(self)
-        reuse = not torch.is_grad_enabled() and state.version == version
+        reuse = not torch.is_grad_enabled() and state.version == version  # stored keys are current
+        carried = slice(state.end - span, state.end)
 
-        inputs, keys, values = [], [], []
-        for layer, (block, kv) in enumerate(zip(self.blocks, self.kv)):
-            context = torch.cat([state.inputs[:, layer], h], dim=1)  # (B, S + T, D)
+        if reuse and state.log.can_extend(state.end, steps, state.inputs.shape[2]):
+            inputs, keys, values, start, log = state.inputs, state.keys, state.values, state.end, state.log
+        else:  # new buffers, starting with this state's window
+            inputs, keys, values = self._new_buffers(batch, capacity_for(span, steps), x)
+            inputs[:, :, :span] = state.inputs[:, :, carried]
             if reuse:
-                k_new, v_new = kv(block.attention_input(h)).chunk(2, dim=-1)
-                k = torch.cat([state.keys[:, layer], k_new], dim=1)
-                v = torch.cat([state.values[:, layer], v_new], dim=1)
-            else:
-                k, v = kv(block.attention_input(context)).chunk(2, dim=-1)  # (B, S + T, D) each
-            inputs.append(context[:, -c.span :])
-            keys.append(k[:, -c.span :])
-            values.append(v[:, -c.span :])
-            h = block(h, split_heads(k, c.n_heads), split_heads(v, c.n_heads), distance, visible)
+                keys[:, :, :, :span] = state.keys[:, :, :, carried]
+                values[:, :, :, :span] = state.values[:, :, :, carried]
+            start, log = span, AppendLog(span)
+        old, new, window = slice(start - span, start), slice(start, start + steps), slice(start - span, start + steps)
 
+        for layer, (block, kv) in enumerate(zip(self.blocks, self.kv)):
+            if reuse:  # only the new steps' keys and values, written beside the stored ones
+                k, v = kv(block.attention_input(h)).chunk(2, dim=-1)
+                keys[:, layer, :, new] = split_heads(k, c.n_heads)
+                values[:, layer, :, new] = split_heads(v, c.n_heads)
+                k, v = keys[:, layer, :, window], values[:, layer, :, window]  # (B, H, S + T, E)
+            else:  # all of them, with the current weights (and gradients, when learning)
+                context = torch.cat([inputs[:, layer, old], h], dim=1)  # (B, S + T, D)
+                k, v = kv(block.attention_input(context)).chunk(2, dim=-1)
+                k, v = split_heads(k, c.n_heads), split_heads(v, c.n_heads)
+                keys[:, layer, :, window] = k.detach()
+                values[:, layer, :, window] = v.detach()
+            inputs[:, layer, new] = h.detach()
+            h = block(h, k, v, distance, visible)
+
+        log.end = start + steps
         y = self.norm_out(h).transpose(0, 1)  # (T, B, D)
-        new_state = TransformerState(
-            torch.stack(inputs, dim=1).detach(),
-            carried_valid(starts, c.span),
-            torch.stack(keys, dim=1).detach(),
-            torch.stack(values, dim=1).detach(),
-            version,
-        )
-        return y, new_state
+        return y, TransformerState(inputs, keys, values, carried_valid(starts, span), start + steps, version, log)

@@ -1,0 +1,63 @@
+"""LSTM core: `torch.nn.LSTM` with its state zeroed where an episode begins.
+
+nn.LSTM runs a whole sequence in one call but cannot reset part of the batch mid-sequence. So a
+chunk is cut at the steps where some env begins an episode, and each piece is one nn.LSTM call
+that starts from the carried state with the resetting envs' rows zeroed. A chunk with no reset
+after its first step is a single call (the fast path: acting, and most learning chunks).
+
+Letters: T steps, B envs, L layers, I input width, H hidden size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+from torch import nn
+
+from agents.cores.checks import check_at_least
+
+
+@dataclass
+class LSTMConfig:
+    hidden_size: int = 64
+    n_layers: int = 1
+
+    def __post_init__(self):
+        check_at_least("hidden_size", self.hidden_size, 1)
+        check_at_least("n_layers", self.n_layers, 1)
+
+
+class LSTMState(NamedTuple):
+    h: torch.Tensor  # (B, L, H) hidden state of each layer after the last step
+    c: torch.Tensor  # (B, L, H) cell state
+
+
+class LSTMCore(nn.Module):
+    def __init__(self, input_dim: int, config: LSTMConfig):
+        super().__init__()
+        self.config = config
+        self.output_dim = config.hidden_size
+        self.lstm = nn.LSTM(input_dim, config.hidden_size, config.n_layers)  # time-major
+
+    def initial_state(self, batch_size: int, device: torch.device | str) -> LSTMState:
+        zeros = torch.zeros(batch_size, self.config.n_layers, self.config.hidden_size, device=device)
+        return LSTMState(zeros, zeros.clone())
+
+    def forward(self, x: torch.Tensor, state: LSTMState, first: torch.Tensor) -> tuple[torch.Tensor, LSTMState]:
+        """x: (T, B, I), first: (T, B) bool -> y: (T, B, H), the state after step T - 1.
+
+        Where first[t, b], env b's h and c are zeroed before step t.
+        """
+        steps = x.shape[0]
+        cuts = (first[1:].any(dim=1).nonzero().flatten() + 1).tolist()  # steps where some env resets
+        h, c = state.h.transpose(0, 1), state.c.transpose(0, 1)  # (L, B, H) as nn.LSTM wants
+        outputs = []
+        for start, end in zip([0, *cuts], [*cuts, steps]):
+            reset = first[start][None, :, None]  # (1, B, 1)
+            carried = (torch.where(reset, 0.0, h).contiguous(), torch.where(reset, 0.0, c).contiguous())
+            y, (h, c) = self.lstm(x[start:end], carried)  # y: (end - start, B, H)
+            outputs.append(y)
+        new_state = LSTMState(h.detach().transpose(0, 1).contiguous(), c.detach().transpose(0, 1).contiguous())
+        return torch.cat(outputs), new_state
