@@ -59,20 +59,20 @@ def attend(
     visible: torch.Tensor,
     persistent: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
-    """Scaled dot-product attention with relative-position scores and optional persistent vectors.
+    """Dot-product attention with relative-position scores and optional persistent vectors.
 
-    q: (B, H, Q, E); k, v: (B, H, K, E); position_scores: (B, H, Q, K) q . p(distance);
-    visible: (B, Q, K) bool; persistent: keys and values (H, N, E), always visible, no position
-    term. Returns (B, H, Q, E). A query that sees nothing gets a zero vector, never NaN.
+    q: (B, H, Q, E), already scaled by 1 / sqrt(E); k, v: (B, H, K, E); position_scores:
+    (B, H, Q, K) q . p(distance); visible: (B, Q, K) bool; persistent: keys and values
+    (H, N, E), always visible, no position term. Returns (B, H, Q, E). A query that sees
+    nothing gets a zero vector, never NaN.
     """
-    scale = 1.0 / math.sqrt(q.shape[-1])
-    scores = (q @ k.transpose(-1, -2) + position_scores) * scale  # (B, H, Q, K)
-    scores = scores.masked_fill(~visible[:, None], NEG_INF)
+    scores = torch.matmul(q, k.transpose(-1, -2)).add_(position_scores)  # (B, H, Q, K)
+    scores.masked_fill_(~visible[:, None], NEG_INF)
     if persistent is None:
         weights = torch.softmax(scores, dim=-1) * visible.any(dim=-1)[:, None, :, None]
         return weights @ v
     pk, pv = persistent
-    persistent_scores = torch.einsum("bhqe,hne->bhqn", q, pk) * scale  # (B, H, Q, N)
+    persistent_scores = torch.einsum("bhqe,hne->bhqn", q, pk)  # (B, H, Q, N)
     weights = torch.softmax(torch.cat([scores, persistent_scores], dim=-1), dim=-1)
     context = weights[..., : k.shape[-2]] @ v
     return context + torch.einsum("bhqn,hne->bhqe", weights[..., k.shape[-2] :], pv)
@@ -92,6 +92,11 @@ class PersistentMemory(nn.Module):
         return self.keys * self.key_scale, self.values * self.value_scale
 
 
+def maybe_dropout(p: float) -> nn.Module:
+    """Dropout, or nothing at p = 0 (a module call per use is a cost the per-step loop feels)."""
+    return nn.Dropout(p) if p > 0 else nn.Identity()
+
+
 class FeedForward(nn.Module):
     """The position-wise sublayer: Linear(D, F) -> ReLU -> dropout -> Linear(F, D)."""
 
@@ -99,17 +104,21 @@ class FeedForward(nn.Module):
         super().__init__()
         self.fc1 = nn.Linear(d_model, d_ff)
         self.fc2 = nn.Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = maybe_dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(self.dropout(F.relu(self.fc1(x))))
+        return self.fc2(self.dropout(F.relu(self.fc1(x), inplace=True)))
 
 
 def weights_version(module: nn.Module) -> tuple:
-    """A tag that changes whenever any parameter of `module` is replaced or updated in place
-    (optimiser steps and load_state_dict both bump a tensor's version counter). Cached keys and
-    values are reused only while the tag of the weights that made them is unchanged."""
-    return tuple((id(p), p._version) for p in module.parameters())
+    """A tag that changes whenever a parameter of `module` is updated in place (optimiser steps
+    and load_state_dict both bump a tensor's version counter). Cached keys and values are reused
+    only while the tag of the weights that made them is unchanged. The parameter list is taken
+    at the first call (after construction), as walking the module tree costs more than a step."""
+    params = module.__dict__.get("_versioned_parameters")
+    if params is None:
+        params = module.__dict__["_versioned_parameters"] = list(module.parameters())
+    return tuple((id(p), p._version) for p in params)
 
 
 class AttentionBlock(nn.Module):
@@ -133,7 +142,7 @@ class AttentionBlock(nn.Module):
         self.ff = None if persistent else FeedForward(d_model, d_ff, dropout)
         self.norm_attn = nn.LayerNorm(d_model)
         self.norm_ff = None if persistent else nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = maybe_dropout(dropout)
 
     def attention_input(self, h: torch.Tensor) -> torch.Tensor:
         """What the attention reads: the normalised input under pre-norm, the input itself under post-norm."""
@@ -144,7 +153,11 @@ class AttentionBlock(nn.Module):
         clipped to [0, P - 1] (where not visible, any value); visible: (B, Q, K). -> (B, Q, D)."""
         batch, queries, width = h.shape
         q = split_heads(self.query(self.attention_input(h)), self.heads)  # (B, H, Q, E)
-        position_scores = (q @ self.position.T).gather(-1, distance.expand(batch, self.heads, *distance.shape))
+        q = q * q.shape[-1] ** -0.5
+        if queries == 1:  # one row of distances: look the embeddings up, no gather
+            position_scores = q @ self.position[distance[0]].T  # (B, H, 1, K)
+        else:
+            position_scores = (q @ self.position.T).gather(-1, distance.expand(batch, self.heads, *distance.shape))
         persistent = self.persistent() if self.persistent is not None else None
         context = attend(q, k, v, position_scores, visible, persistent)  # (B, H, Q, E)
         context = context.transpose(1, 2).reshape(batch, queries, width)
