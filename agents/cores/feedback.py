@@ -49,7 +49,7 @@ class FeedbackState(NamedTuple):
     """Buffers of `capacity` slots; slots [end - S, end) hold the last S steps."""
 
     memory: torch.Tensor  # (B, capacity, D) raw memory vectors
-    keys: torch.Tensor  # (B, G, H, capacity, E) keys and values of that memory ...
+    keys: torch.Tensor  # (B, H, G, capacity, E) keys and values of that memory ...
     values: torch.Tensor
     valid: torch.Tensor  # (B, S) bool: which of the last S steps belong to the episode running now
     end: int
@@ -85,10 +85,11 @@ class FeedbackCore(nn.Module):
         return FeedbackState(memory, keys, values, valid, span, None, AppendLog(span))
 
     def _new_buffers(self, batch: int, capacity: int, like: torch.Tensor):
-        """Zeroed memory (B, capacity, D), keys and values (B, G, H, capacity, E)."""
+        """Zeroed memory (B, capacity, D), keys and values (B, H, G, capacity, E) (heads before
+        groups: see TransformerCore._new_buffers)."""
         c = self.config
         memory = like.new_zeros(batch, capacity, c.d_model)
-        keys = like.new_zeros(batch, self.groups, c.n_heads, capacity, c.d_model // c.n_heads)
+        keys = like.new_zeros(batch, c.n_heads, self.groups, capacity, c.d_model // c.n_heads)
         return memory, keys, torch.zeros_like(keys)
 
     def _keys_values(self, group: int, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -111,20 +112,20 @@ class FeedbackCore(nn.Module):
 
         if reuse and state.log.can_extend(state.end, steps, state.memory.shape[1]):
             memory, keys, values, start, log = state.memory, state.keys, state.values, state.end, state.log
-            key_buffers = [SlidingWindowBuffer(keys[:, g], start, span) for g in range(self.groups)]
-            value_buffers = [SlidingWindowBuffer(values[:, g], start, span) for g in range(self.groups)]
+            key_buffers = [SlidingWindowBuffer(keys[:, :, g], start, span) for g in range(self.groups)]
+            value_buffers = [SlidingWindowBuffer(values[:, :, g], start, span) for g in range(self.groups)]
             key_windows = [b.current() for b in key_buffers]  # (B, H, S, E) each
             value_windows = [b.current() for b in value_buffers]
         else:  # new buffers, starting with this state's memory and its keys and values
             memory, keys, values = self._new_buffers(batch, capacity_for(span, steps), x)
             memory[:, :span] = state.memory[:, window]
             start, log = span, AppendLog(span)
-            key_buffers = [SlidingWindowBuffer(keys[:, g], 0, span) for g in range(self.groups)]
-            value_buffers = [SlidingWindowBuffer(values[:, g], 0, span) for g in range(self.groups)]
+            key_buffers = [SlidingWindowBuffer(keys[:, :, g], 0, span) for g in range(self.groups)]
+            value_buffers = [SlidingWindowBuffer(values[:, :, g], 0, span) for g in range(self.groups)]
             key_windows, value_windows = [], []
             for g in range(self.groups):
                 if reuse:
-                    k, v = state.keys[:, g, :, window], state.values[:, g, :, window]
+                    k, v = state.keys[:, :, g, window], state.values[:, :, g, window]
                 else:  # recomputed with the current weights (and gradients, when learning)
                     k, v = self._keys_values(g, state.memory[:, window])
                 key_windows.append(key_buffers[g].write(k))

@@ -54,7 +54,7 @@ class TransformerState(NamedTuple):
     """Buffers of `capacity` slots; slots [end - S, end) hold the last S steps."""
 
     inputs: torch.Tensor  # (B, L, capacity, D) each layer's input
-    keys: torch.Tensor  # (B, L, H, capacity, E) keys and values of those inputs ...
+    keys: torch.Tensor  # (B, H, L, capacity, E) keys and values of those inputs ...
     values: torch.Tensor
     valid: torch.Tensor  # (B, S) bool: which of the last S steps belong to the episode running now
     end: int
@@ -82,11 +82,13 @@ class TransformerCore(nn.Module):
         return TransformerState(inputs, keys, values, valid, span, None, AppendLog(span))
 
     def _new_buffers(self, batch: int, capacity: int, like: torch.Tensor):
-        """Zeroed inputs (B, L, capacity, D), keys and values (B, L, H, capacity, E)."""
+        """Zeroed inputs (B, L, capacity, D), keys and values (B, H, L, capacity, E): with heads
+        before layers, one layer's (B, H) blocks are evenly strided, so attention reads them in
+        place (a batched matmul cannot flatten (B, H) otherwise, and would copy the window)."""
         c = self.config
         layers = len(self.blocks)  # (a reservoir core's config counts its trained layers only)
         inputs = like.new_zeros(batch, layers, capacity, c.d_model)
-        keys = like.new_zeros(batch, layers, c.n_heads, capacity, c.d_model // c.n_heads)
+        keys = like.new_zeros(batch, c.n_heads, layers, capacity, c.d_model // c.n_heads)
         return inputs, keys, torch.zeros_like(keys)
 
     def forward(self, x: torch.Tensor, state: TransformerState, first: torch.Tensor) -> tuple[torch.Tensor, TransformerState]:
@@ -118,15 +120,15 @@ class TransformerCore(nn.Module):
         for layer, (block, kv) in enumerate(zip(self.blocks, self.kv)):
             if reuse:  # only the new steps' keys and values, written beside the stored ones
                 k, v = kv(block.attention_input(h)).chunk(2, dim=-1)
-                keys[:, layer, :, new] = split_heads(k, c.n_heads)
-                values[:, layer, :, new] = split_heads(v, c.n_heads)
-                k, v = keys[:, layer, :, window], values[:, layer, :, window]  # (B, H, S + T, E)
+                keys[:, :, layer, new] = split_heads(k, c.n_heads)
+                values[:, :, layer, new] = split_heads(v, c.n_heads)
+                k, v = keys[:, :, layer, window], values[:, :, layer, window]  # (B, H, S + T, E)
             else:  # all of them, with the current weights (and gradients, when learning)
                 context = torch.cat([inputs[:, layer, old], h], dim=1)  # (B, S + T, D)
                 k, v = kv(block.attention_input(context)).chunk(2, dim=-1)
                 k, v = split_heads(k, c.n_heads), split_heads(v, c.n_heads)
-                keys[:, layer, :, window] = k.detach()
-                values[:, layer, :, window] = v.detach()
+                keys[:, :, layer, window] = k.detach()
+                values[:, :, layer, window] = v.detach()
             inputs[:, layer, new] = h.detach()
             h = block(h, k, v, distance, visible)
 
