@@ -57,7 +57,21 @@ class LSTMCore(nn.Module):
         for start, end in zip([0, *cuts], [*cuts, steps]):
             reset = first[start][None, :, None]  # (1, B, 1)
             carried = (torch.where(reset, 0.0, h).contiguous(), torch.where(reset, 0.0, c).contiguous())
-            y, (h, c) = self.lstm(x[start:end], carried)  # y: (end - start, B, H)
+            run = self._one_step if end - start == 1 else self.lstm
+            y, (h, c) = run(x[start:end], carried)  # y: (end - start, B, H)
             outputs.append(y)
         new_state = LSTMState(h.detach().transpose(0, 1).contiguous(), c.detach().transpose(0, 1).contiguous())
         return torch.cat(outputs), new_state
+
+    def _one_step(self, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]):
+        """nn.LSTM's equations for a single step, layer by layer with torch.lstm_cell: on CPU
+        nn.LSTM spends about 2 ms a call setting up oneDNN, several times the step itself at
+        small batches, which is what acting (T = 1) runs. x: (1, B, I); h, c: (L, B, H)."""
+        h, c = state
+        out, hs, cs = x[0], [], []
+        for k in range(self.config.n_layers):
+            weights = [getattr(self.lstm, f"{name}_l{k}") for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+            out, ck = torch.lstm_cell(out, (h[k], c[k]), *weights)
+            hs.append(out)
+            cs.append(ck)
+        return out[None], (torch.stack(hs), torch.stack(cs))
