@@ -70,6 +70,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "cores")]
 import torch  # noqa: E402
 
 from agents.cores import make_core  # noqa: E402
+from machine import cpu_model  # noqa: E402
 from naive_cores import NaiveFeedback, NaiveTransformer  # noqa: E402
 
 INPUT_DIM = 256
@@ -260,14 +261,6 @@ def machine_line(device: str) -> str:
         f"python {platform.python_version()}, torch {torch.__version__}, {torch.get_num_threads()} threads, "
         f"device {device}: {where}"
     )
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine()
 
 
 def rate(value) -> str:

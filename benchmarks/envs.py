@@ -32,6 +32,8 @@ import platform
 import sys
 import time
 
+from machine import cpu_model  # noqa: E402  (from this folder, before it leaves sys.path below)
+
 # This file is named envs.py, and Python puts its folder first on sys.path: drop it so that
 # `import envs` finds the project's package rather than this script.
 if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
@@ -58,14 +60,6 @@ def pin_to_one_cpu(cpu: int | None) -> int | None:
         raise ValueError(f"cpu {cpu} is not available to this process; choose from {allowed}")
     os.sched_setaffinity(0, {cpu})
     return cpu
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine()
 
 
 def steps_per_second(env_id: str, num_envs: int, mode: str, seconds: float, seed: int) -> tuple[float, int]:
