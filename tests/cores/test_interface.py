@@ -11,6 +11,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from agents.cores import CORES, core_options, make_core
+from agents.cores.state import select_envs
 
 sys.path.insert(0, str(Path(__file__).parent))
 from naive_cores import NaiveFeedback, NaiveTransformer  # noqa: E402
@@ -165,6 +166,23 @@ def test_gradients_reach_every_trainable_parameter_and_state_is_detached(name, d
         else:
             assert p.grad is None, f"frozen {param_name} got a gradient"
     assert all(not t.requires_grad for t in tensors(state))
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_state_is_batch_major_so_envs_can_be_selected(name, data):
+    """Selecting envs from a state and going on equals going on with all and selecting."""
+    core, x, first = data.draw(cases(name))
+    x, first = x.repeat(1, 3, 1), first.repeat(1, 3)  # B >= 3
+    _, state = run(core, x, first)
+    more = torch.randn(2, x.shape[1], INPUT_DIM)
+    more_first = torch.zeros(2, x.shape[1], dtype=torch.bool)
+    index = torch.tensor([2, 0])
+    with torch.no_grad():
+        y_all, _ = core(more, state, more_first)
+        y_some, _ = core(more[:, index], select_envs(state, index), more_first[:, index])
+    torch.testing.assert_close(y_some, y_all[:, index], atol=ATOL, rtol=0)
 
 
 @pytest.mark.parametrize("name, naive", [("feedback", NaiveFeedback), ("transformer", NaiveTransformer)])
