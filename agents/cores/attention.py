@@ -51,6 +51,32 @@ def split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
     return x.view(*lead, length, heads, width // heads).transpose(-3, -2)
 
 
+class _OneRowMatmul(torch.autograd.Function):
+    """a @ b for a (..., 1, K), b (..., K, M), whose backward forms b's gradient, an outer
+    product, by broadcasting: autograd would use a batched matmul with inner size 1, which on
+    CPU runs several times slower than the memory it writes (the Feedback core reads its whole
+    memory this way at every step, so its backward pass spent most of its time there)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a @ b
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        grad_a = grad @ b.transpose(-1, -2) if ctx.needs_input_grad[0] else None
+        grad_b = a.transpose(-1, -2) * grad if ctx.needs_input_grad[1] else None  # (..., K, 1) * (..., 1, M)
+        return grad_a, grad_b
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a @ b, with the fast backward of _OneRowMatmul when a has one row and gradients are on."""
+    if a.shape[-2] == 1 and torch.is_grad_enabled():
+        return _OneRowMatmul.apply(a, b)
+    return a @ b
+
+
 def attend(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -66,15 +92,15 @@ def attend(
     (H, N, E), always visible, no position term. Returns (B, H, Q, E). A query that sees
     nothing gets a zero vector, never NaN.
     """
-    scores = torch.matmul(q, k.transpose(-1, -2)).add_(position_scores)  # (B, H, Q, K)
+    scores = matmul(q, k.transpose(-1, -2)).add_(position_scores)  # (B, H, Q, K)
     scores.masked_fill_(~visible[:, None], NEG_INF)
     if persistent is None:
         weights = torch.softmax(scores, dim=-1) * visible.any(dim=-1)[:, None, :, None]
-        return weights @ v
+        return matmul(weights, v)
     pk, pv = persistent
     persistent_scores = torch.einsum("bhqe,hne->bhqn", q, pk)  # (B, H, Q, N)
     weights = torch.softmax(torch.cat([scores, persistent_scores], dim=-1), dim=-1)
-    context = weights[..., : k.shape[-2]] @ v
+    context = matmul(weights[..., : k.shape[-2]], v)
     return context + torch.einsum("bhqn,hne->bhqe", weights[..., k.shape[-2] :], pv)
 
 

@@ -189,11 +189,18 @@ def test_state_is_batch_major_so_envs_can_be_selected(name, data):
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())
 def test_matches_the_naive_reference(name, naive, data):
+    """Outputs, and the gradients of a loss over them, equal the naive reference's."""
     core, x, first = data.draw(cases(name))
     reference = naive(core)
     expected, _ = reference(x, reference.initial_state(x.shape[1], "cpu"), first)
     y, _ = run(core, x, first)
     torch.testing.assert_close(y, expected, atol=ATOL, rtol=0)
+    weights = torch.randn_like(y)
+    params = [p for p in core.parameters() if p.requires_grad]
+    grads = torch.autograd.grad((y * weights).sum(), params, allow_unused=True)
+    expected_grads = torch.autograd.grad((expected * weights).sum(), params, allow_unused=True)
+    for p, g, e in zip(params, grads, expected_grads):
+        torch.testing.assert_close(g if g is not None else torch.zeros_like(p), e if e is not None else torch.zeros_like(p), atol=1e-4, rtol=1e-4)
 
 
 @pytest.mark.parametrize("name", ["feedback", "transformer"])
