@@ -70,11 +70,34 @@ class _OneRowMatmul(torch.autograd.Function):
         return grad_a, grad_b
 
 
-def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """a @ b, with the fast backward of _OneRowMatmul when a has one row and gradients are on."""
-    if a.shape[-2] == 1 and torch.is_grad_enabled():
-        return _OneRowMatmul.apply(a, b)
-    return a @ b
+class _OneRowMatmulIntoSink(torch.autograd.Function):
+    """a @ b as _OneRowMatmul, for b a window of a buffer (sliding_window.py): the backward adds
+    b's gradient in place into `sink`, that window of the buffer's gradient, and returns none
+    for b: no temporary the size of the window, and no sum over the layers that read it. b stays
+    an input, so backward still reaches the window's write only after every read of it."""
+
+    @staticmethod
+    def forward(ctx, a, b, sink):
+        ctx.save_for_backward(a, b)
+        ctx.sink = sink
+        return a @ b
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        grad_a = grad @ b.transpose(-1, -2) if ctx.needs_input_grad[0] else None
+        ctx.sink.addcmul_(a.transpose(-1, -2), grad)
+        return grad_a, None, None
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor, sink: torch.Tensor | None = None) -> torch.Tensor:
+    """a @ b, with the faster backward of _OneRowMatmul(IntoSink) when a has one row and
+    gradients are on; `sink` (shaped like b) receives b's gradient instead of autograd."""
+    if a.shape[-2] != 1 or not torch.is_grad_enabled():
+        return a @ b
+    if sink is not None:
+        return _OneRowMatmulIntoSink.apply(a, b, sink)
+    return _OneRowMatmul.apply(a, b)
 
 
 def attend(
@@ -84,23 +107,27 @@ def attend(
     position_scores: torch.Tensor,
     visible: torch.Tensor,
     persistent: tuple[torch.Tensor, torch.Tensor] | None = None,
+    sinks: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """Dot-product attention with relative-position scores and optional persistent vectors.
 
     q: (B, H, Q, E), already scaled by 1 / sqrt(E); k, v: (B, H, K, E); position_scores:
     (B, H, Q, K) q . p(distance); visible: (B, Q, K) bool; persistent: keys and values
-    (H, N, E), always visible, no position term. Returns (B, H, Q, E). A query that sees
-    nothing gets a zero vector, never NaN.
+    (H, N, E), always visible, no position term; sinks: where k's and v's gradients go, when
+    they are windows of a buffer (see matmul). Returns (B, H, Q, E). A query that sees nothing
+    gets a zero vector, never NaN.
     """
-    scores = matmul(q, k.transpose(-1, -2)).add_(position_scores)  # (B, H, Q, K)
+    k_sink, v_sink = sinks if sinks is not None else (None, None)
+    k_sink = k_sink.transpose(-1, -2) if k_sink is not None else None
+    scores = matmul(q, k.transpose(-1, -2), k_sink).add_(position_scores)  # (B, H, Q, K)
     scores.masked_fill_(~visible[:, None], NEG_INF)
     if persistent is None:
         weights = torch.softmax(scores, dim=-1) * visible.any(dim=-1)[:, None, :, None]
-        return matmul(weights, v)
+        return matmul(weights, v, v_sink)
     pk, pv = persistent
     persistent_scores = torch.einsum("bhqe,hne->bhqn", q, pk)  # (B, H, Q, N)
     weights = torch.softmax(torch.cat([scores, persistent_scores], dim=-1), dim=-1)
-    context = matmul(weights[..., : k.shape[-2]], v)
+    context = matmul(weights[..., : k.shape[-2]], v, v_sink)
     return context + torch.einsum("bhqn,hne->bhqe", weights[..., k.shape[-2] :], pv)
 
 
@@ -174,9 +201,12 @@ class AttentionBlock(nn.Module):
         """What the attention reads: the normalised input under pre-norm, the input itself under post-norm."""
         return self.norm_attn(h) if self.pre_norm else h
 
-    def forward(self, h: torch.Tensor, k: torch.Tensor, v: torch.Tensor, distance: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, h: torch.Tensor, k: torch.Tensor, v: torch.Tensor, distance: torch.Tensor, visible: torch.Tensor, sinks=None
+    ) -> torch.Tensor:
         """h: (B, Q, D) layer input at the query steps; k, v: (B, H, K, E); distance: (Q, K) long,
-        clipped to [0, P - 1] (where not visible, any value); visible: (B, Q, K). -> (B, Q, D)."""
+        clipped to [0, P - 1] (where not visible, any value); visible: (B, Q, K); sinks: see
+        attend. -> (B, Q, D)."""
         batch, queries, width = h.shape
         q = split_heads(self.query(self.attention_input(h)), self.heads)  # (B, H, Q, E)
         q = q * q.shape[-1] ** -0.5
@@ -185,7 +215,7 @@ class AttentionBlock(nn.Module):
         else:
             position_scores = (q @ self.position.T).gather(-1, distance.expand(batch, self.heads, *distance.shape))
         persistent = self.persistent() if self.persistent is not None else None
-        context = attend(q, k, v, position_scores, visible, persistent)  # (B, H, Q, E)
+        context = attend(q, k, v, position_scores, visible, persistent, sinks)  # (B, H, Q, E)
         context = context.transpose(1, 2).reshape(batch, queries, width)
         h = h + self.dropout(self.out(context))
         if not self.pre_norm:

@@ -102,7 +102,7 @@ class FeedbackCore(nn.Module):
         c = self.config
         steps, batch = first.shape
         span = c.span
-        embedded = self.embed(x)  # (T, B, D)
+        embedded = self.embed(x).unbind(0)  # T x (B, D): one backward op for all steps, not one per step
         starts = episode_starts(first, state.valid)  # (T, B)
         slot = torch.arange(span, device=x.device)
         distance = (span - slot)[None, :]  # (1, S): window slot s is S - s steps back
@@ -139,7 +139,8 @@ class FeedbackCore(nn.Module):
             m = weights[0] * h
             for layer, block in enumerate(self.blocks):
                 group = 0 if c.shared_kv else layer
-                h = block(h, key_windows[group], value_windows[group], distance, visible)
+                sinks = (key_buffers[group].sink(), value_buffers[group].sink())  # gradients straight to the buffers
+                h = block(h, key_windows[group], value_windows[group], distance, visible, sinks)
                 m = m + weights[layer + 1] * h
             outputs.append(h)
             memory[:, start + t] = m[:, 0].detach()
