@@ -34,9 +34,8 @@ Skipped on CPU, by measurement on a 2-core, 24 GiB machine (the skip line says w
   naive-* at B = 1024, both modes: their learning pass keeps every step's keys and values over
     the whole span for the backward pass, 14 GB at B = 64, so about 230 GB at B = 1024. Their
     acting would fit (about 1 s a call), but the targets need B = 64 only.
-  feedback learning at B = 1024: one repetition takes about 2 minutes (its 100 steps are
-    sequential), 4 with its warm-up, half the run; measured 870-910 steps/s, 8.3 GB peak.
-    Its acting is measured.
+  feedback learning at B = 1024: one repetition takes minutes (its 100 steps are sequential),
+    twice that with its warm-up, which would double the run. Its acting is measured.
 Everything else runs; the largest are transformer and reservoir-ffn learning at B = 1024 (13 GB,
 about 30 s a repetition). Nothing is skipped on CUDA; a mode that runs out of GPU memory is
 reported as OOM. `--cores` and `--sizes` pick what runs.
@@ -102,7 +101,7 @@ def skips(name: str, batch: int, device: str) -> dict[str, str]:
         reason = "its learning pass would keep ~230 GB of activations (14 GB at B = 64)"
         return {mode: reason for mode in MODES}
     if name == "feedback" and batch >= 1024:
-        return {"learning": "one repetition takes ~2 minutes (measured 870-910 steps/s, 8.3 GB peak)"}
+        return {"learning": "one repetition of 100 sequential steps takes minutes on CPU"}
     return {}
 
 
