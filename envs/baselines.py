@@ -16,7 +16,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 import envs
-from envs.batch import check_int
+from envs.cli import env_name, positive_int
 from envs.oracle import make_oracle
 
 POLICIES = ("random", "oracle")
@@ -77,17 +77,12 @@ def summary(results: dict[str, np.ndarray]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--env", default="maze", help=f"one of {sorted(envs.ENV_IDS)} or a registered id")
-    parser.add_argument("--episodes", type=int, default=100)
-    parser.add_argument("--num-envs", type=int, default=16)
+    parser.add_argument("--env", type=env_name, default="maze", help=f"one of {sorted(envs.ENV_IDS)} or a registered id")
+    parser.add_argument("--episodes", type=positive_int, default=100)
+    parser.add_argument("--num-envs", type=positive_int, default=16)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    try:
-        name = envs.env_id(args.env)
-        check_int("--episodes", args.episodes, 1)
-        check_int("--num-envs", args.num_envs, 1)
-    except ValueError as err:
-        parser.error(str(err))
+    name = envs.env_id(args.env)
     for policy in POLICIES:
         results = evaluate_baseline(name, policy, args.episodes, args.seed, args.num_envs)
         print(f"{name} {policy:>6}: {summary(results)}")

@@ -16,7 +16,7 @@ import numpy as np
 
 import envs
 from envs.baselines import POLICIES, random_policy
-from envs.batch import check_int
+from envs.cli import env_name, positive_int
 from envs.oracle import make_oracle
 
 
@@ -40,20 +40,15 @@ def record(name: str, policy: str, steps: int, seed: int, render_mode: str = "rg
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("env", help=f"one of {sorted(envs.ENV_IDS)} or a registered id")
+    parser.add_argument("env", type=env_name, help=f"one of {sorted(envs.ENV_IDS)} or a registered id")
     parser.add_argument("--policy", default="oracle", choices=POLICIES)
-    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--steps", type=positive_int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--render", default="rgb_array", choices=["rgb_array", "human"])
     parser.add_argument("--out", default=None, help="GIF path (rgb_array mode); default <env>_<policy>.gif")
-    parser.add_argument("--fps", type=int, default=8)
+    parser.add_argument("--fps", type=positive_int, default=8)
     args = parser.parse_args(argv)
-    try:
-        name = envs.env_id(args.env)
-        check_int("--steps", args.steps, 1)
-        check_int("--fps", args.fps, 1)
-    except ValueError as err:
-        parser.error(str(err))
+    name = envs.env_id(args.env)
     frames, returns = record(name, args.policy, args.steps, args.seed, args.render)
     print(f"{name} {args.policy}: episode returns {returns}")
     if args.render == "rgb_array":

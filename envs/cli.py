@@ -1,0 +1,27 @@
+"""argparse types the envs' command lines share: a bad value exits with status 2 and a message
+that names it and what is allowed."""
+
+from __future__ import annotations
+
+import argparse
+
+import envs
+
+
+def env_name(text: str) -> str:
+    """A short env name or registered id, as given (envs.env_id maps it where it is used)."""
+    try:
+        envs.env_id(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
+    return value
