@@ -55,26 +55,12 @@ class _OneRowMatmul(torch.autograd.Function):
     """a @ b for a (..., 1, K), b (..., K, M), whose backward forms b's gradient, an outer
     product, by broadcasting: autograd would use a batched matmul with inner size 1, which on
     CPU runs several times slower than the memory it writes (the Feedback core reads its whole
-    memory this way at every step, so its backward pass spent most of its time there)."""
+    memory this way at every step, so its backward pass spent most of its time there).
 
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a @ b
-
-    @staticmethod
-    def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        grad_a = grad @ b.transpose(-1, -2) if ctx.needs_input_grad[0] else None
-        grad_b = a.transpose(-1, -2) * grad if ctx.needs_input_grad[1] else None  # (..., K, 1) * (..., 1, M)
-        return grad_a, grad_b
-
-
-class _OneRowMatmulIntoSink(torch.autograd.Function):
-    """a @ b as _OneRowMatmul, for b a window of a buffer (sliding_window.py): the backward adds
-    b's gradient in place into `sink`, that window of the buffer's gradient, and returns none
-    for b: no temporary the size of the window, and no sum over the layers that read it. b stays
-    an input, so backward still reaches the window's write only after every read of it."""
+    With a `sink` (b a window of a buffer, sliding_window.py), b's gradient is added in place
+    into that window of the buffer's gradient and none goes back through autograd: no temporary
+    the size of the window, no sum over the layers that read it. b stays an input, so backward
+    still reaches the window's write only after every read of it."""
 
     @staticmethod
     def forward(ctx, a, b, sink):
@@ -86,18 +72,19 @@ class _OneRowMatmulIntoSink(torch.autograd.Function):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         grad_a = grad @ b.transpose(-1, -2) if ctx.needs_input_grad[0] else None
-        ctx.sink.addcmul_(a.transpose(-1, -2), grad)
-        return grad_a, None, None
+        if ctx.sink is not None:
+            ctx.sink.addcmul_(a.transpose(-1, -2), grad)  # (..., K, 1) * (..., 1, M)
+            return grad_a, None, None
+        grad_b = a.transpose(-1, -2) * grad if ctx.needs_input_grad[1] else None
+        return grad_a, grad_b, None
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, sink: torch.Tensor | None = None) -> torch.Tensor:
-    """a @ b, with the faster backward of _OneRowMatmul(IntoSink) when a has one row and
-    gradients are on; `sink` (shaped like b) receives b's gradient instead of autograd."""
+    """a @ b, with the faster backward of _OneRowMatmul when a has one row and gradients are
+    on; `sink` (shaped like b) receives b's gradient instead of autograd."""
     if a.shape[-2] != 1 or not torch.is_grad_enabled():
         return a @ b
-    if sink is not None:
-        return _OneRowMatmulIntoSink.apply(a, b, sink)
-    return _OneRowMatmul.apply(a, b)
+    return _OneRowMatmul.apply(a, b, sink)
 
 
 def attend(
