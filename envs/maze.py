@@ -42,7 +42,7 @@ from envs.vector import GridVectorEnv
 
 FORWARD, TURN_LEFT, TURN_RIGHT = 0, 1, 2
 TURN = np.array([0, -1, 1])  # heading change per turn action
-MOVES = np.array([1, 0, 0])  # 1 where the turn action moves forward
+MOVES = np.array([1, 0, 0])  # cells moved along the heading, per action
 
 # Cell codes in `cells` and in the observation.
 CELL_FLOOR, CELL_WALL, CELL_OBJECT = 0, 1, 2  # CELL_OBJECT + c: object of colour c

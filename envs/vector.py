@@ -145,6 +145,8 @@ class GridVectorEnv(VectorEnv):
         return obs, reward, terminated, truncated, batch_info(self.rules.info())
 
     def _step_same_step(self, actions: np.ndarray):
+        """SAME_STEP resets ended envs within this step; DISABLED (the same path, no reset)
+        leaves them ended until the caller resets them."""
         reward, terminated, truncated = self.rules.step(actions)
         obs = self.rules.observe()
         info = self.rules.info()
@@ -162,7 +164,7 @@ class GridVectorEnv(VectorEnv):
             info = batch_info(self.rules.info())
             info.update(final_obs=final_obs, _final_obs=ended.copy(), final_info=final_info, _final_info=ended.copy())
         else:
-            self._ended = ended  # only DISABLED mode keeps ended envs waiting for a reset
+            self._ended = ended  # (all False under SAME_STEP; under DISABLED, envs awaiting a reset)
             info = batch_info(info)
         if self.render_mode == "human":
             self.render()
