@@ -1,0 +1,72 @@
+"""Command-line flags from config dataclasses, shared by train_a2c.py and seqtasks.
+
+Every field of a config dataclass becomes a flag (`learning_rate` -> `--learning-rate`) whose
+default is "not given", so a run's config is: the dataclass defaults, then a preset, then only
+what the user typed. Core options travel as repeated `--core-opt KEY=VALUE` (or comma separated),
+typed by the chosen core's own defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import typing
+from typing import Any
+
+from agents.cores import core_options
+
+_PARSERS = {int: int, float: float, str: str}
+
+
+def add_config_arguments(parser: argparse.ArgumentParser, config_class: type, exclude: tuple[str, ...] = ()) -> None:
+    """Add one flag per field of `config_class` (help from the field's `metadata['help']`)."""
+    hints = typing.get_type_hints(config_class)
+    for field in dataclasses.fields(config_class):
+        if field.name in exclude:
+            continue
+        flag = "--" + field.name.replace("_", "-")
+        default = field.default if field.default is not dataclasses.MISSING else field.default_factory()
+        help_text = f"{field.metadata.get('help', '')} (default: {default})".strip()
+        kind = hints[field.name]
+        if kind is bool:
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help_text)
+        elif kind in _PARSERS:
+            parser.add_argument(flag, type=_PARSERS[kind], default=argparse.SUPPRESS, help=help_text, metavar=field.name.upper())
+        else:
+            raise TypeError(f"config field {field.name} has type {kind}; flags support bool, int, float, str")
+
+
+def given_fields(args: argparse.Namespace, config_class: type) -> dict[str, Any]:
+    """The fields of `config_class` that were given on the command line."""
+    return {f.name: getattr(args, f.name) for f in dataclasses.fields(config_class) if hasattr(args, f.name)}
+
+
+def parse_core_options(core: str, items: list[str]) -> dict[str, Any]:
+    """Parse ['d_model=256', 'span=100,n_layers=2'] into typed options of core `core`."""
+    defaults = core_options(core)
+    options: dict[str, Any] = {}
+    for item in (part for entry in items for part in entry.split(",") if part):
+        key, equals, text = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not equals:
+            raise ValueError(f"core option {item!r} must look like KEY=VALUE")
+        if key not in defaults:
+            raise ValueError(f"unknown option {key!r} for core {core!r}; it takes {sorted(defaults)}")
+        options[key] = _typed(key, text.strip(), defaults[key])
+    return options
+
+
+def _typed(key: str, text: str, default: Any) -> Any:
+    if isinstance(default, bool):
+        if text.lower() in ("true", "1", "yes"):
+            return True
+        if text.lower() in ("false", "0", "no"):
+            return False
+        raise ValueError(f"core option {key}={text!r}: expected true or false")
+    for kind in (int, float):
+        if isinstance(default, kind):
+            try:
+                return kind(text)
+            except ValueError:
+                raise ValueError(f"core option {key}={text!r}: expected {kind.__name__}") from None
+    return text
