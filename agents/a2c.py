@@ -1,0 +1,80 @@
+"""A2C: n-step returns with GAE(lambda), and the loss on one rollout.
+
+A rollout has T steps over B envs. Step t starts from observation o_t, takes action a_t, gets
+reward r_t, and may end the episode: `terminated` (a true end: nothing follows, no bootstrap) or
+`truncated` (the time limit: the episode could go on, so bootstrap from the value of the last
+observation). Envs run with gymnasium's NEXT_STEP autoreset: after an episode ends, the next
+step shows its last observation (its value is the truncation bootstrap), the env ignores that
+step's action and returns the next episode's first observation with reward 0. Such a step is not
+a transition of any episode: `valid` is False there and it carries no loss.
+
+Letters: T steps, B envs, A actions.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.distributions import Categorical
+
+
+def gae_advantages(
+    rewards: torch.Tensor,  # (T, B)
+    values: torch.Tensor,  # (T + 1, B): values of o_0 .. o_T (o_T: the observation after the rollout)
+    terminated: torch.Tensor,  # (T, B) bool
+    truncated: torch.Tensor,  # (T, B) bool
+    valid: torch.Tensor,  # (T, B) bool
+    gamma: float,
+    lam: float,
+) -> torch.Tensor:
+    """Advantages (T, B), zero where not valid; returns are advantages + values[:-1].
+
+    delta_t = r_t + gamma * V(o_{t+1}) * (not terminated_t) - V(o_t)
+    A_t = delta_t + gamma * lam * A_{t+1}, the sum cut where the episode ends at t.
+    lam = 1 gives the plain n-step return of A2C; lam = 0 one-step TD.
+    """
+    values = values.detach()
+    not_terminated = (~terminated).to(values.dtype)
+    continues = (~(terminated | truncated)).to(values.dtype)
+    deltas = rewards + gamma * values[1:] * not_terminated - values[:-1]
+    advantages = torch.zeros_like(rewards)
+    running = torch.zeros_like(rewards[0])
+    for t in reversed(range(rewards.shape[0])):
+        running = deltas[t] + gamma * lam * continues[t] * running
+        running = running * valid[t]
+        advantages[t] = running
+    return advantages
+
+
+def a2c_loss(
+    logits: torch.Tensor,  # (T, B, A)
+    values: torch.Tensor,  # (T, B) with gradients
+    actions: torch.Tensor,  # (T, B) long
+    advantages: torch.Tensor,  # (T, B)
+    returns: torch.Tensor,  # (T, B)
+    valid: torch.Tensor,  # (T, B) bool
+    value_coef: float,
+    entropy_coef: float,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Policy gradient + value_coef * squared error / 2 - entropy_coef * entropy, means over
+    valid steps. Also returns the parts and the explained variance (detached)."""
+    weight = valid.to(values.dtype)
+    count = weight.sum().clamp(min=1.0)
+    distribution = Categorical(logits=logits)
+    policy_loss = -(distribution.log_prob(actions) * advantages.detach() * weight).sum() / count
+    value_loss = 0.5 * ((values - returns.detach()).square() * weight).sum() / count
+    entropy = (distribution.entropy() * weight).sum() / count
+    loss = policy_loss + value_coef * value_loss - entropy_coef * entropy
+    stats = {
+        "policy_loss": policy_loss.detach(),
+        "value_loss": value_loss.detach(),
+        "entropy": entropy.detach(),
+        "explained_variance": explained_variance(values.detach(), returns, valid),
+    }
+    return loss, stats
+
+
+def explained_variance(predicted: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """1 - Var(target - predicted) / Var(target) over masked entries (nan when Var(target) = 0)."""
+    predicted, target = predicted[mask], target[mask]
+    variance = target.var(unbiased=False)
+    return 1.0 - (target - predicted).var(unbiased=False) / variance

@@ -1,0 +1,137 @@
+"""Every hyperparameter of an A2C run in one dataclass, with the paper's per-env presets.
+
+A run's config is built in three layers: the dataclass defaults, then a preset for the env and
+core (`paper`: the Feedback Transformer paper's settings, meant for a GPU; `cpu`: smaller
+settings that train in minutes on a laptop; `auto`: `paper` when CUDA is present, else `cpu`),
+then whatever the command line gives. Where the paper is silent (the corridor, gradient
+clipping, the value-loss weight) the values are ours and say so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+import envs
+from agents.cores import CORES, core_options
+
+OPTIMIZERS = ("adam", "rmsprop")
+PRESETS = ("auto", "paper", "cpu")
+
+
+@dataclass
+class A2CConfig:
+    env: str = field(default="maze", metadata={"help": f"one of {sorted(envs.ENV_IDS)} or a registered id"})
+    core: str = field(default="feedback", metadata={"help": f"memory core, one of {sorted(CORES)}"})
+    preset: str = field(default="auto", metadata={"help": "paper (GPU sizes), cpu (small), auto (paper if CUDA, else cpu)"})
+    seed: int = 0
+    total_steps: int = field(default=1_000_000, metadata={"help": "env frames to train for (all envs together)"})
+    num_envs: int = field(default=64, metadata={"help": "B: envs stepped together (the batch)"})
+    rollout: int = field(default=32, metadata={"help": "T: steps per update (the BPTT length)"})
+    optimizer: str = field(default="adam", metadata={"help": f"one of {OPTIMIZERS}"})
+    learning_rate: float = 3e-4
+    optimizer_eps: float = field(default=1e-8, metadata={"help": "Adam / RMSprop epsilon (the paper: 0.01 for RMSprop)"})
+    gamma: float = field(default=0.99, metadata={"help": "discount"})
+    gae_lambda: float = field(default=1.0, metadata={"help": "GAE lambda; 1 is plain n-step A2C"})
+    value_coef: float = field(default=0.5, metadata={"help": "weight of the value loss"})
+    entropy_coef: float = field(default=5e-4, metadata={"help": "entropy cost"})
+    max_grad_norm: float = field(default=1.0, metadata={"help": "gradient clipping by global norm; 0 disables"})
+    embed_dim: int = field(default=16, metadata={"help": "embedding width per observation feature"})
+    num_actors: int = field(default=0, metadata={"help": "CPU actor worker processes stepping env shards; 0 steps envs in the learner"})
+    device: str = field(default="auto", metadata={"help": "auto (CUDA if present, else CPU), cpu, cuda, cuda:N"})
+    threads: int = field(default=0, metadata={"help": "torch CPU threads of the learner; 0 keeps torch's default"})
+    run_dir: str = field(default="", metadata={"help": "run folder (default runs/<env>-<core>-<time>)"})
+    save_every: float = field(default=300.0, metadata={"help": "seconds between checkpoints (also saved at exit)"})
+    log_every: int = field(default=10, metadata={"help": "updates between TensorBoard loss logs"})
+    core_options: dict[str, Any] = field(default_factory=dict)
+    env_options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        envs.env_id(self.env)
+        if self.core not in CORES:
+            raise ValueError(f"unknown core {self.core!r}; choose from {sorted(CORES)}")
+        if self.preset not in PRESETS:
+            raise ValueError(f"unknown preset {self.preset!r}; choose from {list(PRESETS)}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; choose from {list(OPTIMIZERS)}")
+        for name in ("total_steps", "num_envs", "rollout", "embed_dim", "log_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("learning_rate", "optimizer_eps", "save_every"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        for name in ("gamma", "gae_lambda"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
+        for name in ("value_coef", "entropy_coef", "max_grad_norm"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.threads < 0:
+            raise ValueError(f"threads must be >= 0 (0: torch's default), got {self.threads}")
+        if not 0 <= self.num_actors <= self.num_envs:
+            raise ValueError(f"num_actors must be between 0 and num_envs ({self.num_envs}), got {self.num_actors}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+# The paper's settings (section 4.2.2 and appendix 7.2 / 7.3; PAPERS.md). Sizes are per core family.
+_PAPER_MAZE = dict(num_envs=1024, rollout=100, optimizer="adam", learning_rate=3e-4, optimizer_eps=1e-8, entropy_coef=5e-4)
+_PAPER = {
+    "maze": (_PAPER_MAZE, dict(d_model=256, n_layers=2, n_heads=4, span=200), dict(hidden_size=256, n_layers=3)),
+    "maze_easy": (
+        {**_PAPER_MAZE, "num_envs": 128, "optimizer": "rmsprop", "optimizer_eps": 0.01},
+        dict(d_model=256, n_layers=2, n_heads=4, span=200),
+        dict(hidden_size=256, n_layers=3),
+    ),
+    "water_maze": (
+        dict(num_envs=64, rollout=200, optimizer="rmsprop", learning_rate=3e-4, optimizer_eps=0.01, entropy_coef=1e-4),
+        dict(d_model=64, n_layers=2, n_heads=1, span=200),
+        dict(hidden_size=64, n_layers=2),  # and learning rate 4e-4, set below
+    ),
+    # The corridor's training settings are not given in the paper: the maze's, with a span that
+    # covers a whole episode of the default corridor (4 x 16 steps).
+    "corridor": (_PAPER_MAZE, dict(d_model=256, n_layers=2, n_heads=4, span=64), dict(hidden_size=256, n_layers=3)),
+}
+# Small settings for a CPU: a few minutes to learn the corridor, an hour or so for real maze progress.
+_CPU = (
+    dict(num_envs=64, rollout=32, learning_rate=1e-3),
+    dict(d_model=64, n_layers=2, n_heads=4, span=64),
+    dict(hidden_size=128, n_layers=1),
+)
+
+
+def preset_values(env: str, core: str, preset: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(config fields, core options) of `preset` ('paper' or 'cpu') for this env and core."""
+    short = next(name for name, full in envs.ENV_IDS.items() if env in (name, full))
+    paper_fields, attention, recurrent = _PAPER[short]
+    fields = dict(paper_fields)
+    if preset == "cpu":
+        fields.update(_CPU[0])
+        attention, recurrent = _CPU[1], _CPU[2]
+    elif short == "water_maze" and core == "lstm":
+        fields["learning_rate"] = 4e-4
+    sizes = recurrent if core in ("lstm", "mlp") else attention
+    allowed = core_options(core)
+    return fields, {key: value for key, value in sizes.items() if key in allowed}
+
+
+def resolve_config(given: dict[str, Any]) -> A2CConfig:
+    """Defaults, then the preset, then `given` (fields typed on the command line, core options
+    from --core-opt merged over the preset's)."""
+    base = A2CConfig(**{key: given[key] for key in ("env", "core", "preset") if key in given})
+    preset = base.preset
+    if preset == "auto":
+        preset = "paper" if torch.cuda.is_available() else "cpu"
+    fields, options = preset_values(base.env, base.core, preset)
+    merged = {**fields, **given, "preset": preset}
+    merged["core_options"] = {**options, **given.get("core_options", {})}
+    config = A2CConfig(**{**dataclasses.asdict(base), **merged})
+    if not config.run_dir:
+        short = next(name for name, full in envs.ENV_IDS.items() if config.env in (name, full))
+        config.run_dir = f"runs/{short}-{config.core}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return config

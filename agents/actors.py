@@ -1,0 +1,224 @@
+"""Stepping the batch of envs: in the learner process, or sharded over CPU actor workers.
+
+Both pools step one native batched env of `num_envs` envs (NEXT_STEP autoreset), seeded so that
+env i gets `seed + i`; they give the same trajectories for the same actions. `ActorPool` splits
+the envs into contiguous shards, one per worker process; observations, actions, rewards, episode
+ends and info metrics travel through shared memory, and a pipe per worker carries only the
+command ("step") and its acknowledgement. A worker that dies or fails raises `ActorError` in the
+learner (never a hang): the learner checks each worker's liveness while it waits.
+
+This module imports no torch: workers are spawned processes that only need numpy and the envs.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import pickle
+import traceback
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import envs
+
+POLL_SECONDS = 0.05
+
+
+class ActorError(RuntimeError):
+    """An actor worker died or failed; the message says which and how."""
+
+
+def make_vector_env(env_name: str, num_envs: int, env_kwargs: dict[str, Any]) -> gym.vector.VectorEnv:
+    return gym.make_vec(envs.env_id(env_name), num_envs=num_envs, autoreset_mode="NextStep", **env_kwargs)
+
+
+class LocalEnvs:
+    """All envs stepped in this process."""
+
+    def __init__(self, env_name: str, num_envs: int, seed: int, env_kwargs: dict[str, Any] | None = None):
+        self.env = make_vector_env(env_name, num_envs, env_kwargs or {})
+        self.num_envs = num_envs
+        self.seed = seed
+        self.obs_nvec = self.env.single_observation_space.nvec.tolist()
+        self.num_actions = int(self.env.single_action_space.n)
+        self.info_keys = sorted(key for key in self.env.reset(seed=seed)[1] if not key.startswith("_"))
+
+    def reset(self) -> np.ndarray:
+        """Start every env afresh from the seed; the (B, F) first observations."""
+        return self.env.reset(seed=self.seed)[0]
+
+    def step(self, actions: np.ndarray):
+        """(B,) actions -> obs (B, F), reward (B,), terminated (B,), truncated (B,), info {key: (B,)}."""
+        obs, reward, terminated, truncated, info = self.env.step(actions)
+        return obs, reward, terminated, truncated, {key: info[key] for key in self.info_keys}
+
+    def get_state(self) -> list[bytes]:
+        """The envs' full state (layouts, positions, generators), to store in a checkpoint."""
+        return [pickle.dumps(self.env)]
+
+    def set_state(self, state: list[bytes]) -> None:
+        self.env.close()
+        self.env = pickle.loads(state[0])
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def shard_bounds(num_envs: int, num_actors: int) -> list[tuple[int, int]]:
+    """Contiguous [start, stop) ranges of envs, one per worker, sizes differing by at most one."""
+    if not 1 <= num_actors <= num_envs:
+        raise ValueError(f"num_actors must be between 1 and num_envs ({num_envs}), got {num_actors}")
+    edges = np.linspace(0, num_envs, num_actors + 1).round().astype(int)
+    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
+
+
+class ActorPool:
+    """The envs sharded over `num_actors` worker processes, exchanging data in shared memory."""
+
+    def __init__(self, env_name: str, num_envs: int, seed: int, num_actors: int, env_kwargs: dict[str, Any] | None = None):
+        env_kwargs = env_kwargs or {}
+        probe = LocalEnvs(env_name, 1, seed, env_kwargs)
+        self.num_envs, self.seed = num_envs, seed
+        self.obs_nvec, self.num_actions, self.info_keys = probe.obs_nvec, probe.num_actions, probe.info_keys
+        probe.close()
+        context = mp.get_context("spawn")  # safe beside CUDA and threads in the learner
+        n_features, n_info = len(self.obs_nvec), len(self.info_keys)
+        self._shared = {
+            "actions": (context.RawArray("q", num_envs), np.int64, (num_envs,)),
+            "obs": (context.RawArray("q", num_envs * n_features), np.int64, (num_envs, n_features)),
+            "reward": (context.RawArray("d", num_envs), np.float64, (num_envs,)),
+            "terminated": (context.RawArray("b", num_envs), np.bool_, (num_envs,)),
+            "truncated": (context.RawArray("b", num_envs), np.bool_, (num_envs,)),
+            "info": (context.RawArray("d", max(n_info, 1) * num_envs), np.float64, (max(n_info, 1), num_envs)),
+        }
+        self.arrays = shared_views(self._shared)
+        self.bounds = shard_bounds(num_envs, num_actors)
+        self._pipes, self._processes = [], []
+        for index, (start, stop) in enumerate(self.bounds):
+            ours, theirs = context.Pipe()
+            process = context.Process(
+                target=worker_main,
+                args=(index, theirs, self._shared, start, stop, env_name, seed + start, env_kwargs, self.info_keys),
+                name=f"actor-{index}",
+                daemon=True,
+            )
+            process.start()
+            theirs.close()
+            self._pipes.append(ours)
+            self._processes.append(process)
+        self._gather("ready")
+
+    def _command(self, *message: Any) -> None:
+        for index, pipe in enumerate(self._pipes):
+            try:
+                pipe.send(message)
+            except (BrokenPipeError, EOFError, OSError):
+                raise self._died(index) from None
+
+    def _gather(self, what: str) -> list[Any]:
+        """Wait for every worker's reply, checking that each is alive while waiting."""
+        replies = []
+        for index, (pipe, process) in enumerate(zip(self._pipes, self._processes)):
+            while True:
+                try:
+                    if pipe.poll(POLL_SECONDS):
+                        reply = pipe.recv()
+                        break
+                except (EOFError, OSError):
+                    raise self._died(index) from None
+                if not process.is_alive():
+                    raise self._died(index)
+            if reply[0] == "error":
+                raise ActorError(f"actor worker {index} failed while {what}:\n{reply[1]}")
+            replies.append(reply[1])
+        return replies
+
+    def _died(self, index: int) -> ActorError:
+        process = self._processes[index]
+        process.join(timeout=1.0)
+        return ActorError(f"actor worker {index} (pid {process.pid}) died with exit code {process.exitcode}")
+
+    def reset(self) -> np.ndarray:
+        self._command("reset")
+        self._gather("resetting")
+        return self.arrays["obs"].copy()
+
+    def step(self, actions: np.ndarray):
+        self.arrays["actions"][:] = actions
+        self._command("step")
+        self._gather("stepping")
+        a = self.arrays
+        info = {key: a["info"][k].copy() for k, key in enumerate(self.info_keys)}
+        return a["obs"].copy(), a["reward"].copy(), a["terminated"].copy(), a["truncated"].copy(), info
+
+    def get_state(self) -> list[bytes]:
+        self._command("get_state")
+        return self._gather("saving its envs")
+
+    def set_state(self, state: list[bytes]) -> None:
+        if len(state) != len(self._pipes):
+            raise ValueError(f"env state has {len(state)} shards, this pool has {len(self._pipes)} workers")
+        for pipe, shard in zip(self._pipes, state):
+            pipe.send(("set_state", shard))
+        self._gather("restoring its envs")
+
+    def close(self) -> None:
+        for pipe, process in zip(self._pipes, self._processes):
+            try:
+                pipe.send(("close",))
+            except (BrokenPipeError, OSError):
+                pass
+            process.join(timeout=2.0)
+            if process.is_alive():
+                process.terminate()
+            pipe.close()
+
+
+def shared_views(shared: dict[str, tuple]) -> dict[str, np.ndarray]:
+    """numpy views of the shared buffers."""
+    return {name: np.frombuffer(buffer, dtype=dtype).reshape(shape) for name, (buffer, dtype, shape) in shared.items()}
+
+
+def worker_main(index, pipe, shared, start, stop, env_name, seed, env_kwargs, info_keys) -> None:
+    """One actor worker: steps envs [start, stop) on command until told to close."""
+    try:
+        arrays = shared_views(shared)
+        envs_here = LocalEnvs(env_name, stop - start, seed, env_kwargs)
+        pipe.send(("ok", None))
+        while True:
+            command, *args = pipe.recv()
+            if command == "step":
+                obs, reward, terminated, truncated, info = envs_here.step(arrays["actions"][start:stop])
+                arrays["obs"][start:stop] = obs
+                arrays["reward"][start:stop] = reward
+                arrays["terminated"][start:stop] = terminated
+                arrays["truncated"][start:stop] = truncated
+                for k, key in enumerate(info_keys):
+                    arrays["info"][k, start:stop] = info[key]
+                reply = None
+            elif command == "reset":
+                arrays["obs"][start:stop] = envs_here.reset()
+                reply = None
+            elif command == "get_state":
+                reply = envs_here.get_state()[0]
+            elif command == "set_state":
+                envs_here.set_state([args[0]])
+                reply = None
+            elif command == "close":
+                envs_here.close()
+                return
+            else:
+                raise ValueError(f"unknown command {command!r}")
+            pipe.send(("ok", reply))
+    except (KeyboardInterrupt, EOFError, BrokenPipeError):
+        return  # the learner is gone or stopping: nothing to report to
+    except BaseException:
+        pipe.send(("error", traceback.format_exc()))
+
+
+def make_env_pool(env_name: str, num_envs: int, seed: int, num_actors: int, env_kwargs: dict[str, Any] | None = None):
+    """num_actors = 0: LocalEnvs; otherwise an ActorPool of that many workers."""
+    if num_actors == 0:
+        return LocalEnvs(env_name, num_envs, seed, env_kwargs)
+    return ActorPool(env_name, num_envs, seed, num_actors, env_kwargs)

@@ -1,0 +1,50 @@
+"""The agent: observation encoder, memory core, actor and critic heads.
+
+Input per step: the env's `MultiDiscrete` observation (one embedding per feature), the previous
+action (its own embedding, with an extra "none" entry used at episode starts) and the previous
+reward (a scalar, clipped to [-1, 1]). These are concatenated and fed to the core, whose output
+gives the action logits and the state value. The core carries its memory through `state` and
+forgets at `first`, exactly as the core interface says (agents/cores/__init__.py).
+
+Letters: T steps, B envs, F observation features, A actions.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+from torch import nn
+
+from agents.cores import make_core
+
+
+class Policy(nn.Module):
+    def __init__(self, obs_nvec: Sequence[int], num_actions: int, core: str, core_options: dict[str, Any], embed_dim: int = 16):
+        super().__init__()
+        if embed_dim < 1:
+            raise ValueError(f"embed_dim must be >= 1, got {embed_dim}")
+        nvec = [int(n) for n in obs_nvec]
+        self.num_actions = int(num_actions)
+        # One table for all features: feature f's value v is row offsets[f] + v.
+        self.register_buffer("offsets", torch.tensor([0] + nvec[:-1]).cumsum(0), persistent=False)
+        self.obs_embed = nn.Embedding(sum(nvec), embed_dim)
+        self.action_embed = nn.Embedding(self.num_actions + 1, embed_dim)  # last row: no previous action
+        input_dim = (len(nvec) + 1) * embed_dim + 1
+        self.core = make_core(core, input_dim, **core_options)
+        self.actor = nn.Linear(self.core.output_dim, self.num_actions)
+        self.critic = nn.Linear(self.core.output_dim, 1)
+
+    def initial_state(self, batch_size: int, device: torch.device | str):
+        return self.core.initial_state(batch_size, device)
+
+    def forward(self, obs, prev_action, prev_reward, first, state):
+        """obs (T, B, F) long, prev_action (T, B) long (num_actions = none), prev_reward (T, B),
+        first (T, B) bool -> logits (T, B, A), value (T, B), new core state."""
+        T, B, _ = obs.shape
+        features = self.obs_embed(obs + self.offsets).flatten(2)  # (T, B, F * embed)
+        action = self.action_embed(prev_action)  # (T, B, embed)
+        reward = prev_reward.clamp(-1.0, 1.0).unsqueeze(-1)  # (T, B, 1)
+        x = torch.cat([features, action, reward], dim=-1)
+        y, state = self.core(x, state, first)
+        return self.actor(y), self.critic(y).squeeze(-1), state

@@ -1,0 +1,148 @@
+"""Acting: running the policy on the env pool step by step, with memory carried across calls.
+
+`Actor` holds what carries from one step to the next: the current observation, whether it begins
+an episode (`first`) or is the last observation of an ended one (`valid` False: NEXT_STEP
+autoreset shows it for one step, see agents/a2c.py), the previous action and reward, the core
+state, and the running return and length of each env's episode. `collect` fills a `Rollout` of T
+steps for the learner; evaluate.py calls `step` directly.
+
+Letters: T steps, B envs, F observation features.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from agents.policy import Policy
+
+
+@dataclass
+class Rollout:
+    """T steps of B envs on the learner device; index T of the (T + 1) tensors is the
+    observation after the last step (for the bootstrap value)."""
+
+    obs: torch.Tensor  # (T + 1, B, F) long
+    prev_action: torch.Tensor  # (T + 1, B) long
+    prev_reward: torch.Tensor  # (T + 1, B)
+    first: torch.Tensor  # (T + 1, B) bool
+    valid: torch.Tensor  # (T, B) bool
+    action: torch.Tensor  # (T, B) long
+    reward: torch.Tensor  # (T, B)
+    terminated: torch.Tensor  # (T, B) bool
+    truncated: torch.Tensor  # (T, B) bool
+    start_state: Any  # the core state before step 0
+
+
+@dataclass
+class Episodes:
+    """Episodes that ended during some steps: (E,) arrays of return, length and env metrics."""
+
+    values: dict[str, list[float]] = field(default_factory=lambda: {"return": [], "length": []})
+
+    def add(self, key: str, values: np.ndarray) -> None:
+        self.values.setdefault(key, []).extend(np.asarray(values, dtype=np.float64).tolist())
+
+    def __len__(self) -> int:
+        return len(self.values["return"])
+
+
+class Actor:
+    """Steps `pool` with `policy`; the policy runs on `device`, the envs on the CPU."""
+
+    def __init__(self, pool, policy: Policy, device: torch.device):
+        self.pool, self.policy, self.device = pool, policy, device
+        self.num_envs = pool.num_envs
+        self.restart()
+
+    def restart(self) -> None:
+        """Begin fresh episodes in every env (from the pool's seed) with empty memory."""
+        B = self.num_envs
+        self.obs = self.pool.reset()  # (B, F) numpy
+        self.first = np.ones(B, dtype=bool)
+        self.valid = np.ones(B, dtype=bool)
+        self.prev_action = np.full(B, self.policy.num_actions, dtype=np.int64)  # "none"
+        self.prev_reward = np.zeros(B, dtype=np.float32)
+        self.episode_return = np.zeros(B)
+        self.episode_length = np.zeros(B, dtype=np.int64)
+        self.state = self.policy.initial_state(B, self.device)
+
+    def inputs(self) -> tuple[torch.Tensor, ...]:
+        """The policy's inputs for the current step, (1, B, ...) on the device."""
+        to = lambda array: torch.as_tensor(array, device=self.device).unsqueeze(0)  # noqa: E731
+        return to(self.obs), to(self.prev_action), to(self.prev_reward), to(self.first)
+
+    @torch.no_grad()
+    def step(self, greedy: bool = False) -> tuple[dict[str, np.ndarray], Episodes]:
+        """One step of every env. Returns the step's record (numpy, (B,) each) and the episodes
+        that ended on it."""
+        obs, prev_action, prev_reward, first = self.inputs()
+        logits, _, self.state = self.policy(obs, prev_action, prev_reward, first, self.state)
+        logits = logits[0]
+        if greedy:
+            action = logits.argmax(-1)
+        else:
+            action = torch.multinomial(torch.softmax(logits, -1), 1).squeeze(-1)
+        action = action.cpu().numpy()
+        next_obs, reward, terminated, truncated, info = self.pool.step(action)
+        record = dict(obs=self.obs, prev_action=self.prev_action, prev_reward=self.prev_reward, first=self.first,
+                      valid=self.valid, action=action, reward=reward, terminated=terminated, truncated=truncated)
+        ended = self._advance(next_obs, action, reward, terminated | truncated, info)
+        return record, ended
+
+    def _advance(self, next_obs, action, reward, ended, info) -> Episodes:
+        """Book-keeping after a step: episode statistics and the next step's inputs."""
+        self.episode_return += np.where(self.valid, reward, 0.0)
+        self.episode_length += self.valid
+        episodes = Episodes()
+        if ended.any():
+            episodes.add("return", self.episode_return[ended])
+            episodes.add("length", self.episode_length[ended])
+            for key, values in info.items():
+                episodes.add(key, values[ended])
+            self.episode_return[ended] = 0.0
+            self.episode_length[ended] = 0
+        next_first = ~self.valid  # after a last observation comes the next episode's first
+        self.obs = next_obs
+        self.prev_action = np.where(next_first, self.policy.num_actions, action)
+        self.prev_reward = np.where(next_first, 0.0, reward).astype(np.float32)
+        self.first, self.valid = next_first, ~ended
+        return episodes
+
+    def collect(self, steps: int) -> tuple[Rollout, Episodes]:
+        """T = `steps` steps of every env, for the learner."""
+        start_state = self.state
+        records, episodes = [], Episodes()
+        for _ in range(steps):
+            record, ended = self.step()
+            records.append(record)
+            for key, values in ended.values.items():
+                episodes.add(key, values)
+        stack = lambda key, last=None: torch.as_tensor(  # noqa: E731
+            np.stack([r[key] for r in records] + ([] if last is None else [last])), device=self.device
+        )
+        rollout = Rollout(
+            obs=stack("obs", self.obs),
+            prev_action=stack("prev_action", self.prev_action),
+            prev_reward=stack("prev_reward", self.prev_reward),
+            first=stack("first", self.first),
+            valid=stack("valid"),
+            action=stack("action"),
+            reward=stack("reward").float(),
+            terminated=stack("terminated"),
+            truncated=stack("truncated"),
+            start_state=start_state,
+        )
+        return rollout, episodes
+
+    def carry(self) -> dict[str, Any]:
+        """What continues into the next step, for a checkpoint."""
+        names = ("obs", "first", "valid", "prev_action", "prev_reward", "episode_return", "episode_length", "state")
+        return {name: getattr(self, name) for name in names}
+
+    def load_carry(self, carry: dict[str, Any]) -> None:
+        for name, value in carry.items():
+            setattr(self, name, value)

@@ -1,0 +1,224 @@
+"""The A2C training loop: act, learn, log, checkpoint; resumable exactly.
+
+`Trainer(config)` builds the env pool, the policy on the learner device and the optimiser;
+`Trainer.from_checkpoint(run_dir)` rebuilds one from a saved run. `train()` loops until
+`total_steps` frames: collect T steps of B envs without gradients (agents/rollout.py), rerun the
+policy over the chunk from the rollout's starting core state with gradients (the core interface
+hands back a detached state, so the acting graph cannot be reused; see benchmarks/a2c.py), take
+one optimiser step, log. Checkpoints hold everything the next update depends on (weights,
+optimiser, counters, random generators, the envs, the core state and the actor's carry), so a
+resumed run makes the same updates as one never stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.tensorboard import SummaryWriter
+from tqdm import tqdm
+
+from agents.a2c import a2c_loss, gae_advantages
+from agents.a2c_config import A2CConfig
+from agents.actors import ActorError, make_env_pool
+from agents.checkpoint import CheckpointError, checkpoint_path, load_checkpoint, save_checkpoint
+from agents.device import resolve_device
+from agents.policy import Policy
+from agents.rollout import Actor, Episodes, Rollout
+from agents.seeding import rng_states, seed_everything, set_rng_states
+
+KIND = "a2c"
+RECENT_EPISODES = 100  # the progress bar's mean return is over this many last episodes
+
+
+def build_policy(config: A2CConfig, obs_nvec, num_actions: int) -> Policy:
+    return Policy(obs_nvec, num_actions, config.core, config.core_options, config.embed_dim)
+
+
+def build_optimizer(config: A2CConfig, policy: Policy) -> torch.optim.Optimizer:
+    parameters = [p for p in policy.parameters() if p.requires_grad]
+    if config.optimizer == "adam":
+        return torch.optim.Adam(parameters, lr=config.learning_rate, eps=config.optimizer_eps)
+    return torch.optim.RMSprop(parameters, lr=config.learning_rate, eps=config.optimizer_eps)
+
+
+class Trainer:
+    def __init__(self, config: A2CConfig):
+        self.config = config
+        self.device = resolve_device(config.device)
+        if config.threads:
+            torch.set_num_threads(config.threads)
+        seed_everything(config.seed)
+        self.pool = make_env_pool(config.env, config.num_envs, config.seed, config.num_actors, config.env_options)
+        try:
+            self.policy = build_policy(config, self.pool.obs_nvec, self.pool.num_actions).to(self.device)
+            self.optimizer = build_optimizer(config, self.policy)
+            self.actor = Actor(self.pool, self.policy, self.device)
+        except BaseException:
+            self.pool.close()
+            raise
+        self.updates = 0
+        self.global_step = 0
+        self.episodes = 0
+        self.recent_returns: list[float] = []
+
+    # ---------------------------------------------------------------- learning
+
+    def update(self) -> tuple[dict[str, float], Episodes]:
+        """Collect one rollout and take one optimiser step on it."""
+        c = self.config
+        self.policy.eval()  # acting: dropout (if any) off
+        rollout, episodes = self.actor.collect(c.rollout)
+        self.policy.train()
+        stats = self.learn(rollout)
+        self.updates += 1
+        self.global_step += c.rollout * c.num_envs
+        self.episodes += len(episodes)
+        return stats, episodes
+
+    def learn(self, r: Rollout) -> dict[str, float]:
+        c = self.config
+        logits, values, _ = self.policy(r.obs, r.prev_action, r.prev_reward, r.first, r.start_state)  # T + 1 steps
+        advantages = gae_advantages(r.reward, values, r.terminated, r.truncated, r.valid, c.gamma, c.gae_lambda)
+        returns = advantages + values[:-1].detach()
+        loss, stats = a2c_loss(logits[:-1], values[:-1], r.action, advantages, returns, r.valid, c.value_coef, c.entropy_coef)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if c.max_grad_norm > 0:
+            stats["grad_norm"] = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), c.max_grad_norm)
+        self.optimizer.step()
+        return stats
+
+    # ---------------------------------------------------------------- checkpoints
+
+    def state_dict(self, with_envs: bool = True) -> dict[str, Any]:
+        """Everything a resumed run needs. Without the envs (a worker died), resuming starts
+        fresh episodes."""
+        return {
+            "config": self.config.to_dict(),
+            "policy": self.policy.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "counters": {"updates": self.updates, "global_step": self.global_step, "episodes": self.episodes},
+            "recent_returns": list(self.recent_returns),
+            "rng": rng_states(),
+            "envs": {"shards": len(getattr(self.pool, "bounds", [None])), "state": self.pool.get_state()} if with_envs else None,
+            "actor": self.actor.carry() if with_envs else None,
+        }
+
+    def save(self, with_envs: bool = True) -> Path:
+        return save_checkpoint(checkpoint_path(self.config.run_dir), KIND, self.state_dict(with_envs))
+
+    @classmethod
+    def from_checkpoint(cls, run_dir_or_file: str, overrides: dict[str, Any] | None = None) -> "Trainer":
+        """Rebuild a run from its checkpoint; `overrides` may change only fields that do not
+        change what is learned (RESUMABLE_OVERRIDES)."""
+        payload = load_checkpoint(run_dir_or_file, KIND)
+        overrides = overrides or {}
+        bad = sorted(set(overrides) - RESUMABLE_OVERRIDES)
+        if bad:
+            raise CheckpointError(f"cannot change {bad} when resuming; only {sorted(RESUMABLE_OVERRIDES)} may change")
+        try:
+            config = A2CConfig(**{**payload["config"], **overrides})
+        except TypeError as error:
+            raise CheckpointError(f"checkpoint config does not match this version: {error}") from error
+        trainer = cls(config)
+        try:
+            trainer.load_state_dict(payload)
+        except BaseException:
+            trainer.close()
+            raise
+        return trainer
+
+    def load_state_dict(self, payload: dict[str, Any]) -> None:
+        try:
+            self.policy.load_state_dict(payload["policy"])
+            self.optimizer.load_state_dict(payload["optimizer"])
+        except (RuntimeError, ValueError, KeyError) as error:
+            raise CheckpointError(f"checkpoint does not fit this model: {error}") from error
+        counters = payload["counters"]
+        self.updates, self.global_step, self.episodes = counters["updates"], counters["global_step"], counters["episodes"]
+        self.recent_returns = list(payload["recent_returns"])
+        set_rng_states(payload["rng"])
+        saved_envs = payload["envs"]
+        shards = len(getattr(self.pool, "bounds", [None]))
+        if saved_envs is not None and saved_envs["shards"] == shards:
+            self.pool.set_state(saved_envs["state"])
+            carry = dict(payload["actor"])
+            carry["state"] = _to_device(carry["state"], self.device)
+            self.actor.load_carry(carry)
+            self.resumed_how = "envs and memory continue where they were"
+        else:
+            why = "the checkpoint has no env state" if saved_envs is None else f"env shards differ ({saved_envs['shards']} saved, {shards} now)"
+            self.pool.seed = self.config.seed + self.global_step  # fresh episodes, not a replay of the first ones
+            self.actor.restart()
+            self.resumed_how = f"clean episode restart: {why}"
+
+    def close(self) -> None:
+        self.pool.close()
+
+    # ---------------------------------------------------------------- the loop
+
+    def train(self) -> None:
+        """Train to total_steps with logging and checkpoints; always saves on the way out."""
+        c = self.config
+        run_dir = Path(c.run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "config.json").write_text(json.dumps(c.to_dict(), indent=2) + "\n")
+        writer = SummaryWriter(str(run_dir), purge_step=self.global_step if self.global_step else None)
+        if self.global_step == 0:
+            writer.add_text("config", "```\n" + json.dumps(c.to_dict(), indent=2) + "\n```")
+        bar = tqdm(total=c.total_steps, initial=self.global_step, unit="frame", unit_scale=True, dynamic_ncols=True)
+        last_save = time.monotonic()
+        with_envs = True
+        try:
+            while self.global_step < c.total_steps:
+                started = time.perf_counter()
+                stats, episodes = self.update()
+                frames_per_second = c.rollout * c.num_envs / (time.perf_counter() - started)
+                self.log(writer, stats, episodes, frames_per_second)
+                bar.update(c.rollout * c.num_envs)
+                mean_return = np.mean(self.recent_returns) if self.recent_returns else float("nan")
+                bar.set_postfix(SPS=f"{frames_per_second:,.0f}", ret=f"{mean_return:.3f}", refresh=False)
+                if time.monotonic() - last_save >= c.save_every:
+                    self.save()
+                    last_save = time.monotonic()
+        except ActorError:
+            with_envs = False  # a dead worker's envs cannot be saved
+            raise
+        finally:
+            bar.close()
+            path = self.save(with_envs)
+            writer.close()
+            tqdm.write(f"checkpoint: {path} (step {self.global_step:,})")
+
+    def log(self, writer: SummaryWriter, stats: dict[str, torch.Tensor], episodes: Episodes, frames_per_second: float) -> None:
+        step = self.global_step
+        if len(episodes):
+            for key, values in episodes.values.items():
+                name = {"return": "episodic_return", "length": "episodic_length"}.get(key, key)
+                writer.add_scalar(f"charts/{name}", float(np.mean(values)), step)
+            self.recent_returns = (self.recent_returns + episodes.values["return"])[-RECENT_EPISODES:]
+        writer.add_scalar("charts/SPS", frames_per_second, step)
+        if self.updates % self.config.log_every == 0:
+            writer.add_scalar("charts/learning_rate", self.optimizer.param_groups[0]["lr"], step)
+            for key, value in stats.items():
+                writer.add_scalar(f"losses/{key}", float(value), step)
+            if hasattr(self.policy.core, "layer_weights"):
+                for layer, weight in enumerate(self.policy.core.layer_weights.detach().cpu().tolist()):
+                    writer.add_scalar(f"feedback/layer_weight_{layer}", weight, step)
+
+
+RESUMABLE_OVERRIDES = {"total_steps", "num_actors", "device", "threads", "save_every", "log_every"}
+
+
+def _to_device(state: Any, device: torch.device) -> Any:
+    """A core state (NamedTuple of tensors and plain fields) moved to `device`."""
+    if isinstance(state, torch.Tensor):
+        return state.to(device)
+    if isinstance(state, tuple) and hasattr(state, "_fields"):
+        return type(state)(*(_to_device(value, device) for value in state))
+    return state

@@ -1,0 +1,92 @@
+"""Advantages and the loss against hand-computed cases."""
+
+import math
+
+import pytest
+import torch
+
+from agents.a2c import a2c_loss, explained_variance, gae_advantages
+
+G = 0.9
+
+
+def advantages(rewards, values, terminated, truncated, valid, lam=1.0):
+    as_tensor = lambda rows, dtype: torch.tensor(rows, dtype=dtype).reshape(len(rows), 1)  # noqa: E731
+    return gae_advantages(
+        as_tensor(rewards, torch.float32),
+        as_tensor(values, torch.float32),
+        as_tensor(terminated, torch.bool),
+        as_tensor(truncated, torch.bool),
+        as_tensor(valid, torch.bool),
+        G,
+        lam,
+    )[:, 0].tolist()
+
+
+def test_no_episode_end_is_the_n_step_return_minus_the_value():
+    # rewards 1, 2, 3; values 0.5, 0.25, 0.75; bootstrap 2.0
+    got = advantages([1, 2, 3], [0.5, 0.25, 0.75, 2.0], [0, 0, 0], [0, 0, 0], [1, 1, 1])
+    want = [
+        1 + G * 2 + G**2 * 3 + G**3 * 2.0 - 0.5,
+        2 + G * 3 + G**2 * 2.0 - 0.25,
+        3 + G * 2.0 - 0.75,
+    ]
+    assert got == pytest.approx(want)
+
+
+def test_termination_does_not_bootstrap_and_cuts_the_sum():
+    # step 1 terminates; step 2 shows the last observation (not valid); step 3 is a new episode.
+    got = advantages([1, 5, 0, 2], [0.5, 0.25, 9.0, 0.1, 3.0], [0, 1, 0, 0], [0, 0, 0, 0], [1, 1, 0, 1])
+    want = [1 + G * 5 - 0.5, 5 - 0.25, 0.0, 2 + G * 3.0 - 0.1]
+    assert got == pytest.approx(want)
+
+
+def test_truncation_bootstraps_from_the_last_observation():
+    # step 1 is cut by the time limit: bootstrap from V(last observation) = 9.0, the value at step 2.
+    got = advantages([1, 5, 0, 2], [0.5, 0.25, 9.0, 0.1, 3.0], [0, 0, 0, 0], [0, 1, 0, 0], [1, 1, 0, 1])
+    want = [1 + G * (5 + G * 9.0) - 0.5, 5 + G * 9.0 - 0.25, 0.0, 2 + G * 3.0 - 0.1]
+    assert got == pytest.approx(want)
+
+
+def test_truncation_at_the_rollout_end_bootstraps_from_the_extra_value():
+    got = advantages([1, 5], [0.5, 0.25, 9.0], [0, 0], [0, 1], [1, 1])
+    assert got == pytest.approx([1 + G * (5 + G * 9.0) - 0.5, 5 + G * 9.0 - 0.25])
+
+
+def test_lambda_zero_is_one_step_td():
+    got = advantages([1, 2], [0.5, 0.25, 2.0], [0, 0], [0, 0], [1, 1], lam=0.0)
+    assert got == pytest.approx([1 + G * 0.25 - 0.5, 2 + G * 2.0 - 0.25])
+
+
+def test_gae_mixes_td_errors_by_lambda():
+    lam = 0.5
+    got = advantages([1, 2], [0.5, 0.25, 2.0], [0, 0], [0, 0], [1, 1], lam=lam)
+    d0, d1 = 1 + G * 0.25 - 0.5, 2 + G * 2.0 - 0.25
+    assert got == pytest.approx([d0 + G * lam * d1, d1])
+
+
+def test_loss_parts_by_hand():
+    logits = torch.log(torch.tensor([[[0.25, 0.75]], [[0.5, 0.5]], [[0.9, 0.1]]]))  # (T=3, B=1, A=2)
+    values = torch.tensor([[1.0], [2.0], [5.0]], requires_grad=True)
+    actions = torch.tensor([[1], [0], [0]])
+    advantages_ = torch.tensor([[2.0], [-1.0], [7.0]])
+    returns = torch.tensor([[3.0], [1.0], [0.0]])
+    valid = torch.tensor([[True], [True], [False]])  # the third step carries no loss
+    loss, stats = a2c_loss(logits, values, actions, advantages_, returns, valid, value_coef=0.5, entropy_coef=0.1)
+    policy = -(math.log(0.75) * 2.0 + math.log(0.5) * -1.0) / 2
+    value = 0.5 * ((1 - 3) ** 2 + (2 - 1) ** 2) / 2
+    entropy = (-(0.25 * math.log(0.25) + 0.75 * math.log(0.75)) + math.log(2)) / 2
+    assert stats["policy_loss"].item() == pytest.approx(policy)
+    assert stats["value_loss"].item() == pytest.approx(value)
+    assert stats["entropy"].item() == pytest.approx(entropy)
+    assert loss.item() == pytest.approx(policy + 0.5 * value - 0.1 * entropy)
+    loss.backward()
+    assert values.grad[2, 0] == 0.0  # nothing flows from the invalid step
+    assert values.grad[0, 0].item() == pytest.approx(0.5 * (1 - 3) / 2)
+
+
+def test_explained_variance():
+    target = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    mask = torch.ones(4, dtype=torch.bool)
+    assert explained_variance(target, target, mask).item() == pytest.approx(1.0)
+    assert explained_variance(torch.full((4,), 2.5), target, mask).item() == pytest.approx(0.0)

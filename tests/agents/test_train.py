@@ -1,0 +1,152 @@
+"""The trainer: exact resume, actor workers, dead workers, checkpoints, the command line."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import train_a2c
+from agents.a2c_config import resolve_config
+from agents.actors import ActorError
+from agents.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from agents.train import Trainer
+
+SMALL = {
+    "feedback": {"d_model": 16, "n_layers": 2, "n_heads": 2, "span": 8},
+    "lstm": {"hidden_size": 16},
+}
+
+
+def small_config(tmp_path, core="feedback", updates=3, **fields):
+    given = dict(env="corridor", core=core, num_envs=6, rollout=8, total_steps=updates * 6 * 8, seed=3,
+                 run_dir=str(tmp_path), core_options=SMALL[core], env_options={"length": 3, "max_episode_steps": 7}, threads=1)
+    return resolve_config({**given, **fields})
+
+
+def trained_parameters(config):
+    trainer = Trainer(config)
+    try:
+        trainer.train()
+    finally:
+        trainer.close()
+    return trainer.policy.state_dict()
+
+
+def assert_same_parameters(a, b):
+    assert a.keys() == b.keys()
+    for key in a:
+        assert torch.equal(a[key], b[key]), key
+
+
+@pytest.mark.parametrize("core", ["feedback", "lstm"])
+def test_resume_equals_an_uninterrupted_run(tmp_path, core):
+    # Episodes of at most 7 steps in rollouts of 8: resume happens mid-episode with memory carried.
+    straight = trained_parameters(small_config(tmp_path / "straight", core, updates=6))
+    trained_parameters(small_config(tmp_path / "split", core, updates=3))
+    resumed = Trainer.from_checkpoint(str(tmp_path / "split"), {"total_steps": 6 * 6 * 8})
+    try:
+        assert resumed.resumed_how.startswith("envs and memory continue")
+        resumed.train()
+    finally:
+        resumed.close()
+    assert resumed.updates == 6
+    assert_same_parameters(straight, resumed.policy.state_dict())
+
+
+def test_actor_workers_train_exactly_like_in_process_stepping(tmp_path):
+    local = trained_parameters(small_config(tmp_path / "local", num_actors=0))
+    workers = trained_parameters(small_config(tmp_path / "workers", num_actors=2))
+    assert_same_parameters(local, workers)
+
+
+def test_a_dead_worker_stops_training_with_an_error_and_a_checkpoint(tmp_path):
+    trainer = Trainer(small_config(tmp_path, num_actors=2, updates=1000))
+    try:
+        trainer.update()
+        os.kill(trainer.pool._processes[1].pid, signal.SIGKILL)
+        with pytest.raises(ActorError, match="actor worker 1 .* died"):
+            trainer.train()
+    finally:
+        trainer.close()
+    payload = load_checkpoint(tmp_path, "a2c")
+    assert payload["counters"]["updates"] >= 1 and payload["envs"] is None
+    resumed = Trainer.from_checkpoint(str(tmp_path))
+    try:
+        assert resumed.resumed_how.startswith("clean episode restart")
+        resumed.update()
+    finally:
+        resumed.close()
+
+
+def test_a_kill_during_a_checkpoint_write_leaves_the_previous_one_loadable(tmp_path):
+    script = textwrap.dedent(f"""
+        import os, signal, torch
+        from agents.checkpoint import save_checkpoint
+        save_checkpoint({str(tmp_path / 'c.pt')!r}, "a2c", {{"n": 1}})
+        os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)  # die after writing, before the rename
+        save_checkpoint({str(tmp_path / 'c.pt')!r}, "a2c", {{"n": 2, "big": torch.zeros(1_000_000)}})
+    """)
+    result = subprocess.run([sys.executable, "-c", script], cwd=os.getcwd())
+    assert result.returncode == -signal.SIGKILL
+    assert load_checkpoint(tmp_path / "c.pt", "a2c")["n"] == 1
+
+
+def test_corrupt_and_foreign_checkpoints_give_clear_errors(tmp_path):
+    (tmp_path / "checkpoint.pt").write_bytes(b"not a checkpoint at all")
+    with pytest.raises(CheckpointError, match="corrupt"):
+        load_checkpoint(tmp_path, "a2c")
+    save_checkpoint(tmp_path / "checkpoint.pt", "seqtasks", {})
+    with pytest.raises(CheckpointError, match="'seqtasks' checkpoint, expected 'a2c'"):
+        load_checkpoint(tmp_path, "a2c")
+    with pytest.raises(CheckpointError, match="no checkpoint"):
+        load_checkpoint(tmp_path / "elsewhere", "a2c")
+
+
+def test_paper_preset_has_the_paper_maze_settings():
+    config = resolve_config({"env": "maze", "core": "feedback", "preset": "paper", "run_dir": "x"})
+    assert (config.num_envs, config.rollout, config.optimizer, config.learning_rate, config.entropy_coef) == (1024, 100, "adam", 3e-4, 5e-4)
+    assert config.core_options == {"d_model": 256, "n_layers": 2, "n_heads": 4, "span": 200}
+    lstm = resolve_config({"env": "water_maze", "core": "lstm", "preset": "paper", "learning_rate": 1e-3, "run_dir": "x"})
+    assert (lstm.optimizer, lstm.optimizer_eps, lstm.learning_rate, lstm.core_options) == ("rmsprop", 0.01, 1e-3, {"hidden_size": 64, "n_layers": 2})
+
+
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        (["--env", "nowhere"], "'nowhere'"),
+        (["--core", "gru"], "'gru'"),
+        (["--num-envs", "0"], "num_envs must be >= 1, got 0"),
+        (["--optimizer", "sgd"], "'sgd'"),
+        (["--core-opt", "span=wide"], "span='wide'"),
+        (["--core", "lstm", "--core-opt", "span=8"], "'span' for core 'lstm'"),
+        (["--env-opt", "length=x"], "length=x"),
+        (["--gamma", "1.5"], "gamma must be in [0, 1], got 1.5"),
+        (["--num-actors", "99"], "got 99"),
+        (["--device", "tpu"], "'tpu'"),
+        (["--resume", "/nonexistent/run"], "no checkpoint at '/nonexistent/run'"),
+        (["--resume", "/nonexistent/run", "--core", "lstm"], "['core'] cannot change"),
+        (["--total-steps", "many"], "'many'"),
+    ],
+)
+def test_bad_arguments_exit_2_naming_the_value(argv, named, capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_info:
+        train_a2c.main(argv if "--resume" in argv else argv + ["--run-dir", str(tmp_path)])
+    assert exit_info.value.code == 2
+    assert named in capsys.readouterr().err
+
+
+def test_command_line_run_writes_config_checkpoint_and_tensorboard(tmp_path, capsys):
+    train_a2c.main(["--env", "corridor", "--core", "lstm", "--core-opt", "hidden_size=8", "--num-envs", "4", "--rollout", "4",
+                    "--total-steps", "64", "--threads", "1", "--run-dir", str(tmp_path), "--log-every", "1"])
+    assert (tmp_path / "config.json").is_file()
+    assert load_checkpoint(tmp_path, "a2c")["counters"]["global_step"] == 64
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(tmp_path))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    assert {"charts/SPS", "charts/learning_rate", "losses/policy_loss", "losses/value_loss", "losses/entropy", "losses/explained_variance"} <= tags

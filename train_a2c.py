@@ -1,0 +1,78 @@
+"""Train an A2C agent with a memory core on one of the memory environments.
+
+    python train_a2c.py --env maze --core feedback
+    python train_a2c.py --env corridor --core lstm --total-steps 300000 --core-opt hidden_size=64
+    python train_a2c.py --resume runs/maze-feedback-20261121-120000 --total-steps 5000000
+
+Every field of agents/a2c_config.py:A2CConfig is a flag; core options go through
+`--core-opt KEY=VALUE` (repeatable, or comma separated), env options through `--env-opt`.
+TensorBoard: `tensorboard --logdir runs`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from agents.a2c_config import A2CConfig, resolve_config
+from agents.actors import ActorError
+from agents.checkpoint import CheckpointError
+from agents.config_cli import add_config_arguments, given_fields, parse_core_options
+from agents.train import RESUMABLE_OVERRIDES, Trainer
+
+
+def parse_env_options(items: list[str]) -> dict[str, int]:
+    """['length=8,max_episode_steps=40'] -> {'length': 8, 'max_episode_steps': 40}; env options are integers."""
+    options = {}
+    for item in (part for entry in items for part in entry.split(",") if part):
+        key, equals, text = item.partition("=")
+        try:
+            options[key.strip()] = int(text)
+        except ValueError:
+            raise ValueError(f"env option {item!r} must look like KEY=INTEGER") from None
+        if not equals:
+            raise ValueError(f"env option {item!r} must look like KEY=INTEGER")
+    return options
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its checkpoint (run folder or file)")
+    parser.add_argument("--core-opt", action="append", default=[], metavar="KEY=VALUE", help="core option, e.g. span=100 (repeatable)")
+    parser.add_argument("--env-opt", action="append", default=[], metavar="KEY=VALUE", help="env constructor option, e.g. length=8 (repeatable)")
+    add_config_arguments(parser, A2CConfig, exclude=("core_options", "env_options"))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    given = given_fields(args, A2CConfig)
+    try:
+        if args.resume:
+            if args.core_opt or args.env_opt or set(given) - RESUMABLE_OVERRIDES:
+                changed = sorted((set(given) - RESUMABLE_OVERRIDES) | ({"core_opt"} if args.core_opt else set()) | ({"env_opt"} if args.env_opt else set()))
+                parser.error(f"--resume keeps the run's config; {changed} cannot change (only {sorted(RESUMABLE_OVERRIDES)} can)")
+            trainer = Trainer.from_checkpoint(args.resume, given)
+            print(f"resuming {trainer.config.run_dir} at step {trainer.global_step:,}: {trainer.resumed_how}")
+        else:
+            given["core_options"] = parse_core_options(given.get("core", A2CConfig.core), args.core_opt)
+            given["env_options"] = parse_env_options(args.env_opt)
+            trainer = Trainer(resolve_config(given))
+    except (ValueError, CheckpointError) as error:
+        parser.error(str(error))
+    print(json.dumps(trainer.config.to_dict(), indent=2))
+    try:
+        trainer.train()
+    except KeyboardInterrupt:
+        print("interrupted: checkpoint saved; continue with --resume " + trainer.config.run_dir, file=sys.stderr)
+        sys.exit(130)
+    except ActorError as error:
+        sys.exit(f"training stopped: {error}\nthe last checkpoint is in {trainer.config.run_dir}")
+    finally:
+        trainer.close()
+
+
+if __name__ == "__main__":
+    main()
