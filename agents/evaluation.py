@@ -1,0 +1,139 @@
+"""Judging a trained A2C agent: its episodes' returns and metrics, and rendered episodes.
+
+`load_run` rebuilds the policy from a checkpoint alone (the checkpoint carries its config).
+`evaluate` runs it on B envs through the same `Actor` the trainer acts with, so memory is carried
+step to step and forgotten at each episode's first step exactly as in training; each env
+contributes a fixed quota of its first episodes, as envs/baselines.py:run_episodes does for the
+random and oracle policies, so short episodes are not over-represented and the numbers compare
+one to one. `render_episodes` runs one env (seeded like env 0 of `evaluate`) with a render mode,
+for a pygame window or the frames of a video; `write_video` writes those as a GIF or an mp4.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import imageio.v3 as iio
+import numpy as np
+import torch
+
+from agents.a2c_config import A2CConfig
+from agents.actors import LocalEnvs
+from agents.checkpoint import CheckpointError, load_checkpoint
+from agents.policy import Policy
+from agents.rollout import Actor
+from agents.seeding import seed_everything
+from agents.train import KIND, build_policy
+
+VIDEO_FORMATS = (".gif", ".mp4")
+
+
+@dataclass
+class Run:
+    """A trained agent as its checkpoint describes it."""
+
+    config: A2CConfig
+    policy: Policy  # in eval mode, on the device it was loaded to
+    global_step: int  # env frames it was trained for
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.policy.parameters()).device
+
+
+def load_run(run_dir_or_file: str, device: torch.device) -> Run:
+    """The policy of an A2C checkpoint (a run folder or the file), on `device`; CheckpointError
+    for anything that is not one this version can rebuild."""
+    payload = load_checkpoint(run_dir_or_file, KIND, map_location=device)
+    try:
+        config = A2CConfig(**payload["config"])
+    except (TypeError, ValueError) as error:
+        raise CheckpointError(f"checkpoint config does not match this version: {error}") from error
+    probe = LocalEnvs(config.env, 1, config.seed, config.env_options)
+    probe.close()
+    policy = build_policy(config, probe.obs_nvec, probe.num_actions).to(device)
+    try:
+        policy.load_state_dict(payload["policy"])
+    except (RuntimeError, KeyError) as error:
+        raise CheckpointError(f"checkpoint does not fit this model: {error}") from error
+    return Run(config, policy.eval(), int(payload["counters"]["global_step"]))
+
+
+def evaluate(run: Run, episodes: int, seed: int, num_envs: int, greedy: bool) -> dict[str, np.ndarray]:
+    """(episodes,) arrays of return, length and the env's metrics; env i is seeded `seed + i`
+    and gives its first `episodes // num_envs` episodes (one more for the first remainder envs).
+
+    Sampled actions draw from torch's global generator, seeded here, so a seed fixes the result
+    in both modes.
+    """
+    if episodes < 1 or num_envs < 1:
+        raise ValueError(f"episodes and num_envs must be >= 1, got {episodes} and {num_envs}")
+    seed_everything(seed)
+    pool = LocalEnvs(run.config.env, num_envs, seed, run.config.env_options)
+    try:
+        actor = Actor(pool, run.policy, run.device)
+        quota = np.full(num_envs, episodes // num_envs) + (np.arange(num_envs) < episodes % num_envs)
+        results: dict[str, list[float]] = {}
+        while quota.sum() > 0:
+            record, ended = actor.step(greedy)
+            # `ended` lists the envs that ended on this step in index order
+            for k, i in enumerate(np.flatnonzero(record["terminated"] | record["truncated"])):
+                if quota[i] > 0:
+                    for key, values in ended.values.items():
+                        results.setdefault(key, []).append(values[k])
+                    quota[i] -= 1
+    finally:
+        pool.close()
+    return {key: np.asarray(values, dtype=np.float64) for key, values in results.items()}
+
+
+def render_episodes(run: Run, episodes: int, seed: int, greedy: bool, render_mode: str) -> tuple[list[np.ndarray], list[float], int]:
+    """Run one env (seeded `seed`, as env 0 of `evaluate`) for `episodes` episodes in
+    `render_mode`: "human" draws a pygame window as it goes, "rgb_array" collects (H, W, 3)
+    frames, one after the reset and one after every step. Returns the frames (empty in human
+    mode), the episode returns and the env's frames per second."""
+    seed_everything(seed)
+    pool = LocalEnvs(run.config.env, 1, seed, {**run.config.env_options, "render_mode": render_mode})
+    try:
+        actor = Actor(pool, run.policy, run.device)
+        frames: list[np.ndarray] = []
+        returns: list[float] = []
+        while True:
+            if render_mode == "rgb_array":
+                frames.append(pool.env.render())  # (H, W, 3)
+            if len(returns) == episodes:
+                return frames, returns, int(pool.env.metadata["render_fps"])
+            _, ended = actor.step(greedy)
+            returns.extend(ended.values["return"])
+    finally:
+        pool.close()
+
+
+def video_format_problem(path: str) -> str | None:
+    """Why `path` cannot be written as a video (its extension, or a missing package), or None."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in VIDEO_FORMATS:
+        return f"unsupported video format {suffix or '(none)'!r} in {path!r}; use one of {list(VIDEO_FORMATS)}"
+    if suffix == ".mp4" and importlib.util.find_spec("imageio_ffmpeg") is None:
+        return f"writing {path!r} needs the imageio-ffmpeg package (pip install imageio-ffmpeg), or write a .gif"
+    return None
+
+
+def write_video(path: str, frames: list[np.ndarray], fps: int) -> None:
+    """Write (H, W, 3) frames as a looping GIF or an H.264 mp4 at `fps` frames per second."""
+    problem = video_format_problem(path)
+    if problem:
+        raise ValueError(problem)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    if Path(path).suffix.lower() == ".gif":
+        iio.imwrite(path, np.stack(frames), duration=1000 / fps, loop=0)
+    else:
+        iio.imwrite(path, np.stack(frames), plugin="FFMPEG", fps=fps, codec="libx264")
+
+
+def summary_json(results: dict[str, np.ndarray]) -> dict[str, Any]:
+    """{quantity: {"mean": m, "std": s}} with plain floats, for the JSON results line."""
+    return {key: {"mean": float(values.mean()), "std": float(values.std())} for key, values in results.items()}

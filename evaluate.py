@@ -1,0 +1,84 @@
+"""Evaluate a trained A2C agent beside the random and oracle policies, and render it.
+
+    python evaluate.py runs/corridor-lstm-demo --episodes 100 --greedy
+    python evaluate.py runs/maze-feedback-20261121-120000/checkpoint.pt --render human
+    python evaluate.py runs/corridor-lstm-demo --greedy --video corridor.gif --video-episodes 3
+
+Prints the mean ± standard deviation of the return, episode length and the env's metric
+(success, targets_reached or goals_reached) for the agent and for the random and oracle policies
+on the same env options, episodes and seed, then the same numbers as one JSON line. `--render
+human` shows, and `--video` writes (.gif, or .mp4 with imageio-ffmpeg), the first
+`--video-episodes` episodes of one env seeded like env 0 of the evaluation. The logic lives in
+agents/evaluation.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from agents.checkpoint import CheckpointError
+from agents.device import resolve_device
+from agents.evaluation import evaluate, load_run, render_episodes, summary_json, video_format_problem, write_video
+from envs.baselines import POLICIES, evaluate_baseline, summary
+from envs.cli import positive_int
+
+
+def video_path(text: str) -> str:
+    """An output path whose format can be written (checked before the evaluation runs)."""
+    problem = video_format_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run", metavar="RUN_DIR_or_CHECKPOINT", help="a run folder holding checkpoint.pt, or the file")
+    parser.add_argument("--episodes", type=positive_int, default=100, help="episodes per policy (default: 100)")
+    parser.add_argument("--num-envs", type=positive_int, default=None, help="envs run together (default: min(episodes, 16))")
+    parser.add_argument("--seed", type=int, default=0, help="env i is seeded seed + i; also seeds sampled actions (default: 0)")
+    parser.add_argument("--greedy", action="store_true", help="take the most likely action instead of sampling")
+    parser.add_argument("--device", default="auto", help="auto (CUDA if present, else CPU), cpu, cuda, cuda:N")
+    parser.add_argument("--render", choices=["human"], default=None, help="show episodes in a pygame window")
+    parser.add_argument("--video", type=video_path, default=None, metavar="OUT", help="write episodes to OUT (.gif, or .mp4 with imageio-ffmpeg)")
+    parser.add_argument("--video-episodes", type=positive_int, default=3, help="episodes shown or written (default: 3)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    if args.render and args.video:
+        parser.error("--render human and --video cannot be combined: a window and a video need different render modes")
+    try:
+        run = load_run(args.run, resolve_device(args.device))
+    except (CheckpointError, ValueError) as error:
+        parser.error(str(error))
+    config = run.config
+    num_envs = args.num_envs or min(args.episodes, 16)
+    mode = "greedy" if args.greedy else "sampled"
+    options = ",".join(f"{key}={value}" for key, value in config.env_options.items())
+    print(f"{config.env}{f' ({options})' if options else ''}, {config.core} core trained {run.global_step:,} frames "
+          f"({args.run}): {args.episodes} episodes, seed {args.seed}, {mode} actions")
+    results = {"agent": evaluate(run, args.episodes, args.seed, num_envs, args.greedy)}
+    for policy in POLICIES:
+        results[policy] = evaluate_baseline(config.env, policy, args.episodes, args.seed, num_envs, **config.env_options)
+    for name, values in results.items():
+        print(f"{name:>6}: {summary(values)}")
+    if args.render or args.video:
+        frames, returns, fps = render_episodes(run, args.video_episodes, args.seed, args.greedy, args.render or "rgb_array")
+        if args.video:
+            write_video(args.video, frames, fps)
+            print(f"wrote {len(frames)} frames ({fps} fps) of episodes with returns {returns} to {args.video}")
+        else:
+            print(f"showed {len(returns)} episodes with returns {returns}")
+    print(json.dumps({
+        "run": args.run, "env": config.env, "env_options": config.env_options, "core": config.core,
+        "global_step": run.global_step, "episodes": args.episodes, "seed": args.seed, "greedy": args.greedy,
+        "results": {name: summary_json(values) for name, values in results.items()},
+    }))
+
+
+if __name__ == "__main__":
+    main()
