@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from agents.cores.append_log import AppendLog, capacity_for
-from agents.cores.attention import AttentionBlock, carried_valid, episode_starts, split_heads, weights_version
+from agents.cores.attention import AttentionBlock, split_heads, weights_version
 from agents.cores.sliding_window import SlidingWindowBuffer
 from agents.cores.transformer import TransformerConfig
 
@@ -99,56 +99,91 @@ class FeedbackCore(nn.Module):
 
     def forward(self, x: torch.Tensor, state: FeedbackState, first: torch.Tensor) -> tuple[torch.Tensor, FeedbackState]:
         """x: (T, B, input_dim), first: (T, B) bool -> y: (T, B, D), the state after step T - 1."""
-        c = self.config
         steps, batch = first.shape
-        span = c.span
+        run = FeedbackRun(self, state, steps, x)
         embedded = self.embed(x).unbind(0)  # T x (B, D): one backward op for all steps, not one per step
-        starts = episode_starts(first, state.valid)  # (T, B)
-        slot = torch.arange(span, device=x.device)
-        distance = (span - slot)[None, :]  # (1, S): window slot s is S - s steps back
-        version = weights_version(self)
-        reuse = not torch.is_grad_enabled() and state.version == version  # stored keys are current
+        outputs = [run.advance(embedded[t], first[t]) for t in range(steps)]
+        y = self.norm_out(torch.cat(outputs, dim=1)).transpose(0, 1)  # (T, B, D)
+        return y, run.finish()
+
+    def open(self, state: FeedbackState, steps: int) -> "FeedbackRun":
+        """A call fed one step at a time, for inputs that depend on earlier outputs (acting
+        with the graph kept): run.step(x_t, first_t) -> y_t, then run.finish() -> state.
+        Equals forward() over the same inputs."""
+        return FeedbackRun(self, state, steps, state.memory)
+
+
+class FeedbackRun:
+    """The state of one call over at most `steps` steps, advanced a step at a time."""
+
+    def __init__(self, core: FeedbackCore, state: FeedbackState, steps: int, like: torch.Tensor):
+        self.core, c = core, core.config
+        batch, span = state.valid.shape
+        self.steps, self.t = steps, 0
+        self.slot = torch.arange(span, device=like.device)
+        self.distance = (span - self.slot)[None, :]  # (1, S): window slot s is S - s steps back
+        # The buffer index (counting the carried span from 0) where each env's episode began.
+        self.episode_start = span - state.valid.sum(dim=1)  # (B,); S when nothing carried is valid
+        self.version = weights_version(core)
+        reuse = not torch.is_grad_enabled() and state.version == self.version  # stored keys are current
         window = slice(state.end - span, state.end)
+        groups = range(core.groups)
 
         if reuse and state.log.can_extend(state.end, steps, state.memory.shape[1]):
             memory, keys, values, start, log = state.memory, state.keys, state.values, state.end, state.log
-            key_buffers = [SlidingWindowBuffer(keys[:, :, g], start, span) for g in range(self.groups)]
-            value_buffers = [SlidingWindowBuffer(values[:, :, g], start, span) for g in range(self.groups)]
-            key_windows = [b.current() for b in key_buffers]  # (B, H, S, E) each
-            value_windows = [b.current() for b in value_buffers]
+            self.key_buffers = [SlidingWindowBuffer(keys[:, :, g], start, span) for g in groups]
+            self.value_buffers = [SlidingWindowBuffer(values[:, :, g], start, span) for g in groups]
+            self.key_windows = [b.current() for b in self.key_buffers]  # (B, H, S, E) each
+            self.value_windows = [b.current() for b in self.value_buffers]
         else:  # new buffers, starting with this state's memory and its keys and values
-            memory, keys, values = self._new_buffers(batch, capacity_for(span, steps), x)
+            memory, keys, values = core._new_buffers(batch, capacity_for(span, steps), like)
             memory[:, :span] = state.memory[:, window]
             start, log = span, AppendLog(span)
-            key_buffers = [SlidingWindowBuffer(keys[:, :, g], 0, span) for g in range(self.groups)]
-            value_buffers = [SlidingWindowBuffer(values[:, :, g], 0, span) for g in range(self.groups)]
-            key_windows, value_windows = [], []
-            for g in range(self.groups):
+            self.key_buffers = [SlidingWindowBuffer(keys[:, :, g], 0, span) for g in groups]
+            self.value_buffers = [SlidingWindowBuffer(values[:, :, g], 0, span) for g in groups]
+            self.key_windows, self.value_windows = [], []
+            for g in groups:
                 if reuse:
                     k, v = state.keys[:, :, g, window], state.values[:, :, g, window]
                 else:  # recomputed with the current weights (and gradients, when learning)
-                    k, v = self._keys_values(g, state.memory[:, window])
-                key_windows.append(key_buffers[g].write(k))
-                value_windows.append(value_buffers[g].write(v))
+                    k, v = core._keys_values(g, state.memory[:, window])
+                self.key_windows.append(self.key_buffers[g].write(k))
+                self.value_windows.append(self.value_buffers[g].write(v))
+        self.memory, self.keys, self.values, self.start, self.log = memory, keys, values, start, log
+        self.weights = core.layer_weights
 
-        weights = self.layer_weights
-        outputs = []
-        for t in range(steps):
-            visible = ((t + slot)[None, :] >= starts[t][:, None])[:, None, :]  # (B, 1, S)
-            h = embedded[t][:, None, :]  # (B, 1, D)
-            m = weights[0] * h
-            for layer, block in enumerate(self.blocks):
-                group = 0 if c.shared_kv else layer
-                sinks = (key_buffers[group].sink(), value_buffers[group].sink())  # gradients straight to the buffers
-                h = block(h, key_windows[group], value_windows[group], distance, visible, sinks)
-                m = m + weights[layer + 1] * h
-            outputs.append(h)
-            memory[:, start + t] = m[:, 0].detach()
-            for g in range(self.groups):
-                k, v = self._keys_values(g, m)  # (B, H, 1, E) each
-                key_windows[g] = key_buffers[g].write(k)
-                value_windows[g] = value_buffers[g].write(v)
+    def step(self, x: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
+        """x: (B, input_dim), first: (B,) bool -> y: (B, D)."""
+        return self.core.norm_out(self.advance(self.core.embed(x), first))[:, 0]
 
-        log.end = start + steps
-        y = self.norm_out(torch.cat(outputs, dim=1)).transpose(0, 1)  # (T, B, D)
-        return y, FeedbackState(memory, keys, values, carried_valid(starts, span), start + steps, version, log)
+    def advance(self, embedded: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
+        """One step from its embedding (B, D): the top layer's output (B, 1, D) before the
+        final norm; the step's memory vector and its keys and values go into the buffers."""
+        core, c, t = self.core, self.core.config, self.t
+        if t == self.steps:
+            raise RuntimeError(f"this run was opened for {self.steps} steps")
+        span = c.span
+        self.episode_start = torch.where(first, span + t, self.episode_start)
+        visible = ((t + self.slot)[None, :] >= self.episode_start[:, None])[:, None, :]  # (B, 1, S)
+        h = embedded[:, None, :]  # (B, 1, D)
+        m = self.weights[0] * h
+        for layer, block in enumerate(core.blocks):
+            group = 0 if c.shared_kv else layer
+            sinks = (self.key_buffers[group].sink(), self.value_buffers[group].sink())  # gradients straight to the buffers
+            h = block(h, self.key_windows[group], self.value_windows[group], self.distance, visible, sinks)
+            m = m + self.weights[layer + 1] * h
+        self.memory[:, self.start + t] = m[:, 0].detach()
+        for g in range(core.groups):
+            k, v = core._keys_values(g, m)  # (B, H, 1, E) each
+            self.key_windows[g] = self.key_buffers[g].write(k)
+            self.value_windows[g] = self.value_buffers[g].write(v)
+        self.t += 1
+        return h
+
+    def finish(self) -> FeedbackState:
+        """The state after the steps taken (detached, like forward's)."""
+        span, end = self.core.config.span, self.start + self.t
+        self.log.end = end
+        index = torch.arange(self.t, self.t + span, device=self.slot.device)  # buffer index of the last S slots
+        valid = index[None, :] >= self.episode_start[:, None]
+        return FeedbackState(self.memory, self.keys, self.values, valid, end, self.version, self.log)
