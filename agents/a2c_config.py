@@ -20,6 +20,11 @@ import envs
 from agents.cores import CORES, core_options
 
 OPTIMIZERS = ("adam", "rmsprop")
+# How the learner gets the rollout's outputs with gradients: "recompute" runs the policy over the
+# chunk again from the stored core state; "acting_graph" keeps the graph built while acting (cores
+# that can be fed one step at a time within one call: feedback). "auto" takes the faster, as
+# measured by benchmarks/a2c.py: acting_graph where the core allows it, else recompute.
+LEARNERS = ("auto", "recompute", "acting_graph")
 PRESETS = ("auto", "paper", "cpu")
 
 
@@ -40,6 +45,7 @@ class A2CConfig:
     value_coef: float = field(default=0.5, metadata={"help": "weight of the value loss"})
     entropy_coef: float = field(default=5e-4, metadata={"help": "entropy cost"})
     max_grad_norm: float = field(default=1.0, metadata={"help": "gradient clipping by global norm; 0 disables"})
+    learner: str = field(default="auto", metadata={"help": f"one of {LEARNERS}: reuse the acting graph or recompute the chunk"})
     embed_dim: int = field(default=16, metadata={"help": "embedding width per observation feature"})
     num_actors: int = field(default=0, metadata={"help": "CPU actor worker processes stepping env shards; 0 steps envs in the learner"})
     device: str = field(default="auto", metadata={"help": "auto (CUDA if present, else CPU), cpu, cuda, cuda:N"})
@@ -58,6 +64,8 @@ class A2CConfig:
             raise ValueError(f"unknown preset {self.preset!r}; choose from {list(PRESETS)}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer {self.optimizer!r}; choose from {list(OPTIMIZERS)}")
+        if self.learner not in LEARNERS:
+            raise ValueError(f"unknown learner {self.learner!r}; choose from {list(LEARNERS)}")
         for name in ("total_steps", "num_envs", "rollout", "embed_dim", "log_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")

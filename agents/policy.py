@@ -38,13 +38,43 @@ class Policy(nn.Module):
     def initial_state(self, batch_size: int, device: torch.device | str):
         return self.core.initial_state(batch_size, device)
 
+    def encode(self, obs, prev_action, prev_reward):
+        """obs (..., F) long, prev_action (...) long (num_actions = none), prev_reward (...) ->
+        the core's input (..., input_dim)."""
+        features = self.obs_embed(obs + self.offsets).flatten(-2)  # (..., F * embed)
+        action = self.action_embed(prev_action)  # (..., embed)
+        reward = prev_reward.clamp(-1.0, 1.0).unsqueeze(-1)  # (..., 1)
+        return torch.cat([features, action, reward], dim=-1)
+
     def forward(self, obs, prev_action, prev_reward, first, state):
-        """obs (T, B, F) long, prev_action (T, B) long (num_actions = none), prev_reward (T, B),
-        first (T, B) bool -> logits (T, B, A), value (T, B), new core state."""
-        T, B, _ = obs.shape
-        features = self.obs_embed(obs + self.offsets).flatten(2)  # (T, B, F * embed)
-        action = self.action_embed(prev_action)  # (T, B, embed)
-        reward = prev_reward.clamp(-1.0, 1.0).unsqueeze(-1)  # (T, B, 1)
-        x = torch.cat([features, action, reward], dim=-1)
-        y, state = self.core(x, state, first)
+        """obs (T, B, F), prev_action (T, B), prev_reward (T, B), first (T, B) bool ->
+        logits (T, B, A), value (T, B), new core state."""
+        y, state = self.core(self.encode(obs, prev_action, prev_reward), state, first)
         return self.actor(y), self.critic(y).squeeze(-1), state
+
+    @property
+    def can_open(self) -> bool:
+        """Whether the core can be fed one step at a time within one call (see open)."""
+        return hasattr(self.core, "open")
+
+    def open(self, state, steps: int) -> "PolicyRun":
+        """Up to `steps` steps of one core call fed a step at a time, so the graph of a whole
+        rollout can be kept while acting (only for cores with `open`, e.g. feedback)."""
+        if not self.can_open:
+            raise ValueError(f"core {type(self.core).__name__} cannot be fed one step at a time")
+        return PolicyRun(self, self.core.open(state, steps))
+
+
+class PolicyRun:
+    """A policy call advanced a step at a time: step(...) -> logits, value; finish() -> state."""
+
+    def __init__(self, policy: Policy, core_run):
+        self.policy, self.core_run = policy, core_run
+
+    def step(self, obs, prev_action, prev_reward, first):
+        """obs (B, F), prev_action (B,), prev_reward (B,), first (B,) -> logits (B, A), value (B,)."""
+        y = self.core_run.step(self.policy.encode(obs, prev_action, prev_reward), first)
+        return self.policy.actor(y), self.policy.critic(y).squeeze(-1)
+
+    def finish(self):
+        return self.core_run.finish()

@@ -35,6 +35,9 @@ class Rollout:
     terminated: torch.Tensor  # (T, B) bool
     truncated: torch.Tensor  # (T, B) bool
     start_state: Any  # the core state before step 0
+    # When acting kept the graph (Actor.collect(keep_graph=True)), the policy's outputs:
+    logits: torch.Tensor | None = None  # (T, B, A) with gradients
+    values: torch.Tensor | None = None  # (T + 1, B): with gradients, and the bootstrap value last
 
 
 @dataclass
@@ -75,13 +78,15 @@ class Actor:
         to = lambda array: torch.as_tensor(array, device=self.device).unsqueeze(0)  # noqa: E731
         return to(self.obs), to(self.prev_action), to(self.prev_reward), to(self.first)
 
-    @torch.no_grad()
     def step(self, greedy: bool = False) -> tuple[dict[str, np.ndarray], Episodes]:
         """One step of every env. Returns the step's record (numpy, (B,) each) and the episodes
         that ended on it."""
-        obs, prev_action, prev_reward, first = self.inputs()
-        logits, _, self.state = self.policy(obs, prev_action, prev_reward, first, self.state)
-        logits = logits[0]
+        with torch.no_grad():
+            logits, _, self.state = self.policy(*self.inputs(), self.state)
+        return self._act(logits[0], greedy)
+
+    def _act(self, logits: torch.Tensor, greedy: bool) -> tuple[dict[str, np.ndarray], Episodes]:
+        """Choose actions from (B, A) logits, step the envs, and move to the next step."""
         if greedy:
             action = logits.argmax(-1)
         else:
@@ -112,15 +117,24 @@ class Actor:
         self.first, self.valid = next_first, ~ended
         return episodes
 
-    def collect(self, steps: int) -> tuple[Rollout, Episodes]:
-        """T = `steps` steps of every env, for the learner."""
+    def collect(self, steps: int, keep_graph: bool = False) -> tuple[Rollout, Episodes]:
+        """T = `steps` steps of every env, for the learner. keep_graph: act through one core
+        call fed a step at a time with gradients on (Policy.open), and hand the learner the
+        logits and values, so it need not run the chunk again."""
         start_state = self.state
-        records, episodes = [], Episodes()
+        run = self.policy.open(self.state, steps) if keep_graph else None
+        records, episodes, logits, values = [], Episodes(), [], []
         for _ in range(steps):
-            record, ended = self.step()
+            if run is None:
+                record, ended = self.step()
+            else:
+                step_logits, step_value = run.step(*(tensor[0] for tensor in self.inputs()))
+                logits.append(step_logits)
+                values.append(step_value)
+                record, ended = self._act(step_logits.detach(), greedy=False)
             records.append(record)
-            for key, values in ended.values.items():
-                episodes.add(key, values)
+            for key, ended_values in ended.values.items():
+                episodes.add(key, ended_values)
         stack = lambda key, last=None: torch.as_tensor(  # noqa: E731
             np.stack([r[key] for r in records] + ([] if last is None else [last])), device=self.device
         )
@@ -136,6 +150,12 @@ class Actor:
             truncated=stack("truncated"),
             start_state=start_state,
         )
+        if run is not None:
+            self.state = run.finish()
+            with torch.no_grad():  # the bootstrap value; the state it makes is not kept
+                _, bootstrap, _ = self.policy(*self.inputs(), self.state)
+            rollout.logits = torch.stack(logits)
+            rollout.values = torch.cat([torch.stack(values), bootstrap])
         return rollout, episodes
 
     def carry(self) -> dict[str, Any]:

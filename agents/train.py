@@ -2,12 +2,15 @@
 
 `Trainer(config)` builds the env pool, the policy on the learner device and the optimiser;
 `Trainer.from_checkpoint(run_dir)` rebuilds one from a saved run. `train()` loops until
-`total_steps` frames: collect T steps of B envs without gradients (agents/rollout.py), rerun the
-policy over the chunk from the rollout's starting core state with gradients (the core interface
-hands back a detached state, so the acting graph cannot be reused; see benchmarks/a2c.py), take
-one optimiser step, log. Checkpoints hold everything the next update depends on (weights,
-optimiser, counters, random generators, the envs, the core state and the actor's carry), so a
-resumed run makes the same updates as one never stopped.
+`total_steps` frames: collect T steps of B envs (agents/rollout.py), get the rollout's logits and
+values with gradients, take one optimiser step, log. The gradients come from the graph kept
+while acting where the core can be fed a step at a time within one call (feedback: its steps are
+sequential anyway, so acting is the learning pass's forward), else from running the policy over
+the chunk again from the rollout's starting core state (acting then runs without gradients,
+and the transformer's parallel learning pass is far cheaper than T kept one-step graphs);
+`learner` in the config chooses, benchmarks/a2c.py measures both. Checkpoints hold everything
+the next update depends on (weights, optimiser, counters, random generators, the envs, the core
+state and the actor's carry), so a resumed run makes the same updates as one never stopped.
 """
 
 from __future__ import annotations
@@ -61,6 +64,10 @@ class Trainer:
         except BaseException:
             self.pool.close()
             raise
+        self.keep_graph = config.learner == "acting_graph" or (config.learner == "auto" and self.policy.can_open)
+        if self.keep_graph and not self.policy.can_open:
+            self.pool.close()
+            raise ValueError(f"learner 'acting_graph' needs a core fed one step at a time (feedback); {config.core!r} is not")
         self.updates = 0
         self.global_step = 0
         self.episodes = 0
@@ -71,8 +78,8 @@ class Trainer:
     def update(self) -> tuple[dict[str, float], Episodes]:
         """Collect one rollout and take one optimiser step on it."""
         c = self.config
-        self.policy.eval()  # acting: dropout (if any) off
-        rollout, episodes = self.actor.collect(c.rollout)
+        self.policy.train(self.keep_graph)  # acting is the learning pass, or dropout (if any) is off
+        rollout, episodes = self.actor.collect(c.rollout, self.keep_graph)
         self.policy.train()
         stats = self.learn(rollout)
         self.updates += 1
@@ -82,10 +89,14 @@ class Trainer:
 
     def learn(self, r: Rollout) -> dict[str, float]:
         c = self.config
-        logits, values, _ = self.policy(r.obs, r.prev_action, r.prev_reward, r.first, r.start_state)  # T + 1 steps
+        if r.logits is None:  # T + 1 steps: the last gives the bootstrap value
+            logits, values, _ = self.policy(r.obs, r.prev_action, r.prev_reward, r.first, r.start_state)
+            logits = logits[:-1]
+        else:
+            logits, values = r.logits, r.values
         advantages = gae_advantages(r.reward, values, r.terminated, r.truncated, r.valid, c.gamma, c.gae_lambda)
         returns = advantages + values[:-1].detach()
-        loss, stats = a2c_loss(logits[:-1], values[:-1], r.action, advantages, returns, r.valid, c.value_coef, c.entropy_coef)
+        loss, stats = a2c_loss(logits, values[:-1], r.action, advantages, returns, r.valid, c.value_coef, c.entropy_coef)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if c.max_grad_norm > 0:

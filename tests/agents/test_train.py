@@ -150,3 +150,25 @@ def test_command_line_run_writes_config_checkpoint_and_tensorboard(tmp_path, cap
     events.Reload()
     tags = set(events.Tags()["scalars"])
     assert {"charts/SPS", "charts/learning_rate", "losses/policy_loss", "losses/value_loss", "losses/entropy", "losses/explained_variance"} <= tags
+
+
+def test_kept_acting_graph_gives_the_recomputed_update(tmp_path):
+    """Feedback: learning from the graph kept while acting equals rerunning the chunk. (Plain SGD:
+    Adam would magnify float noise in near-zero gradients into whole steps.)"""
+    parameters = {}
+    for learner in ("recompute", "acting_graph"):
+        trainer = Trainer(small_config(tmp_path / learner, learner=learner))  # seeds the generators
+        trainer.optimizer = torch.optim.SGD(trainer.policy.parameters(), lr=0.1)
+        try:
+            for _ in range(3):  # with episode ends inside rollouts and memory carried between them
+                trainer.update()
+        finally:
+            trainer.close()
+        parameters[learner] = trainer.policy.state_dict()
+    for key, recomputed in parameters["recompute"].items():
+        torch.testing.assert_close(parameters["acting_graph"][key], recomputed, rtol=1e-4, atol=1e-5, msg=key)
+
+
+def test_acting_graph_needs_a_core_fed_step_by_step(tmp_path):
+    with pytest.raises(ValueError, match="'lstm' is not"):
+        Trainer(small_config(tmp_path, core="lstm", learner="acting_graph"))
