@@ -22,8 +22,13 @@ from agents.cores import CORES, core_options
 OPTIMIZERS = ("adam", "rmsprop")
 # How the learner gets the rollout's outputs with gradients: "recompute" runs the policy over the
 # chunk again from the stored core state; "acting_graph" keeps the graph built while acting (cores
-# that can be fed one step at a time within one call: feedback). "auto" takes the faster, as
-# measured by benchmarks/a2c.py: acting_graph where the core allows it, else recompute.
+# that can be fed one step at a time within one call: feedback, lstm). "auto" takes the faster as
+# measured by benchmarks/a2c.py on a 2-core CPU: the kept graph for feedback (4.3 s against 5.6 s
+# an update: its learning pass is sequential anyway, so acting is its forward), recomputing for
+# the LSTM (equal within noise on CPU; nn.LSTM's fused pass over the chunk is the fast one on
+# GPUs) and for the cores that cannot keep it (the transformer's parallel pass over the chunk
+# costs a fraction of T one-step graphs).
+KEEPS_ACTING_GRAPH = ("feedback",)
 LEARNERS = ("auto", "recompute", "acting_graph")
 PRESETS = ("auto", "paper", "cpu")
 

@@ -4,11 +4,10 @@
 `Trainer.from_checkpoint(run_dir)` rebuilds one from a saved run. `train()` loops until
 `total_steps` frames: collect T steps of B envs (agents/rollout.py), get the rollout's logits and
 values with gradients, take one optimiser step, log. The gradients come from the graph kept
-while acting where the core can be fed a step at a time within one call (feedback: its steps are
-sequential anyway, so acting is the learning pass's forward), else from running the policy over
-the chunk again from the rollout's starting core state (acting then runs without gradients,
-and the transformer's parallel learning pass is far cheaper than T kept one-step graphs);
-`learner` in the config chooses, benchmarks/a2c.py measures both. Checkpoints hold everything
+while acting (feedback: its steps are sequential anyway, so acting is the learning pass's
+forward), or from running the policy over the chunk again from the rollout's starting core state
+(the others: acting then runs without gradients); `learner` in the config chooses, `auto` the
+faster as measured by benchmarks/a2c.py (see KEEPS_ACTING_GRAPH). Checkpoints hold everything
 the next update depends on (weights, optimiser, counters, random generators, the envs, the core
 state and the actor's carry), so a resumed run makes the same updates as one never stopped.
 """
@@ -26,7 +25,7 @@ from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from agents.a2c import a2c_loss, gae_advantages
-from agents.a2c_config import A2CConfig
+from agents.a2c_config import KEEPS_ACTING_GRAPH, A2CConfig
 from agents.actors import ActorError, make_env_pool
 from agents.checkpoint import CheckpointError, checkpoint_path, load_checkpoint, save_checkpoint
 from agents.device import resolve_device
@@ -64,10 +63,10 @@ class Trainer:
         except BaseException:
             self.pool.close()
             raise
-        self.keep_graph = config.learner == "acting_graph" or (config.learner == "auto" and self.policy.can_open)
+        self.keep_graph = config.learner == "acting_graph" or (config.learner == "auto" and config.core in KEEPS_ACTING_GRAPH)
         if self.keep_graph and not self.policy.can_open:
             self.pool.close()
-            raise ValueError(f"learner 'acting_graph' needs a core fed one step at a time (feedback); {config.core!r} is not")
+            raise ValueError(f"learner 'acting_graph' needs a core fed one step at a time (feedback, lstm); {config.core!r} is not")
         self.updates = 0
         self.global_step = 0
         self.episodes = 0

@@ -63,6 +63,11 @@ class LSTMCore(nn.Module):
         new_state = LSTMState(h.detach().transpose(0, 1).contiguous(), c.detach().transpose(0, 1).contiguous())
         return torch.cat(outputs), new_state
 
+    def open(self, state: LSTMState, steps: int) -> "LSTMRun":
+        """A call fed one step at a time (inputs that depend on earlier outputs, as when acting
+        with the graph kept): run.step(x_t, first_t) -> y_t, then run.finish() -> state."""
+        return LSTMRun(self, state, steps)
+
     def _one_step(self, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]):
         """nn.LSTM's equations for a single step, layer by layer with torch.lstm_cell: on CPU
         nn.LSTM spends about 2 ms a call setting up oneDNN, several times the step itself at
@@ -75,3 +80,25 @@ class LSTMCore(nn.Module):
             hs.append(out)
             cs.append(ck)
         return out[None], (torch.stack(hs), torch.stack(cs))
+
+
+class LSTMRun:
+    """One call over at most `steps` steps, advanced a step at a time; equals forward()."""
+
+    def __init__(self, core: LSTMCore, state: LSTMState, steps: int):
+        self.core, self.steps, self.t = core, steps, 0
+        self.h, self.c = state.h.transpose(0, 1), state.c.transpose(0, 1)  # (L, B, H)
+
+    def step(self, x: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
+        """x: (B, I), first: (B,) bool -> y: (B, H)."""
+        if self.t == self.steps:
+            raise RuntimeError(f"this run was opened for {self.steps} steps")
+        reset = first[None, :, None]  # (1, B, 1)
+        carried = (torch.where(reset, 0.0, self.h), torch.where(reset, 0.0, self.c))
+        y, (self.h, self.c) = self.core._one_step(x[None], carried)
+        self.t += 1
+        return y[0]
+
+    def finish(self) -> LSTMState:
+        """The state after the steps taken (detached, like forward's)."""
+        return LSTMState(self.h.detach().transpose(0, 1).contiguous(), self.c.detach().transpose(0, 1).contiguous())

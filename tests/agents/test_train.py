@@ -18,6 +18,7 @@ from agents.train import Trainer
 SMALL = {
     "feedback": {"d_model": 16, "n_layers": 2, "n_heads": 2, "span": 8},
     "lstm": {"hidden_size": 16},
+    "mlp": {"hidden_size": 16},
 }
 
 
@@ -152,12 +153,13 @@ def test_command_line_run_writes_config_checkpoint_and_tensorboard(tmp_path, cap
     assert {"charts/SPS", "charts/learning_rate", "losses/policy_loss", "losses/value_loss", "losses/entropy", "losses/explained_variance"} <= tags
 
 
-def test_kept_acting_graph_gives_the_recomputed_update(tmp_path):
-    """Feedback: learning from the graph kept while acting equals rerunning the chunk. (Plain SGD:
+@pytest.mark.parametrize("core", ["feedback", "lstm"])
+def test_kept_acting_graph_gives_the_recomputed_update(tmp_path, core):
+    """Learning from the graph kept while acting equals rerunning the chunk. (Plain SGD:
     Adam would magnify float noise in near-zero gradients into whole steps.)"""
     parameters = {}
     for learner in ("recompute", "acting_graph"):
-        trainer = Trainer(small_config(tmp_path / learner, learner=learner))  # seeds the generators
+        trainer = Trainer(small_config(tmp_path / learner, core, learner=learner))  # seeds the generators
         trainer.optimizer = torch.optim.SGD(trainer.policy.parameters(), lr=0.1)
         try:
             for _ in range(3):  # with episode ends inside rollouts and memory carried between them
@@ -170,5 +172,5 @@ def test_kept_acting_graph_gives_the_recomputed_update(tmp_path):
 
 
 def test_acting_graph_needs_a_core_fed_step_by_step(tmp_path):
-    with pytest.raises(ValueError, match="'lstm' is not"):
-        Trainer(small_config(tmp_path, core="lstm", learner="acting_graph"))
+    with pytest.raises(ValueError, match="'mlp' is not"):
+        Trainer(small_config(tmp_path, core="mlp", learner="acting_graph"))
