@@ -1,0 +1,42 @@
+"""Cores fed one step at a time within one call (core.open) equal forward() over the same inputs."""
+
+import pytest
+import torch
+
+from agents.cores import make_core
+
+OPTIONS = {
+    "feedback": {"d_model": 16, "n_layers": 2, "n_heads": 2, "span": 4},
+    "lstm": {"hidden_size": 12, "n_layers": 2},
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+def test_open_equals_forward_in_outputs_state_and_gradients(name):
+    torch.manual_seed(0)
+    core = make_core(name, 5, **OPTIONS[name])
+    T, B = 7, 3
+    first = torch.rand(T, B) < 0.3
+    _, state = core(torch.randn(6, B, 5), core.initial_state(B, "cpu"), torch.zeros(6, B, dtype=torch.bool))  # memory carried in
+    x = torch.randn(T, B, 5)
+    weights = torch.randn(T, B, core.output_dim)
+
+    y, after = core(x, state, first)
+    (y * weights).sum().backward()
+    expected = {n: p.grad.clone() for n, p in core.named_parameters()}
+    core.zero_grad()
+
+    run = core.open(state, T)
+    y_steps = torch.stack([run.step(x[t], first[t]) for t in range(T)])
+    (y_steps * weights).sum().backward()
+    stepped = run.finish()
+
+    torch.testing.assert_close(y_steps, y)
+    assert not any(isinstance(a, torch.Tensor) and a.requires_grad for a in stepped)
+    with torch.no_grad():  # the two states continue alike
+        x_next, first_next = torch.randn(4, B, 5), torch.rand(4, B) < 0.3
+        torch.testing.assert_close(core(x_next, stepped, first_next)[0], core(x_next, after, first_next)[0])
+    for n, p in core.named_parameters():
+        torch.testing.assert_close(p.grad, expected[n], msg=n)
+    with pytest.raises(RuntimeError, match="opened for 7 steps"):
+        run.step(x[0], first[0])
