@@ -23,11 +23,11 @@ OPTIMIZERS = ("adam", "rmsprop")
 # How the learner gets the rollout's outputs with gradients: "recompute" runs the policy over the
 # chunk again from the stored core state; "acting_graph" keeps the graph built while acting (cores
 # that can be fed one step at a time within one call: feedback, lstm). "auto" takes the faster as
-# measured by benchmarks/a2c.py on a 2-core CPU: the kept graph for feedback (4.3 s against 5.6 s
-# an update: its learning pass is sequential anyway, so acting is its forward), recomputing for
-# the LSTM (equal within noise on CPU; nn.LSTM's fused pass over the chunk is the fast one on
-# GPUs) and for the cores that cannot keep it (the transformer's parallel pass over the chunk
-# costs a fraction of T one-step graphs).
+# measured by benchmarks/a2c.py on a 2-core CPU (maze, B 64, T 100, seconds per update): the kept
+# graph for feedback (3.44 against 4.65 recomputing: its learning pass is sequential anyway, so
+# acting is its forward), recomputing for the LSTM (0.37 against 0.54: nn.LSTM's fused pass over
+# the chunk beats T single steps) and for the cores that cannot keep it (transformer 2.51
+# recomputing; even a lower bound for keeping, T one-step graphs, takes 51).
 KEEPS_ACTING_GRAPH = ("feedback",)
 LEARNERS = ("auto", "recompute", "acting_graph")
 PRESETS = ("auto", "paper", "cpu")
