@@ -1,0 +1,80 @@
+"""Train and test one model on one toy task:
+
+    python -m seqtasks --task random_walk --core feedback
+    python -m seqtasks --task algorithmic --n-vars 5 --core lstm --preset paper --device cuda
+    python -m seqtasks --task adding --seq-length 1000 --variable-length --core ffattn
+    python -m seqtasks --task copy --core transformer --core-opt span=50,dropout=0.1
+    python -m seqtasks --resume runs/seq-random_walk-feedback-20250101-120000
+
+Every field of seqtasks.config.SeqConfig is a flag (--help lists them with their defaults).
+The resolved config is printed and saved in the run folder; the last line printed is one JSON
+object with the test metrics (also saved as results.json there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from agents.checkpoint import CheckpointError
+from agents.config_cli import add_config_arguments, given_fields, parse_core_options
+from agents.device import resolve_device
+from seqtasks.config import SeqConfig, resolve_config
+from seqtasks.models import SEQUENCE_ONLY
+from seqtasks.train import Run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m seqtasks", description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_config_arguments(parser, SeqConfig)
+    parser.add_argument("--core-opt", action="append", default=[], metavar="KEY=VALUE[,...]", help="an option of the core's own config (repeatable)")
+    parser.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR (may change only --max-updates, --max-minutes, --save-every, --device, --threads)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def make_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Run:
+    """The run the arguments ask for; any bad value ends in parser.error (exit code 2)."""
+    given = given_fields(args, SeqConfig)
+    try:
+        if args.resume:
+            if args.core_opt:
+                raise ValueError("--resume continues a run with its saved core options; drop --core-opt")
+            run = Run.resume(args.resume, given)
+            print(f"resuming {args.resume} at update {run.update}", file=sys.stderr)
+            return run
+        cuda = resolve_device(given.get("device", SeqConfig.device)).type == "cuda"
+        config, preset = resolve_config(given, cuda)
+        if config.core in SEQUENCE_ONLY:
+            if args.core_opt:
+                raise ValueError(f"core {config.core!r} takes no --core-opt options (its width is --d-model)")
+            core_options = {}
+        else:
+            core_options = parse_core_options(config.core, args.core_opt)
+        run_dir = config.run_dir or f"runs/seq-{config.task}-{config.core}-{time.strftime('%Y%m%d-%H%M%S')}"
+        run = Run.create(config, core_options, run_dir)
+    except (ValueError, CheckpointError) as error:
+        parser.error(str(error))
+    reason = "a GPU is used" if cuda else "no GPU is used"
+    print(f"preset {preset} ({'chosen' if given.get('preset', 'auto') != 'auto' else 'auto: ' + reason}); run folder {run.run_dir}", file=sys.stderr)
+    print(json.dumps(run.describe(), indent=2), file=sys.stderr)
+    return run
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    run = make_run(args, parser)
+    try:
+        results = run.train(progress=not args.no_progress)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted at update {run.update}; checkpoint saved: resume with python -m seqtasks --resume {run.run_dir}", file=sys.stderr)
+        sys.exit(130)
+    print(json.dumps(results))
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""Token tasks as the paper trains them: episodes concatenated into one stream, read in blocks.
+
+A split's episodes (reshuffled each training epoch) are dealt into `rows` rows of about equal
+token counts, each row a run of whole episodes, padded at the end. Each update reads the next
+block of `bptt` steps of all rows, time-major (T, B), and the model's memory is carried from one
+block to the next (detached: truncated backpropagation through time), reset only at the start
+of an epoch. Memory is never reset between episodes: the model sees the episode boundaries in
+its input (reset symbol, END, a new run of digits) and must learn them, as in the paper. The
+loss covers only the tokens with a target.
+
+Letters: T steps per block, B rows, W steps per row, N tokens, V output tokens.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from seqtasks.data import IGNORE, Episodes
+from seqtasks.metrics import sequence_accuracy, token_accuracy
+
+
+class TokenStream:
+    """A split dealt into rows of whole episodes: inputs, targets and each step's index into
+    the split's flat arrays (-1 on padding), all (W, B) on `device`."""
+
+    def __init__(self, episodes: Episodes, rows: int, device: torch.device):
+        assert len(episodes) >= rows, f"{len(episodes)} episodes cannot fill {rows} rows"
+        tokens = len(episodes.inputs)
+        first_episode = np.searchsorted(episodes.offsets, np.arange(rows) * tokens / rows)  # (B,) episode starting each row
+        bounds = np.append(episodes.offsets[first_episode], tokens)  # (B + 1,) token bounds of the rows
+        lengths = np.diff(bounds)
+        width = int(lengths.max())
+        step = np.arange(width)[:, None]  # (W, 1)
+        index = np.where(step < lengths[None, :], bounds[:-1][None, :] + step, -1)  # (W, B)
+        self.index = index
+        self.inputs = torch.from_numpy(np.where(index >= 0, episodes.inputs[index], 0)).to(device)
+        self.targets = torch.from_numpy(np.where(index >= 0, episodes.targets[index], IGNORE)).to(device)
+
+    @property
+    def width(self) -> int:
+        return self.inputs.shape[0]
+
+
+def block_loss(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """Mean cross-entropy over the tokens with a target, and their count. logits: (T, B, V)."""
+    total = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE, reduction="sum")
+    count = int((targets != IGNORE).sum())
+    return total / max(count, 1), count
+
+
+class StreamRegime:
+    """Training blocks and evaluation of a token task (see the module docstring)."""
+
+    def __init__(self, config, splits: dict[str, Episodes], device: torch.device):
+        for name, episodes in splits.items():
+            if len(episodes) < config.batch_size:
+                raise ValueError(f"n_{name} ({len(episodes)}) must be >= batch_size ({config.batch_size}): each row of a stream holds whole episodes")
+        self.config, self.splits, self.device = config, splits, device
+        self.epoch, self.block, self.state = 0, 0, None
+        self._stream = None
+        self._eval_streams: dict[str, TokenStream] = {}
+
+    def _training_stream(self) -> TokenStream:
+        if self._stream is None:
+            order = np.random.default_rng([self.config.seed, 1, self.epoch]).permutation(len(self.splits["train"]))
+            self._stream = TokenStream(self.splits["train"].select(order), self.config.batch_size, self.device)
+        return self._stream
+
+    def train_loss(self, model) -> tuple[torch.Tensor, int]:
+        """The loss of the next training block, and its count of tokens with a target."""
+        stream, T = self._training_stream(), self.config.bptt
+        if self.state is None:
+            self.state = model.initial_state(self.config.batch_size, self.device)
+        window = slice(self.block * T, (self.block + 1) * T)
+        inputs, targets = stream.inputs[window], stream.targets[window]  # (T, B)
+        first = torch.zeros_like(inputs, dtype=torch.bool)
+        first[0] = self.block == 0
+        logits, self.state = model(inputs, self.state, first)
+        self.block += 1
+        if self.block * T >= stream.width:  # epoch over: next one reshuffled, memory reset
+            self.epoch, self.block, self.state, self._stream = self.epoch + 1, 0, None, None
+        return block_loss(logits, targets)
+
+    @torch.no_grad()
+    def evaluate(self, model, split: str) -> dict[str, float]:
+        """loss, accuracy (per token) and sequence_accuracy (whole episodes) on `split`."""
+        if split not in self._eval_streams:
+            self._eval_streams[split] = TokenStream(self.splits[split], self.config.batch_size, self.device)
+        stream, T = self._eval_streams[split], self.config.bptt
+        training = model.training
+        model.eval()
+        state = model.initial_state(stream.inputs.shape[1], self.device)
+        first = torch.zeros_like(stream.inputs[:T], dtype=torch.bool)
+        predictions, total, count = [], 0.0, 0
+        for start in range(0, stream.width, T):
+            inputs, targets = stream.inputs[start : start + T], stream.targets[start : start + T]
+            first[0] = start == 0
+            logits, state = model(inputs, state, first[: len(inputs)])
+            loss, n = block_loss(logits, targets)
+            total, count = total + float(loss) * n, count + n
+            predictions.append(logits.argmax(-1).cpu())
+        model.train(training)
+        predicted = torch.cat(predictions).numpy()  # (W, B)
+        episodes = self.splits[split]
+        flat = np.empty_like(episodes.targets)
+        flat[stream.index[stream.index >= 0]] = predicted[stream.index >= 0]
+        return {
+            "loss": total / max(count, 1),
+            "accuracy": token_accuracy(flat, episodes.targets),
+            "sequence_accuracy": sequence_accuracy(flat, episodes.targets, episodes.offsets),
+        }
+
+    def state_dict(self) -> dict:
+        return {"epoch": self.epoch, "block": self.block, "state": self.state}
+
+    def load_state_dict(self, saved: dict) -> None:
+        self.epoch, self.block, self._stream = saved["epoch"], saved["block"], None
+        self.state = _to_device(saved["state"], self.device)
+
+
+def _to_device(state, device: torch.device):
+    """A core's state (a NamedTuple of tensors and plain values, or None) moved to `device`."""
+    if state is None:
+        return None
+    return type(state)(*(value.to(device) if isinstance(value, torch.Tensor) else value for value in state))

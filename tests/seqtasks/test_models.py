@@ -1,0 +1,73 @@
+"""The models: feed-forward attention as the paper defines it, padding that changes nothing,
+and the errors for models that do not fit a task."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from seqtasks.config import SeqConfig
+from seqtasks.ffattn import FeedForwardAttention
+from seqtasks.models import SequenceRegressor, TokenModel, build_model, core_settings
+from seqtasks.tasks import make_task
+
+torch.manual_seed(0)
+
+
+def left_pad(x, steps):
+    return torch.cat([torch.randn(x.shape[0], steps, x.shape[2]), x], dim=1)  # padding of random junk
+
+
+@pytest.mark.parametrize("attention", [True, False])
+def test_ffattn_ignores_left_padding(attention):
+    model = FeedForwardAttention(2, 16, 0.5, attention)
+    x = torch.randn(3, 10, 2)
+    lengths = torch.tensor([10, 10, 10])
+    np.testing.assert_allclose(model(x, lengths).detach(), model(left_pad(x, 5), lengths).detach(), atol=1e-6)
+
+
+def test_ffattn_matches_the_paper_equations():
+    model = FeedForwardAttention(2, 8, 0.25, attention=True)
+    x = torch.randn(1, 6, 2)
+    h = torch.relu(x[0] @ model.step.weight.T + model.step.bias)  # (L, D)
+    alpha = torch.softmax(torch.tanh(h @ model.score.weight.T + model.score.bias)[:, 0], dim=0)
+    c = (alpha[:, None] * h).sum(0)
+    s = torch.relu(model.hidden.weight @ c + model.hidden.bias)
+    y = torch.relu(model.out.weight @ s + model.out.bias)
+    assert model(x, torch.tensor([6])).item() == pytest.approx(y.item(), abs=1e-6)
+    assert model.out.bias.item() == 0.25
+
+
+def test_mean_variant_averages_the_steps():
+    model = FeedForwardAttention(2, 8, 0.5, attention=False)
+    x = torch.randn(1, 4, 2)
+    c = torch.relu(model.step(x[0])).mean(0)
+    expected = torch.relu(model.out(torch.relu(model.hidden(c))))
+    assert model(x, torch.tensor([4])).item() == pytest.approx(expected.item(), abs=1e-6)
+
+
+@pytest.mark.parametrize("core", ["feedback", "transformer", "lstm"])
+def test_sequence_regressor_ignores_left_padding(core):
+    config = SeqConfig(core=core, d_model=16, n_layers=1, n_heads=2, span=8, dropout=0.0, bptt=4)
+    model = SequenceRegressor(core, core_settings(config, {}), 2, 0.5, block=4).eval()
+    x = torch.randn(2, 9, 2)
+    lengths = torch.tensor([9, 9])
+    with torch.no_grad():
+        np.testing.assert_allclose(model(x, lengths), model(left_pad(x, 6), lengths), atol=1e-5)
+
+
+def test_token_model_shapes_and_core_settings():
+    config = SeqConfig(core="lstm", d_model=24, n_layers=2)
+    assert core_settings(config, {}) == {"hidden_size": 24, "n_layers": 2}
+    assert core_settings(dataclasses.replace(config, core="feedback"), {"span": 7})["span"] == 7
+    model = TokenModel("lstm", core_settings(config, {}), n_inputs=5, n_outputs=9, embed_dim=24)
+    tokens = torch.randint(0, 5, (6, 3))
+    logits, _ = model(tokens, model.initial_state(3, torch.device("cpu")), torch.zeros(6, 3, dtype=torch.bool))
+    assert logits.shape == (6, 3, 9)
+
+
+def test_sequence_only_models_refuse_token_tasks():
+    config = SeqConfig(task="copy", core="ffattn")
+    with pytest.raises(ValueError, match="core 'ffattn' embeds a whole sequence.*not 'copy'"):
+        build_model(config, make_task("copy", config), {})

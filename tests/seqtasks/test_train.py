@@ -1,0 +1,126 @@
+"""The trainer and its command line: exact resume, checkpoints on interruption, results JSON,
+and bad input ending in a clear error (exit code 2)."""
+
+import json
+import re
+
+import pytest
+import torch
+
+from agents.checkpoint import CheckpointError, load_checkpoint
+from seqtasks.__main__ import main
+from seqtasks.config import resolve_config
+from seqtasks.train import KIND, Run
+
+TINY = dict(
+    task="random_walk", core="feedback", grid_size=3, walk_length=8, n_train=64, n_valid=16, n_test=16,
+    d_model=16, n_layers=1, n_heads=2, span=8, dropout=0.1, batch_size=4, bptt=8, warmup=2,
+    eval_every=3, log_every=1, threads=1,
+)
+TINY_FLAGS = [f"--{k.replace('_', '-')}={v}" for k, v in TINY.items()]
+
+
+def make(tmp_path, name, **changes):
+    config, _ = resolve_config({**TINY, **changes, "run_dir": str(tmp_path / name)}, cuda=False)
+    return Run.create(config, {}, tmp_path / name)
+
+
+def saved_weights(path):
+    payload = load_checkpoint(path, KIND)
+    return payload["model"], payload["optimizer"]["state"], payload["counters"]["update"]
+
+
+def assert_same_weights(a, b):
+    assert a.keys() == b.keys()
+    for key in a:
+        torch.testing.assert_close(a[key], b[key], rtol=0, atol=0, msg=key)
+
+
+@pytest.mark.parametrize("changes", [dict(), dict(task="adding", core="lstm", seq_length=12, batch_size=8, optimizer="adam", lr=1e-3)])
+def test_resume_makes_the_same_updates_as_an_unstopped_run(tmp_path, changes):
+    # 64 walks of 9 tokens in 4 rows are 18 blocks of 8: update 5 is mid-epoch, with memory carried
+    make(tmp_path, "whole", max_updates=11, **changes).train(progress=False)
+    make(tmp_path, "parts", max_updates=5, **changes).train(progress=False)
+    resumed = Run.resume(tmp_path / "parts", {"max_updates": 11})
+    assert resumed.update == 5
+    resumed.train(progress=False)
+    whole, parts = saved_weights(tmp_path / "whole"), saved_weights(tmp_path / "parts")
+    assert whole[2] == parts[2] == 11
+    assert_same_weights(whole[0], parts[0])
+    assert_same_weights(whole[1][0], parts[1][0])  # Adam's moments of the first parameter
+
+
+def test_interruption_saves_a_checkpoint_to_resume_from(tmp_path):
+    run = make(tmp_path, "run", max_updates=50)
+    train_loss, calls = run.regime.train_loss, []
+
+    def interrupted(model):
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return train_loss(model)
+
+    run.regime.train_loss = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        run.train(progress=False)
+    assert saved_weights(tmp_path / "run")[2] == 3
+    assert Run.resume(tmp_path / "run").update == 3
+
+
+def test_cli_prints_and_saves_results(tmp_path, capsys):
+    run_dir = tmp_path / "cli"
+    results = main([*TINY_FLAGS, "--max-updates=4", f"--run-dir={run_dir}", "--no-progress"])
+    captured = capsys.readouterr()
+    assert json.loads(captured.out.strip().splitlines()[-1]) == results
+    assert json.loads((run_dir / "results.json").read_text()) == results
+    assert set(results["test"]) == {"loss", "accuracy", "sequence_accuracy"} and results["updates"] == 4
+    saved = json.loads((run_dir / "config.json").read_text())
+    assert saved["config"]["grid_size"] == 3 and saved["config"]["preset"] == "auto"
+    assert "preset cpu (auto: no GPU is used)" in captured.err or "preset paper" in captured.err
+    assert list(run_dir.glob("events.out.tfevents.*"))
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--task", "sorting"], "unknown task 'sorting'"),
+        (["--core", "gru"], "unknown core 'gru'"),
+        (["--n-train", "0"], "n_train must be an integer >= 1, got 0"),
+        (["--optimizer", "sgd"], "optimizer must be one of \\['adam', 'nesterov'\\], got 'sgd'"),
+        (["--device", "tpu"], "unknown device 'tpu'"),
+        (["--core-opt", "span=long"], "core option span='long': expected int"),
+        (["--core-opt", "width=3"], "unknown option 'width' for core 'feedback'"),
+        (["--n-heads", "3"], "d_model \\(16\\) must be divisible by n_heads \\(3\\)"),
+        (["--task", "copy", "--core", "ffattn"], "core 'ffattn' embeds a whole sequence"),
+        (["--n-vars", "9", "--task", "algorithmic"], "n_vars must be in 1 .. 5, got 9"),
+        (["--batch-size", "100"], "n_train \\(64\\) must be >= batch_size \\(100\\)"),
+    ],
+)
+def test_bad_arguments_exit_2_naming_the_value(tmp_path, capsys, flags, message):
+    with pytest.raises(SystemExit) as exit_info:
+        main([*TINY_FLAGS, f"--run-dir={tmp_path / 'bad'}", "--max-updates=1", *flags])
+    assert exit_info.value.code == 2
+    assert re.search(message, capsys.readouterr().err)
+
+
+def test_resume_refuses_missing_corrupt_and_changed_runs(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--resume", str(tmp_path / "nowhere")])
+    assert exit_info.value.code == 2 and "no checkpoint at" in capsys.readouterr().err
+
+    (tmp_path / "torn").mkdir()
+    (tmp_path / "torn" / "checkpoint.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(SystemExit):
+        main(["--resume", str(tmp_path / "torn")])
+    assert "is corrupt or not a checkpoint" in capsys.readouterr().err
+
+    make(tmp_path, "run", max_updates=1).train(progress=False)
+    with pytest.raises(SystemExit):
+        main(["--resume", str(tmp_path / "run"), "--lr", "0.5"])
+    assert "cannot change ['lr']" in capsys.readouterr().err
+
+    payload = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)
+    payload["config"]["d_model"] = 32  # weights of another shape
+    torch.save(payload, tmp_path / "run" / "checkpoint.pt")
+    with pytest.raises(CheckpointError, match="does not match its run's model or config"):
+        Run.resume(tmp_path / "run")
