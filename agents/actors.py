@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import pickle
+import signal
 import traceback
 from typing import Any
 
@@ -181,7 +182,9 @@ def shared_views(shared: dict[str, tuple]) -> dict[str, np.ndarray]:
 
 
 def worker_main(index, pipe, shared, start, stop, env_name, seed, env_kwargs, info_keys) -> None:
-    """One actor worker: steps envs [start, stop) on command until told to close."""
+    """One actor worker: steps envs [start, stop) on command until told to close. Ctrl-C is
+    left to the learner, which saves a checkpoint (envs included) and then closes the workers."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         arrays = shared_views(shared)
         envs_here = LocalEnvs(env_name, stop - start, seed, env_kwargs)
@@ -211,8 +214,8 @@ def worker_main(index, pipe, shared, start, stop, env_name, seed, env_kwargs, in
             else:
                 raise ValueError(f"unknown command {command!r}")
             pipe.send(("ok", reply))
-    except (KeyboardInterrupt, EOFError, BrokenPipeError):
-        return  # the learner is gone or stopping: nothing to report to
+    except (EOFError, BrokenPipeError):
+        return  # the learner is gone: nothing to report to
     except BaseException:
         pipe.send(("error", traceback.format_exc()))
 

@@ -15,6 +15,8 @@ state and the actor's carry), so a resumed run makes the same updates as one nev
 from __future__ import annotations
 
 import json
+import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -182,28 +184,39 @@ class Trainer:
         if self.global_step == 0:
             writer.add_text("config", "```\n" + json.dumps(c.to_dict(), indent=2) + "\n```")
         bar = tqdm(total=c.total_steps, initial=self.global_step, unit="frame", unit_scale=True, dynamic_ncols=True)
-        last_save = time.monotonic()
         with_envs = True
+        interrupt = StopOnInterrupt()
         try:
-            while self.global_step < c.total_steps:
-                started = time.perf_counter()
-                stats, episodes = self.update()
-                frames_per_second = c.rollout * c.num_envs / (time.perf_counter() - started)
-                self.log(writer, stats, episodes, frames_per_second)
-                bar.update(c.rollout * c.num_envs)
-                mean_return = np.mean(self.recent_returns) if self.recent_returns else float("nan")
-                bar.set_postfix(SPS=f"{frames_per_second:,.0f}", ret=f"{mean_return:.3f}", refresh=False)
-                if time.monotonic() - last_save >= c.save_every:
-                    self.save()
-                    last_save = time.monotonic()
-        except ActorError:
-            with_envs = False  # a dead worker's envs cannot be saved
+            with interrupt:
+                self._loop(writer, bar, interrupt)
+        except (ActorError, KeyboardInterrupt):
+            # A dead worker's envs cannot be saved; after a second Ctrl-C the workers may be
+            # mid-command. Either way the checkpoint keeps the rest, and resuming restarts episodes.
+            with_envs = False
             raise
         finally:
             bar.close()
             path = self.save(with_envs)
             writer.close()
             tqdm.write(f"checkpoint: {path} (step {self.global_step:,})")
+        if interrupt.requested:
+            raise KeyboardInterrupt
+
+    def _loop(self, writer: SummaryWriter, bar: tqdm, interrupt: "StopOnInterrupt") -> None:
+        """Update, log and checkpoint every save_every seconds until done or asked to stop."""
+        c = self.config
+        last_save = time.monotonic()
+        while self.global_step < c.total_steps and not interrupt.requested:
+            started = time.perf_counter()
+            stats, episodes = self.update()
+            frames_per_second = c.rollout * c.num_envs / (time.perf_counter() - started)
+            self.log(writer, stats, episodes, frames_per_second)
+            bar.update(c.rollout * c.num_envs)
+            mean_return = np.mean(self.recent_returns) if self.recent_returns else float("nan")
+            bar.set_postfix(SPS=f"{frames_per_second:,.0f}", ret=f"{mean_return:.3f}", refresh=False)
+            if time.monotonic() - last_save >= c.save_every:
+                self.save()
+                last_save = time.monotonic()
 
     def log(self, writer: SummaryWriter, stats: dict[str, torch.Tensor], episodes: Episodes, frames_per_second: float) -> None:
         step = self.global_step
@@ -220,6 +233,30 @@ class Trainer:
             if hasattr(self.policy.core, "layer_weights"):
                 for layer, weight in enumerate(self.policy.core.layer_weights.detach().cpu().tolist()):
                     writer.add_scalar(f"feedback/layer_weight_{layer}", weight, step)
+
+
+class StopOnInterrupt:
+    """While active, the first Ctrl-C asks the loop to stop after the current update, so the
+    checkpoint is whole (envs and memory included); a second one interrupts at once."""
+
+    def __init__(self):
+        self.requested = False
+        self._previous = None
+
+    def __enter__(self) -> "StopOnInterrupt":
+        if threading.current_thread() is threading.main_thread():  # signals reach the main thread only
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum, frame) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        tqdm.write("stopping after this update (Ctrl-C again to stop at once)")
+
+    def __exit__(self, *exception) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
 
 
 RESUMABLE_OVERRIDES = {"total_steps", "num_actors", "device", "threads", "save_every", "log_every"}

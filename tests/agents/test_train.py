@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 import torch
@@ -174,3 +175,26 @@ def test_kept_acting_graph_gives_the_recomputed_update(tmp_path, core):
 def test_acting_graph_needs_a_core_fed_step_by_step(tmp_path):
     with pytest.raises(ValueError, match="'mlp' is not"):
         Trainer(small_config(tmp_path, core="mlp", learner="acting_graph"))
+
+
+def test_ctrl_c_saves_a_checkpoint_with_the_envs(tmp_path):
+    """SIGINT reaches the learner and its workers (one process group): the learner saves, envs
+    included, and exits 130; the workers leave Ctrl-C to it."""
+    command = [sys.executable, "train_a2c.py", "--env", "corridor", "--core", "lstm", "--core-opt", "hidden_size=8",
+               "--num-envs", "4", "--rollout", "4", "--num-actors", "2", "--threads", "1", "--total-steps", "1000000000",
+               "--run-dir", str(tmp_path)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(tmp_path.glob("events.out.tfevents.*")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(1.0)  # some updates
+        os.killpg(process.pid, signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130, err
+    assert "continue with --resume" in err
+    payload = load_checkpoint(tmp_path, "a2c")
+    assert payload["counters"]["updates"] >= 1 and payload["envs"] is not None
