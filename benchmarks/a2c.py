@@ -106,9 +106,7 @@ def acting_graph_update(trainer) -> float:
     for _ in range(ROLLOUT):
         obs, prev_action, prev_reward, first = actor.inputs()
         logits, value, actor.state = policy(obs, prev_action, prev_reward, first, actor.state)
-        action = torch.multinomial(torch.softmax(logits[0].detach(), -1), 1).squeeze(-1)
-        next_obs, reward, terminated, truncated, info = actor.pool.step(action.cpu().numpy())
-        actor._advance(next_obs, action.cpu().numpy(), reward, terminated | truncated, info)
+        actor._act(logits[0].detach(), greedy=False)  # sample, step the envs, move on
         total = total + logits.logsumexp(-1).mean() + value.mean()  # stands in for the A2C loss
     trainer.optimizer.zero_grad(set_to_none=True)
     total.backward()
