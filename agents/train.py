@@ -30,6 +30,7 @@ from agents.a2c import a2c_loss, gae_advantages
 from agents.a2c_config import KEEPS_ACTING_GRAPH, A2CConfig
 from agents.actors import ActorError, make_env_pool
 from agents.checkpoint import CheckpointError, checkpoint_path, load_checkpoint, save_checkpoint
+from agents.cores.state import move_state
 from agents.device import resolve_device
 from agents.policy import Policy
 from agents.rollout import Actor, Episodes, Rollout
@@ -160,7 +161,7 @@ class Trainer:
         if saved_envs is not None and saved_envs["shards"] == shards:
             self.pool.set_state(saved_envs["state"])
             carry = dict(payload["actor"])
-            carry["state"] = _to_device(carry["state"], self.device)
+            carry["state"] = move_state(carry["state"], self.device)
             self.actor.load_carry(carry)
             self.resumed_how = "envs and memory continue where they were"
         else:
@@ -261,11 +262,3 @@ class StopOnInterrupt:
 
 RESUMABLE_OVERRIDES = {"total_steps", "num_actors", "device", "threads", "save_every", "log_every"}
 
-
-def _to_device(state: Any, device: torch.device) -> Any:
-    """A core state (NamedTuple of tensors and plain fields) moved to `device`."""
-    if isinstance(state, torch.Tensor):
-        return state.to(device)
-    if isinstance(state, tuple) and hasattr(state, "_fields"):
-        return type(state)(*(_to_device(value, device) for value in state))
-    return state

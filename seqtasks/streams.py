@@ -17,6 +17,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from agents.cores.state import move_state
 from seqtasks.data import IGNORE, Episodes
 from seqtasks.metrics import sequence_accuracy, token_accuracy
 
@@ -117,11 +118,5 @@ class StreamRegime:
 
     def load_state_dict(self, saved: dict) -> None:
         self.epoch, self.block, self._stream = saved["epoch"], saved["block"], None
-        self.state = _to_device(saved["state"], self.device)
+        self.state = None if saved["state"] is None else move_state(saved["state"], self.device)
 
-
-def _to_device(state, device: torch.device):
-    """A core's state (a NamedTuple of tensors and plain values, or None) moved to `device`."""
-    if state is None:
-        return None
-    return type(state)(*(value.to(device) if isinstance(value, torch.Tensor) else value for value in state))
