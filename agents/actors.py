@@ -37,6 +37,8 @@ def make_vector_env(env_name: str, num_envs: int, env_kwargs: dict[str, Any]) ->
 class LocalEnvs:
     """All envs stepped in this process."""
 
+    num_shards = 1  # get_state() returns one pickled env per shard
+
     def __init__(self, env_name: str, num_envs: int, seed: int, env_kwargs: dict[str, Any] | None = None):
         self.env = make_vector_env(env_name, num_envs, env_kwargs or {})
         self.num_envs = num_envs
@@ -95,6 +97,7 @@ class ActorPool:
         }
         self.arrays = shared_views(self._shared)
         self.bounds = shard_bounds(num_envs, num_actors)
+        self.num_shards = len(self.bounds)
         self._pipes, self._processes = [], []
         for index, (start, stop) in enumerate(self.bounds):
             ours, theirs = context.Pipe()

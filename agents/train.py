@@ -62,14 +62,13 @@ class Trainer:
         try:
             self.policy = build_policy(config, self.pool.obs_nvec, self.pool.num_actions).to(self.device)
             self.optimizer = build_optimizer(config, self.policy)
+            self.keep_graph = config.learner == "acting_graph" or (config.learner == "auto" and config.core in KEEPS_ACTING_GRAPH)
+            if self.keep_graph and not self.policy.can_open:
+                raise ValueError(f"learner 'acting_graph' needs a core fed one step at a time (feedback, lstm); {config.core!r} is not")
             self.actor = Actor(self.pool, self.policy, self.device)
         except BaseException:
             self.pool.close()
             raise
-        self.keep_graph = config.learner == "acting_graph" or (config.learner == "auto" and config.core in KEEPS_ACTING_GRAPH)
-        if self.keep_graph and not self.policy.can_open:
-            self.pool.close()
-            raise ValueError(f"learner 'acting_graph' needs a core fed one step at a time (feedback, lstm); {config.core!r} is not")
         self.updates = 0
         self.global_step = 0
         self.episodes = 0
@@ -118,7 +117,7 @@ class Trainer:
             "counters": {"updates": self.updates, "global_step": self.global_step, "episodes": self.episodes},
             "recent_returns": list(self.recent_returns),
             "rng": rng_states(),
-            "envs": {"shards": len(getattr(self.pool, "bounds", [None])), "state": self.pool.get_state()} if with_envs else None,
+            "envs": {"shards": self.pool.num_shards, "state": self.pool.get_state()} if with_envs else None,
             "actor": self.actor.carry() if with_envs else None,
         }
 
@@ -157,7 +156,7 @@ class Trainer:
         self.recent_returns = list(payload["recent_returns"])
         set_rng_states(payload["rng"])
         saved_envs = payload["envs"]
-        shards = len(getattr(self.pool, "bounds", [None]))
+        shards = self.pool.num_shards
         if saved_envs is not None and saved_envs["shards"] == shards:
             self.pool.set_state(saved_envs["state"])
             carry = dict(payload["actor"])
