@@ -18,22 +18,8 @@ import sys
 from agents.a2c_config import A2CConfig, resolve_config
 from agents.actors import ActorError
 from agents.checkpoint import CheckpointError
-from agents.config_cli import add_config_arguments, given_fields, parse_core_options
+from agents.config_cli import add_config_arguments, given_fields, parse_core_options, parse_env_options
 from agents.train import RESUMABLE_OVERRIDES, Trainer
-
-
-def parse_env_options(items: list[str]) -> dict[str, int]:
-    """['length=8,max_episode_steps=40'] -> {'length': 8, 'max_episode_steps': 40}; env options are integers."""
-    options = {}
-    for item in (part for entry in items for part in entry.split(",") if part):
-        key, equals, text = item.partition("=")
-        try:
-            options[key.strip()] = int(text)
-        except ValueError:
-            raise ValueError(f"env option {item!r} must look like KEY=INTEGER") from None
-        if not equals:
-            raise ValueError(f"env option {item!r} must look like KEY=INTEGER")
-    return options
 
 
 def make_parser() -> argparse.ArgumentParser:

@@ -3,7 +3,7 @@
 Every field of a config dataclass becomes a flag (`learning_rate` -> `--learning-rate`) whose
 default is "not given", so a run's config is: the dataclass defaults, then a preset, then only
 what the user typed. Core options travel as repeated `--core-opt KEY=VALUE` (or comma separated),
-typed by the chosen core's own defaults.
+typed by the chosen core's own defaults; env options as `--env-opt KEY=INTEGER`.
 """
 
 from __future__ import annotations
@@ -45,15 +45,32 @@ def parse_core_options(core: str, items: list[str]) -> dict[str, Any]:
     """Parse ['d_model=256', 'span=100,n_layers=2'] into typed options of core `core`."""
     defaults = core_options(core)
     options: dict[str, Any] = {}
-    for item in (part for entry in items for part in entry.split(",") if part):
-        key, equals, text = item.partition("=")
-        key = key.strip().replace("-", "_")
-        if not equals:
-            raise ValueError(f"core option {item!r} must look like KEY=VALUE")
+    for _, key, text in _key_values(items, "core option", "KEY=VALUE"):
+        key = key.replace("-", "_")
         if key not in defaults:
             raise ValueError(f"unknown option {key!r} for core {core!r}; it takes {sorted(defaults)}")
-        options[key] = _typed(key, text.strip(), defaults[key])
+        options[key] = _typed(key, text, defaults[key])
     return options
+
+
+def parse_env_options(items: list[str]) -> dict[str, int]:
+    """Parse ['length=8,max_episode_steps=40'] into env constructor options (all integers)."""
+    options = {}
+    for item, key, text in _key_values(items, "env option", "KEY=INTEGER"):
+        try:
+            options[key] = int(text)
+        except ValueError:
+            raise ValueError(f"env option {item!r} must look like KEY=INTEGER") from None
+    return options
+
+
+def _key_values(items: list[str], what: str, form: str):
+    """(item, key, value text) of each KEY=VALUE in repeated, comma-separated flag values."""
+    for item in (part for entry in items for part in entry.split(",") if part):
+        key, equals, text = item.partition("=")
+        if not equals:
+            raise ValueError(f"{what} {item!r} must look like {form}")
+        yield item, key.strip(), text.strip()
 
 
 def _typed(key: str, text: str, default: Any) -> Any:
