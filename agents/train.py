@@ -15,8 +15,6 @@ state and the actor's carry), so a resumed run makes the same updates as one nev
 from __future__ import annotations
 
 import json
-import signal
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -32,6 +30,7 @@ from agents.actors import ActorError, make_env_pool
 from agents.checkpoint import CheckpointError, checkpoint_path, load_checkpoint, save_checkpoint
 from agents.cores.state import move_state
 from agents.device import resolve_device
+from agents.interrupt import StopOnInterrupt
 from agents.policy import Policy
 from agents.rollout import Actor, Episodes, Rollout
 from agents.seeding import rng_states, seed_everything, set_rng_states
@@ -233,30 +232,6 @@ class Trainer:
             if hasattr(self.policy.core, "layer_weights"):
                 for layer, weight in enumerate(self.policy.core.layer_weights.detach().cpu().tolist()):
                     writer.add_scalar(f"feedback/layer_weight_{layer}", weight, step)
-
-
-class StopOnInterrupt:
-    """While active, the first Ctrl-C asks the loop to stop after the current update, so the
-    checkpoint is whole (envs and memory included); a second one interrupts at once."""
-
-    def __init__(self):
-        self.requested = False
-        self._previous = None
-
-    def __enter__(self) -> "StopOnInterrupt":
-        if threading.current_thread() is threading.main_thread():  # signals reach the main thread only
-            self._previous = signal.signal(signal.SIGINT, self._handle)
-        return self
-
-    def _handle(self, signum, frame) -> None:
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-        tqdm.write("stopping after this update (Ctrl-C again to stop at once)")
-
-    def __exit__(self, *exception) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
 
 
 RESUMABLE_OVERRIDES = {"total_steps", "num_actors", "device", "threads", "save_every", "log_every"}

@@ -25,6 +25,7 @@ from tqdm import tqdm
 
 from agents.checkpoint import CheckpointError, checkpoint_path, load_checkpoint, save_checkpoint
 from agents.device import resolve_device
+from agents.interrupt import StopOnInterrupt
 from agents.seeding import rng_states, seed_everything, set_rng_states
 from seqtasks.config import SeqConfig
 from seqtasks.models import build_model
@@ -156,31 +157,40 @@ class Run:
         c = self.config
         writer = SummaryWriter(str(self.run_dir), purge_step=self.update)
         bar = tqdm(total=c.max_updates, initial=self.update, disable=not progress, desc=f"{c.task}/{c.core}", unit="upd")
-        started, last_save, items = time.monotonic(), time.monotonic(), 0
         self.model.train()
+        interrupt = StopOnInterrupt()
         try:
-            while not self.stopped_early and self.update < c.max_updates and not self._out_of_time(started):
-                loss, count = self.step()
-                items += count
-                bar.update(1)
-                if self.update % c.log_every == 0:
-                    rate = items / (time.monotonic() - started)
-                    writer.add_scalar("losses/train", loss.item(), self.update)
-                    writer.add_scalar("charts/learning_rate", self.schedule.get_last_lr()[0], self.update)
-                    writer.add_scalar("charts/targets_per_second", rate, self.update)
-                    bar.set_postfix(loss=f"{loss.item():.4f}", best=f"{self.best_accuracy:.3f}", tps=f"{rate:.0f}")
-                if self.update % c.eval_every == 0 or self.update == c.max_updates or self._out_of_time(started):
-                    self.stopped_early = self._validate(writer)
-                if time.monotonic() - last_save >= c.save_every:
-                    self.save()
-                    last_save = time.monotonic()
+            with interrupt:
+                self._loop(writer, bar, interrupt)
         finally:  # Ctrl-C and errors too: the run can be resumed from here
             bar.close()
             self.save()
             writer.flush()
+        if interrupt.requested:
+            raise KeyboardInterrupt
         results = self._test(writer)
         writer.close()
         return results
+
+    def _loop(self, writer: SummaryWriter, bar: tqdm, interrupt: StopOnInterrupt) -> None:
+        """Update, log, validate and checkpoint until done, stopped early, out of time or asked to stop."""
+        c = self.config
+        started, last_save, items = time.monotonic(), time.monotonic(), 0
+        while not self.stopped_early and self.update < c.max_updates and not self._out_of_time(started) and not interrupt.requested:
+            loss, count = self.step()
+            items += count
+            bar.update(1)
+            if self.update % c.log_every == 0:
+                rate = items / (time.monotonic() - started)
+                writer.add_scalar("losses/train", loss.item(), self.update)
+                writer.add_scalar("charts/learning_rate", self.schedule.get_last_lr()[0], self.update)
+                writer.add_scalar("charts/targets_per_second", rate, self.update)
+                bar.set_postfix(loss=f"{loss.item():.4f}", best=f"{self.best_accuracy:.3f}", tps=f"{rate:.0f}")
+            if self.update % c.eval_every == 0 or self.update == c.max_updates or self._out_of_time(started):
+                self.stopped_early = self._validate(writer)
+            if time.monotonic() - last_save >= c.save_every:
+                self.save()
+                last_save = time.monotonic()
 
     def _test(self, writer: SummaryWriter) -> dict:
         """Metrics of the best validated weights on valid and test; writes results.json."""

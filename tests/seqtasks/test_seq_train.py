@@ -3,6 +3,10 @@ and bad input ending in a clear error (exit code 2)."""
 
 import json
 import re
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 import torch
@@ -124,3 +128,23 @@ def test_resume_refuses_missing_corrupt_and_changed_runs(tmp_path, capsys):
     torch.save(payload, tmp_path / "run" / "checkpoint.pt")
     with pytest.raises(CheckpointError, match="does not match its run's model or config"):
         Run.resume(tmp_path / "run")
+
+
+def test_ctrl_c_stops_between_updates_and_saves(tmp_path):
+    """SIGINT: the update under way finishes, the checkpoint is saved, the exit code is 130."""
+    run_dir = tmp_path / "sigint"
+    command = [sys.executable, "-m", "seqtasks", *TINY_FLAGS, "--max-updates=100000", f"--run-dir={run_dir}", "--no-progress"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(run_dir.glob("events.out.tfevents.*")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(1.0)  # some updates
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, err
+    assert "checkpoint saved" in err
+    assert Run.resume(run_dir).update == saved_weights(run_dir)[2] >= 1
