@@ -150,17 +150,6 @@ class FeedForward(nn.Module):
         return self.fc2(self.dropout(F.relu(self.fc1(x), inplace=True)))
 
 
-def weights_version(module: nn.Module) -> tuple:
-    """A tag that changes whenever a parameter of `module` is updated in place (optimiser steps
-    and load_state_dict both bump a tensor's version counter). Cached keys and values are reused
-    only while the tag of the weights that made them is unchanged. The parameter list is taken
-    at the first call (after construction), as walking the module tree costs more than a step."""
-    params = module.__dict__.get("_versioned_parameters")
-    if params is None:
-        params = module.__dict__["_versioned_parameters"] = list(module.parameters())
-    return tuple((id(p), p._version) for p in params)
-
-
 class AttentionBlock(nn.Module):
     """One transformer layer without its key/value projection: multi-head attention with learned
     relative position embeddings on keys (and persistent vectors, which replace the feed-forward

@@ -28,9 +28,10 @@ import torch
 from torch import nn
 
 from agents.cores.append_log import AppendLog, capacity_for
-from agents.cores.attention import AttentionBlock, split_heads, weights_version
+from agents.cores.attention import AttentionBlock, split_heads
 from agents.cores.sliding_window import SlidingWindowBuffer
 from agents.cores.transformer import TransformerConfig
+from agents.cores.weights_version import track_loads, weights_version
 
 
 @dataclass
@@ -72,6 +73,7 @@ class FeedbackCore(nn.Module):
         self.kv = nn.ModuleList(nn.Linear(c.d_model, 2 * c.d_model) for _ in range(self.groups))
         self.layer_logits = nn.Parameter(torch.zeros(c.n_layers + 1))  # w: l = 0 is the input embedding
         self.norm_out = nn.LayerNorm(c.d_model) if c.pre_norm else nn.Identity()
+        track_loads(self)
 
     @property
     def layer_weights(self) -> torch.Tensor:

@@ -20,8 +20,9 @@ import torch
 from torch import nn
 
 from agents.cores.append_log import AppendLog, capacity_for
-from agents.cores.attention import AttentionBlock, carried_valid, episode_starts, split_heads, weights_version
+from agents.cores.attention import AttentionBlock, carried_valid, episode_starts, split_heads
 from agents.cores.checks import check_at_least, check_fraction, check_heads
+from agents.cores.weights_version import track_loads, weights_version
 
 
 @dataclass
@@ -74,6 +75,7 @@ class TransformerCore(nn.Module):
         )
         self.kv = nn.ModuleList(nn.Linear(c.d_model, 2 * c.d_model) for _ in range(c.n_layers))
         self.norm_out = nn.LayerNorm(c.d_model) if c.pre_norm else nn.Identity()
+        track_loads(self)
 
     def initial_state(self, batch_size: int, device: torch.device | str) -> TransformerState:
         span = self.config.span

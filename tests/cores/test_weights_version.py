@@ -1,0 +1,101 @@
+"""Acting (no gradients) reuses the keys and values carried in a Feedback or Transformer state
+only while the weights that made them are unchanged: after an optimiser step (fused ones
+included), a load_state_dict or a marked manual edit, an acting call equals a call with
+gradients, which always recomputes them from the carried memory."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from agents.cores import make_core
+from agents.cores.weights_version import mark_weights_changed, weights_version
+
+INPUT_DIM = 5
+CACHING = ["feedback", "transformer"]
+ROOT = Path(__file__).parents[2]
+
+
+def core_and_state(name: str, seed: int = 0):
+    """A core and a state carried by acting, with inputs (T, B, I) and first (T, B) to go on with."""
+    torch.manual_seed(seed)
+    core = make_core(name, INPUT_DIM, d_model=8, n_heads=2, span=4).eval()
+    x, first = torch.randn(6, 2, INPUT_DIM), torch.zeros(6, 2, dtype=torch.bool)
+    with torch.no_grad():
+        _, state = core(x[:3], core.initial_state(2, "cpu"), first[:3])
+    return core, state, x[3:], first[3:]
+
+
+def acting(core, state, x, first) -> torch.Tensor:
+    with torch.no_grad():
+        return core(x, state, first)[0]
+
+
+def assert_acting_is_current(core, state, x, first, before: torch.Tensor) -> None:
+    """Acting from `state` equals recomputing, and the weights did change what comes out."""
+    recomputed = core(x, state, first)[0].detach()
+    assert (recomputed - before).abs().max() > 1e-3, "the weights hardly changed: the check would prove nothing"
+    torch.testing.assert_close(acting(core, state, x, first), recomputed, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("name", CACHING)
+def test_unchanged_weights_keep_extending_the_state_in_place(name):
+    """The fast path stays on: with the weights as they were, acting reuses the stored keys."""
+    core, state, x, first = core_and_state(name)
+    with torch.no_grad():
+        _, after = core(x[:1], state, first[:1])
+    assert after.keys.data_ptr() == state.keys.data_ptr() and after.version == state.version
+
+
+@pytest.mark.parametrize("name", CACHING)
+@pytest.mark.parametrize("fused", [False, True])
+def test_an_optimiser_step_makes_acting_recompute(name, fused):
+    """A fused Adam updates the weights without bumping their tensor version counters."""
+    core, state, x, first = core_and_state(name)
+    before = acting(core, state, x, first)
+    optimizer = torch.optim.Adam(core.parameters(), lr=0.05, fused=fused)
+    core(x, state, first)[0].square().sum().backward()
+    optimizer.step()
+    assert_acting_is_current(core, state, x, first, before)
+
+
+@pytest.mark.parametrize("name", CACHING)
+@pytest.mark.parametrize("assign", [False, True])
+def test_load_state_dict_makes_acting_recompute(name, assign):
+    """Loaded through an enclosing module, as a policy loads its core; assign=True replaces the
+    parameter objects themselves."""
+    core, state, x, first = core_and_state(name)
+    before = acting(core, state, x, first)
+    other, _, _, _ = core_and_state(name, seed=1)
+    nn.ModuleDict({"core": core}).load_state_dict({f"core.{k}": v for k, v in other.state_dict().items()}, assign=assign)
+    assert_acting_is_current(core, state, x, first, before)
+
+
+@pytest.mark.parametrize("name", CACHING)
+@pytest.mark.parametrize("edit", ["data", "in_place"])
+def test_a_marked_manual_edit_makes_acting_recompute(name, edit):
+    core, state, x, first = core_and_state(name)
+    before = acting(core, state, x, first)
+    for p in core.parameters():
+        if edit == "data":
+            p.data = p.data * 1.5
+        else:
+            with torch.no_grad():
+                p.mul_(1.5)
+    mark_weights_changed(core)
+    assert_acting_is_current(core, state, x, first, before)
+
+
+def test_versions_never_match_another_process():
+    """A state restored from a checkpoint another process wrote is never taken as current, even
+    for the same weights built the same way."""
+    build = "from agents.cores import make_core; import torch; torch.manual_seed(0); core = make_core('feedback', 5)"
+    script = f"{build}; from agents.cores.weights_version import weights_version; print(repr(weights_version(core)))"
+    theirs = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT).stdout.strip()
+    torch.manual_seed(0)
+    ours = weights_version(make_core("feedback", 5))
+    assert repr(ours) != theirs
+    assert weights_version(make_core("feedback", 5)) != ours  # nor another core's in this process
