@@ -31,6 +31,19 @@ OPTIMIZERS = ("adam", "rmsprop")
 KEEPS_ACTING_GRAPH = ("feedback",)
 LEARNERS = ("auto", "recompute", "acting_graph")
 PRESETS = ("auto", "paper", "cpu")
+LR_SCHEDULES = ("constant", "linear")
+# The paper's RMSprop epsilon (0.01: easy maze, water maze) comes from IMPALA / TorchBeast, whose
+# losses are sums over the T x B steps of a rollout. Ours are means over the valid steps, so every
+# gradient is T x B times smaller, and RMSprop's update g / (sqrt(v) + eps) is not scale-free in
+# eps: with eps = 0.01 nearly every weight's RMS gradient sat far below eps and the weights barely
+# moved (water maze: mean |dθ| 2.2e-5 over 20 updates, against 4.2e-3 with Adam). Dividing the
+# numerator and both terms of the denominator by T x B shows that the paper's optimiser on our
+# mean losses is eps = 0.01 / (T x B), and the paper's T x B is 12,800 on both RMSprop tasks (easy
+# maze 128 x 100, water maze 64 x 200). We keep that value at every batch size: the expected
+# gradient of a mean loss does not depend on the batch, so a fixed eps keeps its weight against
+# the gradient the same when T or B change (the CPU preset), where a summed loss's would not.
+# Gradient clipping (global norm 1 on the mean loss; the paper gives none) needs no conversion.
+RMSPROP_EPS = 0.01 / 12_800
 
 
 @dataclass
@@ -44,7 +57,11 @@ class A2CConfig:
     rollout: int = field(default=32, metadata={"help": "T: steps per update (the BPTT length)"})
     optimizer: str = field(default="adam", metadata={"help": f"one of {OPTIMIZERS}"})
     learning_rate: float = 3e-4
-    optimizer_eps: float = field(default=1e-8, metadata={"help": "Adam / RMSprop epsilon (the paper: 0.01 for RMSprop)"})
+    lr_schedule: str = field(default="constant", metadata={"help": f"one of {LR_SCHEDULES}: linear anneals to 0 at --total-steps"})
+    optimizer_eps: float = field(
+        default=1e-8,
+        metadata={"help": "Adam / RMSprop epsilon, on our mean losses (RMSprop presets: 0.01 / 12,800, the paper's 0.01 on its summed losses)"},
+    )
     gamma: float = field(default=0.99, metadata={"help": "discount"})
     gae_lambda: float = field(default=1.0, metadata={"help": "GAE lambda; 1 is plain n-step A2C"})
     value_coef: float = field(default=0.5, metadata={"help": "weight of the value loss"})
@@ -69,6 +86,8 @@ class A2CConfig:
             raise ValueError(f"unknown preset {self.preset!r}; choose from {list(PRESETS)}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer {self.optimizer!r}; choose from {list(OPTIMIZERS)}")
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ValueError(f"unknown lr_schedule {self.lr_schedule!r}; choose from {list(LR_SCHEDULES)}")
         if self.learner not in LEARNERS:
             raise ValueError(f"unknown learner {self.learner!r}; choose from {list(LEARNERS)}")
         for name in ("total_steps", "num_envs", "rollout", "embed_dim", "log_every"):
@@ -97,12 +116,12 @@ _PAPER_MAZE = dict(num_envs=1024, rollout=100, optimizer="adam", learning_rate=3
 _PAPER = {
     "maze": (_PAPER_MAZE, dict(d_model=256, n_layers=2, n_heads=4, span=200), dict(hidden_size=256, n_layers=3)),
     "maze_easy": (
-        {**_PAPER_MAZE, "num_envs": 128, "optimizer": "rmsprop", "optimizer_eps": 0.01},
+        {**_PAPER_MAZE, "num_envs": 128, "optimizer": "rmsprop", "optimizer_eps": RMSPROP_EPS},
         dict(d_model=256, n_layers=2, n_heads=4, span=200),
         dict(hidden_size=256, n_layers=3),
     ),
     "water_maze": (
-        dict(num_envs=64, rollout=200, optimizer="rmsprop", learning_rate=3e-4, optimizer_eps=0.01, entropy_coef=1e-4),
+        dict(num_envs=64, rollout=200, optimizer="rmsprop", learning_rate=3e-4, optimizer_eps=RMSPROP_EPS, entropy_coef=1e-4),
         dict(d_model=64, n_layers=2, n_heads=1, span=200),
         dict(hidden_size=64, n_layers=2),  # and learning rate 4e-4, set below
     ),

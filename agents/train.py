@@ -64,6 +64,14 @@ class Trainer:
             self.keep_graph = config.learner == "acting_graph" or (config.learner == "auto" and config.core in KEEPS_ACTING_GRAPH)
             if self.keep_graph and not self.policy.can_open:
                 raise ValueError(f"learner 'acting_graph' needs a core fed one step at a time (feedback, lstm); {config.core!r} is not")
+            dropout = config.core_options.get("dropout", 0.0)
+            if dropout > 0 and not self.keep_graph:
+                # Recomputing, acting runs without dropout and learning with it (other masks), so
+                # the policy that acted is not the one whose gradient is taken.
+                raise ValueError(
+                    f"dropout={dropout} needs a learner that keeps the acting graph (--learner acting_graph, "
+                    f"cores feedback or lstm), so acting and learning use the same masks; use --core-opt dropout=0 otherwise"
+                )
             self.actor = Actor(self.pool, self.policy, self.device)
         except BaseException:
             self.pool.close()
@@ -101,8 +109,20 @@ class Trainer:
         loss.backward()
         if c.max_grad_norm > 0:
             stats["grad_norm"] = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), c.max_grad_norm)
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.learning_rate()
         self.optimizer.step()
         return stats
+
+    def learning_rate(self) -> float:
+        """This update's learning rate: constant, or annealed linearly from the configured one to
+        0 at total_steps (as TorchBeast and CleanRL do), from the frames trained before it. It
+        depends on the counters only, so a resumed run continues the same schedule (unless
+        --total-steps changes on resume, which stretches the rest of it)."""
+        c = self.config
+        if c.lr_schedule == "constant":
+            return c.learning_rate
+        return c.learning_rate * max(0.0, 1.0 - self.global_step / c.total_steps)
 
     # ---------------------------------------------------------------- checkpoints
 

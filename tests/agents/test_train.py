@@ -113,7 +113,8 @@ def test_paper_preset_has_the_paper_maze_settings():
     assert (config.num_envs, config.rollout, config.optimizer, config.learning_rate, config.entropy_coef) == (1024, 100, "adam", 3e-4, 5e-4)
     assert config.core_options == {"d_model": 256, "n_layers": 2, "n_heads": 4, "span": 200}
     lstm = resolve_config({"env": "water_maze", "core": "lstm", "preset": "paper", "learning_rate": 1e-3, "run_dir": "x"})
-    assert (lstm.optimizer, lstm.optimizer_eps, lstm.learning_rate, lstm.core_options) == ("rmsprop", 0.01, 1e-3, {"hidden_size": 64, "n_layers": 2})
+    # The paper's RMSprop epsilon 0.01 on its summed losses is 0.01 / (64 x 200) on our mean losses.
+    assert (lstm.optimizer, lstm.optimizer_eps, lstm.learning_rate, lstm.core_options) == ("rmsprop", 0.01 / 12_800, 1e-3, {"hidden_size": 64, "n_layers": 2})
 
 
 @pytest.mark.parametrize(
@@ -123,6 +124,7 @@ def test_paper_preset_has_the_paper_maze_settings():
         (["--core", "gru"], "'gru'"),
         (["--num-envs", "0"], "num_envs must be >= 1, got 0"),
         (["--optimizer", "sgd"], "'sgd'"),
+        (["--lr-schedule", "cosine"], "'cosine'"),
         (["--core-opt", "span=wide"], "span='wide'"),
         (["--core", "lstm", "--core-opt", "span=8"], "'span' for core 'lstm'"),
         (["--env-opt", "length=x"], "length=x"),

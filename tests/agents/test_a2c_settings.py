@@ -1,0 +1,104 @@
+"""Learner settings that decide whether training moves at all: optimiser epsilon against the
+gradient scale, head initialisation, the learning-rate schedule, dropout and the learner."""
+
+import pytest
+import torch
+
+import envs
+from agents.a2c_config import resolve_config
+from agents.train import Trainer
+
+# Core sizes are the presets' own; batches are cut where the preset's would take minutes on a
+# CPU (the paper's maze: 1024 x 100). A smaller batch only makes the mean gradient noisier, and so
+# larger, which is why the RMSprop presets (whose epsilon is at stake) keep their full batches.
+CUT_BATCH = {"num_envs": 16, "rollout": 20}
+
+
+def rms_gradient_share(trainer: Trainer) -> float:
+    """Median over all weights of sqrt(v) / (sqrt(v) + eps): the share of the optimiser's
+    denominator that is the gradient's running RMS rather than epsilon. Near 0, the update is
+    lr * g / eps (tiny); near 1, the normalised step the optimiser is meant to take."""
+    shares = []
+    for group in trainer.optimizer.param_groups:
+        for p in group["params"]:
+            state = trainer.optimizer.state[p]
+            if "square_avg" in state:  # RMSprop: no bias correction
+                rms = state["square_avg"].sqrt()
+            else:  # Adam: the bias-corrected second moment, as its step uses it
+                rms = (state["exp_avg_sq"] / (1 - group["betas"][1] ** float(state["step"]))).sqrt()
+            shares.append((rms / (rms + group["eps"])).flatten())
+    return torch.cat(shares).median().item()
+
+
+@pytest.mark.parametrize("preset", ["paper", "cpu"])
+@pytest.mark.parametrize("env", sorted(envs.ENV_IDS))
+@pytest.mark.parametrize("core", ["feedback", "lstm"])
+def test_every_preset_takes_steps_set_by_the_gradient_not_by_epsilon(tmp_path, env, core, preset):
+    config = resolve_config(dict(env=env, core=core, preset=preset, run_dir=str(tmp_path), threads=1, seed=1))
+    if config.optimizer != "rmsprop" or (core == "feedback" and preset == "paper"):
+        # Adam's epsilon (1e-8) is far from any of these gradients at any batch; the paper-sized
+        # feedback core on 12,800-step batches would take a minute of this test.
+        config = resolve_config(dict(env=env, core=core, preset=preset, run_dir=str(tmp_path), threads=1, seed=1, **CUT_BATCH))
+    trainer = Trainer(config)
+    try:
+        for _ in range(4):
+            trainer.update()
+        assert rms_gradient_share(trainer) > 0.5, f"{config.optimizer} eps {config.optimizer_eps}"
+    finally:
+        trainer.close()
+
+
+def test_a_fresh_policy_is_near_uniform_with_orthogonal_heads(tmp_path):
+    config = resolve_config(dict(env="maze", core="feedback", preset="paper", run_dir=str(tmp_path), num_envs=32, rollout=4))
+    trainer = Trainer(config)
+    try:
+        rollout, _ = trainer.actor.collect(4)
+        with torch.no_grad():
+            logits, values, _ = trainer.policy(rollout.obs, rollout.prev_action, rollout.prev_reward, rollout.first, rollout.start_state)
+    finally:
+        trainer.close()
+    top = torch.softmax(logits, -1).max(-1).values  # 3 actions: uniform is 1/3
+    assert top.mean().item() < 1 / 3 + 0.01
+    policy = trainer.policy
+    for head, gain in ((policy.actor, 0.01), (policy.critic, 1.0)):
+        rows = head.weight  # (out, hidden), out <= hidden: orthogonal rows of norm `gain`
+        gram = rows @ rows.T
+        torch.testing.assert_close(gram, gain**2 * torch.eye(rows.shape[0]), atol=1e-5 * gain**2, rtol=0)
+        assert torch.count_nonzero(head.bias) == 0
+
+
+def test_linear_schedule_anneals_to_zero_and_resumes_on_the_same_line(tmp_path):
+    config = resolve_config(dict(
+        env="corridor", core="mlp", num_envs=4, rollout=5, total_steps=4 * 20, learning_rate=1e-3, lr_schedule="linear",
+        run_dir=str(tmp_path), core_options={"hidden_size": 8}, threads=1,
+    ))
+    trainer = Trainer(config)
+    try:
+        rates = []
+        for _ in range(2):
+            rates.append(trainer.learning_rate())
+            trainer.update()
+            assert trainer.optimizer.param_groups[0]["lr"] == rates[-1]  # the rate that step used
+        trainer.save()
+    finally:
+        trainer.close()
+    resumed = Trainer.from_checkpoint(str(tmp_path))
+    try:
+        assert resumed.config.lr_schedule == "linear"  # the schedule is part of the saved config
+        for _ in range(2):
+            rates.append(resumed.learning_rate())
+            resumed.update()
+    finally:
+        resumed.close()
+    assert rates == pytest.approx([1e-3, 0.75e-3, 0.5e-3, 0.25e-3], rel=1e-12)  # float64 arithmetic
+
+
+def test_dropout_needs_a_learner_that_keeps_the_acting_graph(tmp_path):
+    options = {"d_model": 16, "n_layers": 1, "n_heads": 2, "span": 4, "dropout": 0.1}
+    given = dict(env="corridor", core="transformer", num_envs=2, rollout=4, run_dir=str(tmp_path), core_options=options)
+    with pytest.raises(ValueError, match=r"dropout=0.1 needs a learner that keeps the acting graph"):
+        Trainer(resolve_config(given))
+    with pytest.raises(ValueError, match=r"dropout=0.1 needs a learner"):
+        Trainer(resolve_config({**given, "core": "feedback", "learner": "recompute"}))
+    trainer = Trainer(resolve_config({**given, "core": "feedback"}))  # auto keeps the feedback core's graph
+    trainer.close()
