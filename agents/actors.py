@@ -48,7 +48,7 @@ class LocalEnvs:
         self.info_keys = sorted(key for key in self.env.reset(seed=seed)[1] if not key.startswith("_"))
 
     def reset(self) -> np.ndarray:
-        """Start every env afresh from the seed; the (B, F) first observations."""
+        """Start every env afresh from `self.seed` (env i from seed + i); the (B, F) first observations."""
         return self.env.reset(seed=self.seed)[0]
 
     def step(self, actions: np.ndarray):
@@ -144,7 +144,9 @@ class ActorPool:
         return ActorError(f"actor worker {index} (pid {process.pid}) died with exit code {process.exitcode}")
 
     def reset(self) -> np.ndarray:
-        self._command("reset")
+        """As LocalEnvs.reset, from `self.seed` as it is now (a resume may have changed it):
+        each worker restarts its shard [start, stop) from seed + start."""
+        self._command("reset", self.seed)
         self._gather("resetting")
         return self.arrays["obs"].copy()
 
@@ -204,6 +206,7 @@ def worker_main(index, pipe, shared, start, stop, env_name, seed, env_kwargs, in
                     arrays["info"][k, start:stop] = info[key]
                 reply = None
             elif command == "reset":
+                envs_here.seed = args[0] + start
                 arrays["obs"][start:stop] = envs_here.reset()
                 reply = None
             elif command == "get_state":
