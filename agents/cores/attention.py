@@ -95,13 +95,15 @@ def attend(
     visible: torch.Tensor,
     persistent: tuple[torch.Tensor, torch.Tensor] | None = None,
     sinks: tuple[torch.Tensor, torch.Tensor] | None = None,
+    dropout: nn.Dropout | None = None,
 ) -> torch.Tensor:
     """Dot-product attention with relative-position scores and optional persistent vectors.
 
     q: (B, H, Q, E), already scaled by 1 / sqrt(E); k, v: (B, H, K, E); position_scores:
     (B, H, Q, K) q . p(distance); visible: (B, Q, K) bool; persistent: keys and values
     (H, N, E), always visible, no position term; sinks: where k's and v's gradients go, when
-    they are windows of a buffer (see matmul). Returns (B, H, Q, E). A query that sees nothing
+    they are windows of a buffer (see matmul); dropout: applied to the attention weights, the
+    persistent vectors' included (Fan et al.). Returns (B, H, Q, E). A query that sees nothing
     gets a zero vector, never NaN.
     """
     k_sink, v_sink = sinks if sinks is not None else (None, None)
@@ -110,10 +112,14 @@ def attend(
     scores.masked_fill_(~visible[:, None], NEG_INF)
     if persistent is None:
         weights = torch.softmax(scores, dim=-1) * visible.any(dim=-1)[:, None, :, None]
+        if dropout is not None:
+            weights = dropout(weights)
         return matmul(weights, v, v_sink)
     pk, pv = persistent
     persistent_scores = torch.einsum("bhqe,hne->bhqn", q, pk)  # (B, H, Q, N)
-    weights = torch.softmax(torch.cat([scores, persistent_scores], dim=-1), dim=-1)
+    weights = torch.softmax(torch.cat([scores, persistent_scores], dim=-1), dim=-1)  # (B, H, Q, K + N)
+    if dropout is not None:
+        weights = dropout(weights)
     context = matmul(weights[..., : k.shape[-2]], v, v_sink)
     return context + torch.einsum("bhqn,hne->bhqe", weights[..., k.shape[-2] :], pv)
 
@@ -132,13 +138,15 @@ class PersistentMemory(nn.Module):
         return self.keys * self.key_scale, self.values * self.value_scale
 
 
-def maybe_dropout(p: float) -> nn.Module:
-    """Dropout, or nothing at p = 0 (a module call per use is a cost the per-step loop feels)."""
-    return nn.Dropout(p) if p > 0 else nn.Identity()
+def maybe_dropout(p: float) -> nn.Dropout | None:
+    """Dropout, or None at p = 0, which callers skip (a module call per use is a cost the
+    per-step loop feels)."""
+    return nn.Dropout(p) if p > 0 else None
 
 
 class FeedForward(nn.Module):
-    """The position-wise sublayer: Linear(D, F) -> ReLU -> dropout -> Linear(F, D)."""
+    """The position-wise sublayer: Linear(D, F) -> ReLU -> dropout -> Linear(F, D); dropout
+    on the ReLU activations, as Fan et al."""
 
     def __init__(self, d_model: int, d_ff: int, dropout: float):
         super().__init__()
@@ -147,13 +155,18 @@ class FeedForward(nn.Module):
         self.dropout = maybe_dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(self.dropout(F.relu(self.fc1(x), inplace=True)))
+        hidden = F.relu(self.fc1(x), inplace=True)  # (..., F)
+        if self.dropout is not None:
+            hidden = self.dropout(hidden)
+        return self.fc2(hidden)
 
 
 class AttentionBlock(nn.Module):
     """One transformer layer without its key/value projection: multi-head attention with learned
     relative position embeddings on keys (and persistent vectors, which replace the feed-forward
-    sublayer), then feed-forward; pre-norm or post-norm.
+    sublayer), then feed-forward; pre-norm or post-norm. Dropout falls where Fan et al. (and
+    their code) put it: on the attention weights and on the feed-forward ReLU activations, not
+    on the sublayer outputs.
 
     The caller projects keys and values (per layer in the Transformer, from the shared memory in
     the Feedback Transformer) and says which keys each query sees and at what distance.
@@ -171,7 +184,7 @@ class AttentionBlock(nn.Module):
         self.ff = None if persistent else FeedForward(d_model, d_ff, dropout)
         self.norm_attn = nn.LayerNorm(d_model)
         self.norm_ff = None if persistent else nn.LayerNorm(d_model)
-        self.dropout = maybe_dropout(dropout)
+        self.attention_dropout = maybe_dropout(dropout)
 
     def attention_input(self, h: torch.Tensor) -> torch.Tensor:
         """What the attention reads: the normalised input under pre-norm, the input itself under post-norm."""
@@ -191,13 +204,13 @@ class AttentionBlock(nn.Module):
         else:
             position_scores = (q @ self.position.T).gather(-1, distance.expand(batch, self.heads, *distance.shape))
         persistent = self.persistent() if self.persistent is not None else None
-        context = attend(q, k, v, position_scores, visible, persistent, sinks)  # (B, H, Q, E)
+        context = attend(q, k, v, position_scores, visible, persistent, sinks, self.attention_dropout)  # (B, H, Q, E)
         context = context.transpose(1, 2).reshape(batch, queries, width)
-        h = h + self.dropout(self.out(context))
+        h = h + self.out(context)
         if not self.pre_norm:
             h = self.norm_attn(h)
         if self.ff is None:
             return h
         if self.pre_norm:
-            return h + self.dropout(self.ff(self.norm_ff(h)))
-        return self.norm_ff(h + self.dropout(self.ff(h)))
+            return h + self.ff(self.norm_ff(h))
+        return self.norm_ff(h + self.ff(h))

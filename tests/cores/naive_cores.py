@@ -19,8 +19,11 @@ def layer_norm(module, x):
     return x if isinstance(module, torch.nn.Identity) else F.layer_norm(x, x.shape[-1:], module.weight, module.bias, module.eps)
 
 
-def attention_layer(block, h, k, v, distance, valid, pre_norm, heads):
-    """One layer for one step. h: (B, D); k, v: (B, n, D) memory; distance: (n,); valid: (B, n)."""
+def attention_layer(block, h, k, v, distance, valid, pre_norm, heads, masks=None):
+    """One layer for one step. h: (B, D); k, v: (B, n, D) memory; distance: (n,); valid: (B, n);
+    masks: dropout masks (scaled by 1 / (1 - p)) for the attention weights (B, H, n [+ N]) and
+    the feed-forward ReLU activations (B, F), where Fan et al. put dropout; None: no dropout."""
+    weight_mask, relu_mask = masks if masks is not None else (1.0, 1.0)
     batch, width = h.shape
     e = width // heads
     x = layer_norm(block.norm_attn, h) if pre_norm else h
@@ -35,17 +38,31 @@ def attention_layer(block, h, k, v, distance, valid, pre_norm, heads):
         scores = torch.cat([scores, torch.einsum("bhe,hne->bhn", q, pk) / math.sqrt(e)], dim=-1)
         vh = torch.cat([vh, pv.expand(batch, -1, -1, -1)], dim=2)
     weights = torch.softmax(scores, dim=-1)
-    weights = torch.nan_to_num(weights, nan=0.0)  # no visible key: attend to nothing
+    weights = torch.nan_to_num(weights, nan=0.0) * weight_mask  # no visible key: attend to nothing
     context = torch.einsum("bhn,bhne->bhe", weights, vh).reshape(batch, width)
     h = h + F.linear(context, block.out.weight, block.out.bias)
     if not pre_norm:
         h = layer_norm(block.norm_attn, h)
     if block.ff is None:
         return h
-    ff = lambda y: F.linear(F.relu(F.linear(y, block.ff.fc1.weight, block.ff.fc1.bias)), block.ff.fc2.weight, block.ff.fc2.bias)  # noqa: E731
+    ff = lambda y: F.linear(F.relu(F.linear(y, block.ff.fc1.weight, block.ff.fc1.bias)) * relu_mask, block.ff.fc2.weight, block.ff.fc2.bias)  # noqa: E731
     if pre_norm:
         return h + ff(layer_norm(block.norm_ff, h))
     return layer_norm(block.norm_ff, h + ff(h))
+
+
+def dropout_masks(block, batch, keys):
+    """The dropout masks of one query step of a training `block` over `keys` memory slots:
+    attention weights (B, H, n [+ N]), then ReLU activations (B, F). Drawn from the global
+    generator with the shapes and in the order AttentionBlock draws them, so a seeded run of a
+    core and a seeded run of its reference drop the same entries; None without dropout."""
+    if not block.training or block.attention_dropout is None:
+        return None
+    p = block.attention_dropout.p
+    persistent = block.persistent.keys.shape[1] if block.persistent is not None else 0
+    weights = F.dropout(torch.ones(batch, block.heads, 1, keys + persistent), p, training=True)[:, :, 0]
+    relu = F.dropout(torch.ones(batch, 1, block.ff.fc1.out_features), p, training=True)[:, 0] if block.ff is not None else 1.0
+    return weights, relu
 
 
 class NaiveFeedback:
@@ -72,7 +89,8 @@ class NaiveFeedback:
                 group = 0 if c.shared_kv else index
                 read = layer_norm(core.memory_norm[group], memory)
                 k, v = F.linear(read, core.kv[group].weight, core.kv[group].bias).chunk(2, dim=-1)
-                h = attention_layer(block, h, k, v, distance, valid, c.pre_norm, c.n_heads)
+                masks = dropout_masks(block, h.shape[0], memory.shape[1])
+                h = attention_layer(block, h, k, v, distance, valid, c.pre_norm, c.n_heads, masks)
                 layers.append(h)
             m = (torch.softmax(core.layer_logits, 0)[:, None, None] * torch.stack(layers)).sum(0)
             memory = torch.cat([memory, m[:, None]], dim=1)[:, -c.span :]

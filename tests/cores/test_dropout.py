@@ -1,0 +1,88 @@
+"""Dropout where Fan et al. (and their code) put it: on the attention weights (the persistent
+vectors' included) and on the feed-forward ReLU activations, never on a sublayer's output.
+
+Each query row of an AttentionBlock in train mode is checked against the naive layer of
+naive_cores.py given the same dropout masks, replayed from the generator: dropout draws its mask
+from the global generator, so the same seed and the same shapes, in the same order, give the
+same masks."""
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from agents.cores import make_core
+from agents.cores.attention import AttentionBlock, split_heads
+
+sys.path.insert(0, str(Path(__file__).parent))
+from naive_cores import NaiveFeedback, attention_layer  # noqa: E402
+
+B, H, D, FF, KEYS, P = 2, 2, 8, 12, 5, 0.4
+INPUT_DIM = 5
+
+
+def replayed_masks(seed: int, queries: int, persistent: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The masks an AttentionBlock draws after torch.manual_seed(seed): attention weights
+    (B, H, Q, K + N), then ReLU activations (B, Q, F) when the block has a feed-forward sublayer."""
+    torch.manual_seed(seed)
+    weights = F.dropout(torch.ones(B, H, queries, KEYS + persistent), P, training=True)
+    relu = None if persistent else F.dropout(torch.ones(B, queries, FF), P, training=True)
+    return weights, relu
+
+
+@pytest.mark.parametrize("queries", [1, 3])  # 1: the one-row matmul of the Feedback core's steps
+@pytest.mark.parametrize("persistent", [0, 2])
+@pytest.mark.parametrize("pre_norm", [True, False])
+def test_dropout_falls_on_attention_weights_and_relu_activations(queries, persistent, pre_norm):
+    torch.manual_seed(0)
+    block = AttentionBlock(D, H, KEYS, FF, P, pre_norm, persistent).train()
+    h = torch.randn(B, queries, D, requires_grad=True)
+    memory_k, memory_v = torch.randn(B, KEYS, D, requires_grad=True), torch.randn(B, KEYS, D, requires_grad=True)
+    distance = (torch.arange(KEYS, 0, -1)[None, :] + torch.arange(queries)[:, None]).clamp(max=KEYS)  # (Q, K)
+    visible = torch.rand(B, queries, KEYS) < 0.7
+    visible[0, 0] = False  # a query that sees no key
+    inputs = [h, memory_k, memory_v, *block.parameters()]
+
+    torch.manual_seed(1)
+    y = block(h, split_heads(memory_k, H), split_heads(memory_v, H), distance, visible)  # (B, Q, D)
+    weight_mask, relu_mask = replayed_masks(1, queries, persistent)
+    expected = torch.stack([
+        attention_layer(block, h[:, q], memory_k, memory_v, distance[q], visible[:, q], pre_norm, H,
+                        (weight_mask[:, :, q], relu_mask[:, q] if relu_mask is not None else 1.0))
+        for q in range(queries)
+    ], dim=1)
+    torch.testing.assert_close(y, expected, atol=1e-5, rtol=0)
+    cotangent = torch.randn_like(y)
+    grads = torch.autograd.grad((y * cotangent).sum(), inputs, allow_unused=True)
+    expected_grads = torch.autograd.grad((expected * cotangent).sum(), inputs, allow_unused=True)
+    for g, e in zip(grads, expected_grads):
+        torch.testing.assert_close(g, e, atol=1e-5, rtol=1e-4)
+
+    block.eval()  # no dropout at all
+    plain = torch.stack([attention_layer(block, h[:, q], memory_k, memory_v, distance[q], visible[:, q], pre_norm, H) for q in range(queries)], dim=1)
+    torch.testing.assert_close(block(h, split_heads(memory_k, H), split_heads(memory_v, H), distance, visible), plain, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("persistent", [0, 2])
+def test_feedback_core_in_train_mode_matches_the_naive_reference(persistent):
+    """The whole Feedback core with dropout, whose steps read the memory through the one-row
+    matmul that sends key and value gradients straight into the buffers: outputs and gradients
+    equal the naive core's, drawing the same masks. The naive memory starts as a full span of
+    invalid slots, so that both draw masks over the same number of keys."""
+    torch.manual_seed(0)
+    span, steps = 4, 7
+    core = make_core("feedback", INPUT_DIM, d_model=D, n_heads=H, n_layers=2, span=span, d_ff=FF, dropout=P, persistent=persistent).train()
+    x, first = torch.randn(steps, B, INPUT_DIM), torch.rand(steps, B) < 0.2
+    torch.manual_seed(1)
+    y, _ = core(x, core.initial_state(B, "cpu"), first)
+    torch.manual_seed(1)
+    expected, _ = NaiveFeedback(core)(x, (torch.zeros(B, span, D), torch.zeros(B, span, dtype=torch.bool)), first)
+    torch.testing.assert_close(y, expected, atol=1e-5, rtol=0)
+    params = list(core.parameters())
+    cotangent = torch.randn_like(y)
+    grads = torch.autograd.grad((y * cotangent).sum(), params, allow_unused=True)
+    expected_grads = torch.autograd.grad((expected * cotangent).sum(), params, allow_unused=True)
+    for (name, _), g, e in zip(core.named_parameters(), grads, expected_grads):
+        torch.testing.assert_close(g, e, atol=1e-5, rtol=1e-4, msg=name)
