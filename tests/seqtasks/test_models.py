@@ -11,6 +11,7 @@ from seqtasks.config import SeqConfig
 from seqtasks.ffattn import FeedForwardAttention
 from seqtasks.models import SequenceRegressor, TokenModel, build_model, core_settings
 from seqtasks.tasks import make_task
+from tests.float32 import approx32, close32
 
 torch.manual_seed(0)
 
@@ -24,7 +25,8 @@ def test_ffattn_ignores_left_padding(attention):
     model = FeedForwardAttention(2, 16, 0.5, attention)
     x = torch.randn(3, 10, 2)
     lengths = torch.tensor([10, 10, 10])
-    np.testing.assert_allclose(model(x, lengths).detach(), model(left_pad(x, 5), lengths).detach(), atol=1e-6)
+    # float32 sums over 10 or 15 steps (padding adds zero weights) round differently
+    np.testing.assert_allclose(model(x, lengths).detach(), model(left_pad(x, 5), lengths).detach(), **close32(terms=15))
 
 
 def test_ffattn_matches_the_paper_equations():
@@ -35,7 +37,7 @@ def test_ffattn_matches_the_paper_equations():
     c = (alpha[:, None] * h).sum(0)
     s = torch.relu(model.hidden.weight @ c + model.hidden.bias)
     y = torch.relu(model.out.weight @ s + model.out.bias)
-    assert model(x, torch.tensor([6])).item() == pytest.approx(y.item(), abs=1e-6)
+    assert model(x, torch.tensor([6])).item() == approx32(y.item(), terms=8)  # float32, batched vs by hand: sums of 8
     assert model.out.bias.item() == 0.25
 
 
@@ -44,7 +46,7 @@ def test_mean_variant_averages_the_steps():
     x = torch.randn(1, 4, 2)
     c = torch.relu(model.step(x[0])).mean(0)
     expected = torch.relu(model.out(torch.relu(model.hidden(c))))
-    assert model(x, torch.tensor([4])).item() == pytest.approx(expected.item(), abs=1e-6)
+    assert model(x, torch.tensor([4])).item() == approx32(expected.item(), terms=8)  # float32, batched vs by hand: sums of 8
 
 
 @pytest.mark.parametrize("core", ["feedback", "transformer", "lstm"])
@@ -54,7 +56,8 @@ def test_sequence_regressor_ignores_left_padding(core):
     x = torch.randn(2, 9, 2)
     lengths = torch.tensor([9, 9])
     with torch.no_grad():
-        np.testing.assert_allclose(model(x, lengths), model(left_pad(x, 6), lengths), atol=1e-5)
+        # float32 through a core of width 16 over other BPTT blocks: rounding differs, nothing leaks
+        np.testing.assert_allclose(model(x, lengths), model(left_pad(x, 6), lengths), **close32(terms=16))
 
 
 def test_token_model_shapes_and_core_settings():
