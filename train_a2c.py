@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 
 from agents.a2c_config import A2CConfig, resolve_config
 from agents.actors import ActorError
-from agents.checkpoint import CheckpointError
+from agents.checkpoint import CheckpointError, checkpoint_path
 from agents.config_cli import add_config_arguments, given_fields, parse_core_options, parse_env_options
+from agents.interrupt import exit_interrupted
 from agents.train import RESUMABLE_OVERRIDES, Trainer
 
 
@@ -31,9 +33,8 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = make_parser()
-    args = parser.parse_args(argv)
+def make_trainer(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Trainer:
+    """The trainer the arguments ask for; any bad value ends in parser.error (exit code 2)."""
     given = given_fields(args, A2CConfig)
     try:
         if args.resume:
@@ -42,23 +43,35 @@ def main(argv: list[str] | None = None) -> None:
                 parser.error(f"--resume keeps the run's config; {changed} cannot change (only {sorted(RESUMABLE_OVERRIDES)} can)")
             trainer = Trainer.from_checkpoint(args.resume, given)
             print(f"resuming {trainer.config.run_dir} at step {trainer.global_step:,}: {trainer.resumed_how}")
-        else:
-            given["core_options"] = parse_core_options(given.get("core", A2CConfig.core), args.core_opt)
-            given["env_options"] = parse_env_options(args.env_opt)
-            trainer = Trainer(resolve_config(given))
+            return trainer
+        given["core_options"] = parse_core_options(given.get("core", A2CConfig.core), args.core_opt)
+        given["env_options"] = parse_env_options(args.env_opt)
+        return Trainer(resolve_config(given))
     except (ValueError, CheckpointError) as error:
         parser.error(str(error))
-    print(json.dumps(trainer.config.to_dict(), indent=2))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Ctrl-C at any point ends with exit code 130 and a line saying whether and how the run
+    can be resumed (agents/train.py: Trainer.train keeps the checkpoint whole)."""
+    parser = make_parser()
+    trainer = None
     try:
-        trainer.train()
+        args = parser.parse_args(argv)
+        trainer = make_trainer(args, parser)
+        print(json.dumps(trainer.config.to_dict(), indent=2))
+        try:
+            trainer.train()
+        except ActorError as error:
+            sys.exit(f"training stopped: {error}\nthe last checkpoint is in {trainer.config.run_dir}")
+        finally:
+            trainer.close()
     except KeyboardInterrupt:
-        print("interrupted: checkpoint saved; continue with --resume " + trainer.config.run_dir, file=sys.stderr)
-        sys.exit(130)
-    except ActorError as error:
-        sys.exit(f"training stopped: {error}\nthe last checkpoint is in {trainer.config.run_dir}")
-    finally:
-        trainer.close()
+        if trainer is not None and checkpoint_path(trainer.config.run_dir).is_file():
+            exit_interrupted(f"at step {trainer.global_step:,}; continue with --resume {trainer.config.run_dir}")
+        exit_interrupted("while setting up; nothing was saved")
 
 
 if __name__ == "__main__":
     main()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # done and reported: a Ctrl-C while Python shuts down has nothing to stop

@@ -3,7 +3,9 @@
 A checkpoint is one `torch.save`d dict with a `kind` (which trainer wrote it) and a
 `format` version. Writing goes to a temporary file in the same folder, is flushed to disk, then
 renamed over the old one: a crash at any moment leaves either the previous checkpoint or the new
-one, never a torn file. Both trainers (train_a2c.py and seqtasks) use this module.
+one, never a torn file. Ctrl-C is held back until the write is done, so pressing it while a run
+saves (as it does on its way out) still leaves the new checkpoint, and no temporary file. Both
+trainers (train_a2c.py and seqtasks) use this module.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
+from agents.interrupt import held_interrupt
 
 FORMAT = 1
 FILE_NAME = "checkpoint.pt"
@@ -35,16 +39,17 @@ def save_checkpoint(path: str | os.PathLike, kind: str, payload: dict[str, Any])
     """Write `payload` to `path` atomically, tagged with `kind`; returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as file:
-            torch.save({"kind": kind, "format": FORMAT, **payload}, file)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    with held_interrupt():
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(handle, "wb") as file:
+                torch.save({"kind": kind, "format": FORMAT, **payload}, file)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
     return path
 
 

@@ -194,30 +194,33 @@ class Trainer:
     # ---------------------------------------------------------------- the loop
 
     def train(self) -> None:
-        """Train to total_steps with logging and checkpoints; always saves on the way out."""
+        """Train to total_steps with logging and checkpoints; always saves on the way out.
+
+        The first Ctrl-C anywhere in here (opening the log too) lets the update under way
+        finish, saves, then raises KeyboardInterrupt; a second one stops at once."""
         c = self.config
-        run_dir = Path(c.run_dir)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "config.json").write_text(json.dumps(c.to_dict(), indent=2) + "\n")
-        writer = SummaryWriter(str(run_dir), purge_step=self.global_step if self.global_step else None)
-        if self.global_step == 0:
-            writer.add_text("config", "```\n" + json.dumps(c.to_dict(), indent=2) + "\n```")
-        bar = tqdm(total=c.total_steps, initial=self.global_step, unit="frame", unit_scale=True, dynamic_ncols=True)
-        with_envs = True
         interrupt = StopOnInterrupt()
-        try:
-            with interrupt:
+        with interrupt:
+            run_dir = Path(c.run_dir)
+            run_dir.mkdir(parents=True, exist_ok=True)
+            (run_dir / "config.json").write_text(json.dumps(c.to_dict(), indent=2) + "\n")
+            writer = SummaryWriter(str(run_dir), purge_step=self.global_step if self.global_step else None)
+            if self.global_step == 0:
+                writer.add_text("config", "```\n" + json.dumps(c.to_dict(), indent=2) + "\n```")
+            bar = tqdm(total=c.total_steps, initial=self.global_step, unit="frame", unit_scale=True, dynamic_ncols=True)
+            with_envs = True
+            try:
                 self._loop(writer, bar, interrupt)
-        except (ActorError, KeyboardInterrupt):
-            # A dead worker's envs cannot be saved; after a second Ctrl-C the workers may be
-            # mid-command. Either way the checkpoint keeps the rest, and resuming restarts episodes.
-            with_envs = False
-            raise
-        finally:
-            bar.close()
-            path = self.save(with_envs)
-            writer.close()
-            tqdm.write(f"checkpoint: {path} (step {self.global_step:,})")
+            except (ActorError, KeyboardInterrupt):
+                # A dead worker's envs cannot be saved; after a second Ctrl-C the workers may be
+                # mid-command. Either way the checkpoint keeps the rest, and resuming restarts episodes.
+                with_envs = False
+                raise
+            finally:
+                bar.close()
+                path = self.save(with_envs)
+                writer.close()
+                tqdm.write(f"checkpoint: {path} (step {self.global_step:,})")
         if interrupt.requested:
             raise KeyboardInterrupt
 

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 
-from agents.checkpoint import CheckpointError
+from agents.checkpoint import CheckpointError, checkpoint_path
 from agents.config_cli import add_config_arguments, given_fields, parse_core_options
 from agents.device import resolve_device
+from agents.interrupt import exit_interrupted
 from seqtasks.config import SeqConfig, resolve_config
 from seqtasks.models import SEQUENCE_ONLY
 from seqtasks.train import Run
@@ -64,17 +66,22 @@ def make_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Run:
 
 
 def main(argv: list[str] | None = None) -> dict:
+    """Ctrl-C at any point ends with exit code 130 and a line saying whether and how the run
+    can be resumed (seqtasks/train.py: Run.train keeps the checkpoint whole)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
-    run = make_run(args, parser)
+    run = None
     try:
+        args = parser.parse_args(argv)
+        run = make_run(args, parser)
         results = run.train(progress=not args.no_progress)
+        print(json.dumps(results))
     except KeyboardInterrupt:
-        print(f"\ninterrupted at update {run.update}; checkpoint saved: resume with python -m seqtasks --resume {run.run_dir}", file=sys.stderr)
-        sys.exit(130)
-    print(json.dumps(results))
+        if run is not None and checkpoint_path(run.run_dir).is_file():
+            exit_interrupted(f"at update {run.update}; resume with python -m seqtasks --resume {run.run_dir}")
+        exit_interrupted("while setting up; nothing was saved")
     return results
 
 
 if __name__ == "__main__":
     main()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # done and reported: a Ctrl-C while Python shuts down has nothing to stop

@@ -25,7 +25,7 @@ from tqdm import tqdm
 
 from agents.checkpoint import CheckpointError, checkpoint_path, load_checkpoint, save_checkpoint
 from agents.device import resolve_device
-from agents.interrupt import StopOnInterrupt
+from agents.interrupt import StopOnInterrupt, held_interrupt
 from agents.seeding import rng_states, seed_everything, set_rng_states
 from seqtasks.config import SeqConfig
 from seqtasks.models import build_model
@@ -153,19 +153,25 @@ class Run:
 
     def train(self, progress: bool = True) -> dict:
         """Train until max_updates or an early stop, then test the best weights; returns the
-        results (also written to results.json)."""
+        results (also written to results.json).
+
+        The first Ctrl-C ends in KeyboardInterrupt with a checkpoint to resume from. Until the
+        checkpoint after the last update is written, it lets the update or validation under way
+        finish, then saves (a second one stops at once, and still saves). In the test after
+        that it stops at once: the checkpoint already holds the whole run, and resuming it runs
+        the test again."""
         c = self.config
-        writer = SummaryWriter(str(self.run_dir), purge_step=self.update)
-        bar = tqdm(total=c.max_updates, initial=self.update, disable=not progress, desc=f"{c.task}/{c.core}", unit="upd")
-        self.model.train()
         interrupt = StopOnInterrupt()
-        try:
-            with interrupt:
+        with interrupt:
+            writer = SummaryWriter(str(self.run_dir), purge_step=self.update)
+            bar = tqdm(total=c.max_updates, initial=self.update, disable=not progress, desc=f"{c.task}/{c.core}", unit="upd")
+            self.model.train()
+            try:
                 self._loop(writer, bar, interrupt)
-        finally:  # Ctrl-C and errors too: the run can be resumed from here
-            bar.close()
-            self.save()
-            writer.flush()
+            finally:  # Ctrl-C and errors too: the run can be resumed from here
+                bar.close()
+                self.save()
+                writer.flush()
         if interrupt.requested:
             raise KeyboardInterrupt
         results = self._test(writer)
@@ -204,5 +210,6 @@ class Run:
         }
         for name, value in results["test"].items():
             writer.add_scalar(f"eval/test_{name}", value, self.update)
-        (self.run_dir / "results.json").write_text(json.dumps(results) + "\n")
+        with held_interrupt():  # never a half-written file
+            (self.run_dir / "results.json").write_text(json.dumps(results) + "\n")
         return results

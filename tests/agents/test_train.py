@@ -1,20 +1,22 @@
-"""The trainer: exact resume, actor workers, dead workers, checkpoints, the command line."""
+"""The trainer: exact resume, actor workers, dead workers, checkpoints, Ctrl-C at any moment, the command line."""
 
 import os
 import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 import torch
 
+import agents.train
 import train_a2c
 from agents.a2c_config import resolve_config
 from agents.actors import ActorError
 from agents.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from agents.train import Trainer
+from tests.ctrl_c import ctrl_c_when, exit_code, press_ctrl_c_in
+from tests.float32 import close32
 
 SMALL = {
     "feedback": {"d_model": 16, "n_layers": 2, "n_heads": 2, "span": 8},
@@ -170,8 +172,8 @@ def test_kept_acting_graph_gives_the_recomputed_update(tmp_path, core):
         finally:
             trainer.close()
         parameters[learner] = trainer.policy.state_dict()
-    for key, recomputed in parameters["recompute"].items():
-        torch.testing.assert_close(parameters["acting_graph"][key], recomputed, rtol=1e-4, atol=1e-5, msg=key)
+    for key, recomputed in parameters["recompute"].items():  # float32 gradients back through 8 steps, two ways
+        torch.testing.assert_close(parameters["acting_graph"][key], recomputed, **close32(terms=8), msg=key)
 
 
 def test_acting_graph_needs_a_core_fed_step_by_step(tmp_path):
@@ -181,22 +183,57 @@ def test_acting_graph_needs_a_core_fed_step_by_step(tmp_path):
 
 def test_ctrl_c_saves_a_checkpoint_with_the_envs(tmp_path):
     """SIGINT reaches the learner and its workers (one process group): the learner saves, envs
-    included, and exits 130; the workers leave Ctrl-C to it."""
+    included, and exits 130 with one line and no traceback; the workers leave Ctrl-C to it."""
     command = [sys.executable, "train_a2c.py", "--env", "corridor", "--core", "lstm", "--core-opt", "hidden_size=8",
                "--num-envs", "4", "--rollout", "4", "--num-actors", "2", "--threads", "1", "--total-steps", "1000000000",
-               "--run-dir", str(tmp_path)]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while not list(tmp_path.glob("events.out.tfevents.*")) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        time.sleep(1.0)  # some updates
-        os.killpg(process.pid, signal.SIGINT)
-        _, err = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-    assert process.returncode == 130, err
-    assert "continue with --resume" in err
+               "--save-every", "0.001", "--run-dir", str(tmp_path)]  # a checkpoint after each update: the loop runs
+    code, err = ctrl_c_when(command, lambda: (tmp_path / "checkpoint.pt").is_file())
+    assert code == 130, err
+    assert f"continue with --resume {tmp_path}" in err and "Traceback" not in err
     payload = load_checkpoint(tmp_path, "a2c")
     assert payload["counters"]["updates"] >= 1 and payload["envs"] is not None
+
+
+A2C_FLAGS = ["--env", "corridor", "--core", "lstm", "--core-opt", "hidden_size=8", "--num-envs", "4", "--rollout", "4",
+             "--num-actors", "0", "--threads", "1", "--total-steps", "48"]  # 3 updates of 16 frames
+
+
+@pytest.fixture(scope="module")
+def unstopped_policy(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("unstopped")
+    train_a2c.main([*A2C_FLAGS, "--run-dir", str(run_dir)])
+    return load_checkpoint(run_dir, "a2c")["policy"]
+
+
+ANY_CALL = lambda *args, **kwargs: True  # noqa: E731
+PHASES = [  # where Ctrl-C is pressed, and the updates the checkpoint then holds (None: no checkpoint)
+    ("setup", agents.train, "build_policy", ANY_CALL, None),
+    ("opening the log", agents.train, "SummaryWriter", ANY_CALL, 0),
+    ("an update", Trainer, "update", lambda trainer: trainer.updates == 1, 2),
+    ("the last checkpoint write", torch, "save", ANY_CALL, 3),
+]
+
+
+@pytest.mark.parametrize("phase, owner, name, when, saved_updates", PHASES, ids=[phase[0] for phase in PHASES])
+def test_ctrl_c_anywhere_exits_130_and_resumes_to_the_same_weights(tmp_path, monkeypatch, capsys, unstopped_policy, phase, owner, name, when, saved_updates):
+    run_dir = tmp_path / "run"
+    press_ctrl_c_in(monkeypatch, owner, name, when)
+    assert exit_code(train_a2c.main, [*A2C_FLAGS, "--run-dir", str(run_dir)]) == 130
+    err = capsys.readouterr().err
+    monkeypatch.undo()
+    if saved_updates is None:
+        assert "interrupted: while setting up; nothing was saved" in err
+        assert not (run_dir / "checkpoint.pt").exists()
+        return
+    assert f"interrupted: at step {saved_updates * 16}; continue with --resume {run_dir}" in err
+    assert load_checkpoint(run_dir, "a2c")["counters"]["updates"] == saved_updates
+    train_a2c.main(["--resume", str(run_dir)])
+    assert_same_parameters(load_checkpoint(run_dir, "a2c")["policy"], unstopped_policy)
+
+
+def test_ctrl_c_during_a_checkpoint_write_lets_it_finish(tmp_path, monkeypatch):
+    press_ctrl_c_in(monkeypatch, torch, "save")
+    with pytest.raises(KeyboardInterrupt):  # held back until the checkpoint is in place
+        save_checkpoint(tmp_path / "c.pt", "a2c", {"n": 2})
+    assert load_checkpoint(tmp_path / "c.pt", "a2c")["n"] == 2
+    assert [path.name for path in tmp_path.iterdir()] == ["c.pt"]  # no temporary file left

@@ -1,0 +1,68 @@
+"""Pressing Ctrl-C at a chosen moment of a trainer, for the tests of both command lines.
+
+In this process, `press_ctrl_c_in` sends SIGINT to the process from inside one function, so a
+phase (setup, an update, a checkpoint write, the test) is hit exactly, and `exit_code` runs a
+`main` and says how it ended. In a child process, `ctrl_c_when` waits until a condition holds
+(say, a checkpoint written) and sends SIGINT to its process group, as a terminal does.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from typing import Callable
+
+import pytest
+
+POLL_SECONDS = 0.05
+
+
+def press_ctrl_c_in(monkeypatch, owner, name: str, when: Callable[..., bool] = lambda *args, **kwargs: True) -> None:
+    """Make `owner.name` send SIGINT to this process, just before it runs, the first time it is
+    called with arguments for which `when` holds."""
+    original, pressed = getattr(owner, name), []
+
+    def with_ctrl_c(*args, **kwargs):
+        if not pressed and when(*args, **kwargs):
+            pressed.append(True)
+            signal.raise_signal(signal.SIGINT)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, with_ctrl_c)
+
+
+def exit_code(main: Callable[[list[str]], object], argv: list[str]) -> int:
+    """How main(argv) ended: its exit code, 0 for a return. A KeyboardInterrupt that gets out
+    fails the test (rather than stopping the whole pytest session)."""
+    try:
+        main(argv)
+    except SystemExit as exit_info:
+        return exit_info.code
+    except KeyboardInterrupt:
+        pytest.fail("KeyboardInterrupt got out of main()")
+    return 0
+
+
+def ctrl_c_when(command: list[str], ready: Callable[[], bool], timeout: float = 120) -> tuple[int, str]:
+    """Run `command` in a new process group, press Ctrl-C (SIGINT to the group) as soon as
+    `ready()` holds, and return its exit code and stderr."""
+    with tempfile.TemporaryFile("w+") as stderr:  # a file, not a pipe: a full pipe would stall the child
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr, text=True, start_new_session=True)
+        try:
+            deadline = time.monotonic() + timeout
+            while not ready():
+                if process.poll() is not None or time.monotonic() > deadline:
+                    stderr.seek(0)
+                    pytest.fail(f"not ready to interrupt (exit code {process.returncode}):\n{stderr.read()}")
+                time.sleep(POLL_SECONDS)
+            os.killpg(process.pid, signal.SIGINT)
+            process.wait(timeout=timeout)
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        stderr.seek(0)
+        return process.returncode, stderr.read()
