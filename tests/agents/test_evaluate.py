@@ -46,18 +46,15 @@ def run(run_dir):
     return load_run(str(run_dir), torch.device("cpu"))
 
 
-def hand_loop(run, episodes, seed, reset_memory=True):
-    """Greedy episodes of one env written out step by step, independently of the Actor; with
-    `reset_memory` the core starts each episode from a fresh initial state, without it the state
-    carries on from the previous episode. (return, length) pairs."""
+def hand_loop(run, episodes, seed):
+    """Greedy episodes of one env written out step by step, independently of the Actor, the
+    core starting each episode from a fresh initial state. (return, length) pairs."""
     env = gym.make_vec(envs.env_id(run.config.env), num_envs=1, autoreset_mode="SameStep", **run.config.env_options)
     obs, _ = env.reset(seed=seed)
-    results, state = [], run.policy.initial_state(1, "cpu")
+    results = []
     with torch.no_grad():
-        for episode in range(episodes):
-            if reset_memory:
-                state = run.policy.initial_state(1, "cpu")
-            first = reset_memory or episode == 0
+        for _ in range(episodes):
+            state, first = run.policy.initial_state(1, "cpu"), True
             prev_action, prev_reward, total, length, done = run.policy.num_actions, 0.0, 0.0, 0, False
             while not done:
                 logits, _, state = run.policy(
@@ -72,11 +69,19 @@ def hand_loop(run, episodes, seed, reset_memory=True):
     return results
 
 
-def test_evaluation_matches_a_hand_loop_that_resets_memory_each_episode(run):
+def test_evaluation_matches_a_hand_loop_that_resets_memory_each_episode(run, monkeypatch):
+    firsts = []  # the `first` flag the policy is given at each step: where the core forgets
+    forward = run.policy.forward
+    monkeypatch.setattr(run.policy, "forward", lambda obs, a, r, first, state: firsts.append(bool(first)) or forward(obs, a, r, first, state))
     results = evaluate(run, episodes=20, seed=1, num_envs=1, greedy=True)
+    monkeypatch.undo()
     pairs = list(zip(results["return"], results["length"]))
     assert pairs == hand_loop(run, episodes=20, seed=1)
-    assert pairs != hand_loop(run, episodes=20, seed=1, reset_memory=False)  # the memory matters here
+    # Memory is cut at every episode's first step and nowhere else. Under NEXT_STEP autoreset an
+    # ended episode's last observation takes one step of its own, so episode k + 1 begins
+    # length_k + 1 steps after episode k.
+    starts = np.cumsum([0] + [int(length) + 1 for length in results["length"][:-1]])
+    assert [t for t, first in enumerate(firsts) if first] == starts.tolist()
 
 
 def test_each_env_gives_a_quota_of_its_first_episodes(run):

@@ -1,0 +1,10 @@
+"""Experiments: each a module run as `python -m experiments.NAME`, many training runs in parallel
+processes, evaluated, aggregated over seeds (interquartile mean and stratified-bootstrap
+confidence intervals, rliable) and written to assets/ as JSON (raw per-seed numbers included), a
+markdown table and figures. An interrupted experiment resumes where it stopped when run again.
+
+    jobs.py      running training / evaluation commands in parallel, resumable, one progress bar
+    stats.py     IQM and bootstrap confidence intervals over seeds
+    curves.py    learning curves from TensorBoard, on a common frame grid, and their figure
+    mazes.py     the mazes (Figures 4 and 6 of the paper) at a CPU budget
+"""

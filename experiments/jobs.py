@@ -1,0 +1,117 @@
+"""Running an experiment's commands (training runs, evaluations) in parallel processes.
+
+Each `Job` is a command line run from the repository root with one torch / OpenMP thread, its
+output going to a log file. When it exits 0 the runner writes the job's `record` (a JSON file:
+the command, its wall time and its last printed line, where evaluate.py prints its numbers), and
+a job with a record is never run again: an interrupted experiment, run again, continues with the
+jobs it had not finished. Training jobs resume their own checkpoint (see `train_job`).
+
+Ctrl-C stops the experiment: each running command gets one SIGINT of its own (the trainers then
+save a checkpoint and exit 130), the runner waits for them and exits 130. Commands run in their
+own sessions, so a Ctrl-C typed at the terminal reaches them only through the runner, once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from tqdm import tqdm
+
+ROOT = Path(__file__).resolve().parent.parent  # the repository root, where the commands run
+
+
+@dataclass
+class Job:
+    name: str
+    command: Callable[[], list[str]]  # built when the job starts (a training run may resume)
+    log: Path
+    record: Path
+
+    @property
+    def done(self) -> bool:
+        return self.record.exists()
+
+    def result(self) -> dict:
+        return json.loads(self.record.read_text())
+
+
+class JobFailed(RuntimeError):
+    """A command exited with an error; the message names it and ends with its log's tail."""
+
+
+def train_job(name: str, run_dir: Path, train_args: list[str], frames: int) -> Job:
+    """`python train_a2c.py ARGS --total-steps FRAMES --run-dir RUN_DIR`, or `--resume RUN_DIR`
+    when a checkpoint of an unfinished run is there."""
+
+    def command() -> list[str]:
+        if (run_dir / "checkpoint.pt").exists():
+            return [sys.executable, "train_a2c.py", "--resume", str(run_dir), "--total-steps", str(frames), "--threads", "1"]
+        return [sys.executable, "train_a2c.py", *train_args, "--total-steps", str(frames), "--threads", "1", "--run-dir", str(run_dir)]
+
+    return Job(name, command, run_dir / "train.log", run_dir / "train.done.json")
+
+
+def run_jobs(jobs: list[Job], workers: int, what: str) -> None:
+    """Run the jobs without a record, at most `workers` at once. Raises JobFailed after the
+    others have finished if any failed; exits 130 on Ctrl-C."""
+    todo = [job for job in jobs if not job.done]
+    running: dict[int, subprocess.Popen] = {}
+    lock = threading.Lock()
+    stopping = threading.Event()
+
+    def run(job: Job) -> None:
+        if stopping.is_set():
+            return
+        job.log.parent.mkdir(parents=True, exist_ok=True)
+        command = job.command()
+        started = time.monotonic()
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        with open(job.log, "w") as log:
+            process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            with lock:
+                running[process.pid] = process
+            returncode = process.wait()
+            with lock:
+                running.pop(process.pid)
+        if returncode != 0:
+            tail = job.log.read_text()[-2000:]
+            raise JobFailed(f"{job.name} exited with {returncode}: {' '.join(command)}\n--- {job.log} (end) ---\n{tail}")
+        lines = [line for line in job.log.read_text().splitlines() if line.strip()]
+        job.record.write_text(json.dumps({
+            "command": command, "wall_seconds": round(time.monotonic() - started, 1), "last_line": lines[-1] if lines else "",
+        }) + "\n")
+
+    failures = []
+    bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc=what, unit="run", dynamic_ncols=True)
+    executor = ThreadPoolExecutor(max_workers=workers)
+    try:
+        futures = {executor.submit(run, job): job for job in todo}
+        for future in as_completed(futures):
+            try:
+                future.result()
+            except JobFailed as error:
+                failures.append(str(error))
+            bar.update(1)
+    except KeyboardInterrupt:
+        stopping.set()
+        with lock:
+            for process in running.values():
+                process.send_signal(signal.SIGINT)  # the trainers save a checkpoint and exit 130
+        executor.shutdown(wait=True, cancel_futures=True)
+        bar.close()
+        print("\ninterrupted: finished runs are kept; run the same command again to continue", file=sys.stderr)
+        sys.exit(130)
+    executor.shutdown(wait=True)
+    bar.close()
+    if failures:
+        raise JobFailed(f"{len(failures)} of {len(todo)} {what} jobs failed:\n\n" + "\n\n".join(failures))

@@ -1,0 +1,157 @@
+"""The mazes of the paper (Figures 4 and 6) at a CPU budget: memory cores side by side.
+
+    python -m experiments.mazes                          # maze, easy maze, water maze x 4 cores x 3 seeds
+    python -m experiments.mazes --envs maze_easy water_maze --cores feedback lstm --frames 2000000 --name rmsprop_mazes
+
+Every (env, core, seed) is one `train_a2c.py` run with the chosen preset (`cpu` by default) for
+`--frames` env frames, then `evaluate.py` on its final checkpoint: `--eval-episodes` episodes
+with sampled actions, memory reset at episode starts, env seeds disjoint from training's. Runs go
+in parallel processes (`--jobs`, one thread each) under `--runs-dir`; run the same command again
+after an interruption and it continues (finished runs are kept, unfinished ones resume from
+their checkpoint). Writes to `--out` (assets/ by default):
+
+    NAME.json        config, machine, and per env: random and oracle returns, per core the raw
+                     per-seed numbers (evaluation return and metric, final training return,
+                     training seconds) and the IQM with its 95% stratified-bootstrap interval
+    NAME.md          the table of the above
+    NAME_ENV.png     training return against frames: IQM over seeds, 95% band, random and oracle
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import envs
+from agents.cores import CORES
+from benchmarks.machine import cpu_model
+from envs.cli import positive_int
+from experiments.curves import binned_curve, draw_curves, training_seconds
+from experiments.jobs import ROOT, Job, JobFailed, run_jobs, train_job
+from experiments.stats import iqm_interval
+
+ENVS = ("maze", "maze_easy", "water_maze")
+CORE_NAMES = ("feedback", "transformer", "lstm", "mlp")
+CURVE_BINS = 40
+EVAL_SEED = 10_000  # evaluation envs are seeded 10,000 + i, training's 0 + i onwards
+# --quick: a smoke test of the whole pipeline in seconds (tests/experiments), nothing learned.
+QUICK_TRAIN = ["--num-envs", "4", "--rollout", "8"]
+QUICK_CORE = {"feedback": "d_model=16,n_heads=2,span=8", "transformer": "d_model=16,n_heads=2,span=8",
+              "lstm": "hidden_size=16", "mlp": "hidden_size=16"}
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--envs", nargs="+", choices=sorted(envs.ENV_IDS), default=list(ENVS), metavar="ENV")
+    parser.add_argument("--cores", nargs="+", choices=sorted(CORES), default=list(CORE_NAMES), metavar="CORE")
+    parser.add_argument("--seeds", type=positive_int, default=3, help="seeds 0 .. N-1 per (env, core) (default: 3)")
+    parser.add_argument("--frames", type=positive_int, default=2_000_000, help="env frames per run (default: 2,000,000)")
+    parser.add_argument("--preset", choices=["cpu", "paper"], default="cpu", help="train_a2c.py preset (default: cpu)")
+    parser.add_argument("--eval-episodes", type=positive_int, default=100, help="evaluation episodes per run (default: 100)")
+    parser.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, help="runs at once (default: the CPU count)")
+    parser.add_argument("--name", default="mazes", help="output file stem and run folder (default: mazes)")
+    parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/NAME)")
+    parser.add_argument("--out", type=Path, default=ROOT / "assets", help="where results go (default: assets/)")
+    parser.add_argument("--quick", action="store_true", help="tiny runs and evaluations, to test the pipeline")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = make_parser().parse_args(argv)
+    if args.seeds < 2:
+        make_parser().error(f"--seeds must be at least 2 for a confidence interval, got {args.seeds}")
+    runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / args.name
+    if args.quick:
+        args.eval_episodes = 2
+    seeds = list(range(args.seeds))
+    cells = [(env, core, seed) for seed in seeds for env in args.envs for core in args.cores]
+    run_dir = {cell: runs_dir / cell[0] / cell[1] / f"seed{cell[2]}" for cell in cells}
+    print(f"{len(cells)} runs of {args.frames:,} frames ({args.preset} preset), {args.jobs} at a time, in {runs_dir}")
+
+    training = []
+    for env, core, seed in cells:
+        train_args = ["--env", env, "--core", core, "--preset", args.preset, "--seed", str(seed)]
+        if args.quick:
+            train_args += QUICK_TRAIN + ["--core-opt", QUICK_CORE[core]]
+        training.append(train_job(f"train {env}/{core}/seed{seed}", run_dir[env, core, seed], train_args, args.frames))
+    evaluation = {cell: evaluation_job(run_dir[cell], args) for cell in cells}
+    try:
+        run_jobs(training, args.jobs, "training")
+        run_jobs(list(evaluation.values()), args.jobs, "evaluation")
+    except JobFailed as error:
+        sys.exit(f"error: {error}")
+
+    summary = summarise(args, seeds, run_dir, evaluation)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{args.name}.json").write_text(json.dumps(summary, indent=1) + "\n")
+    (args.out / f"{args.name}.md").write_text(table(summary))
+    for env in args.envs:
+        curves = {core: np.stack([binned_curve(run_dir[env, core, s], "charts/episodic_return", args.frames, CURVE_BINS) for s in seeds])
+                  for core in args.cores}
+        baselines = summary["envs"][env]
+        lines = {name: baselines[name]["return"] for name in ("random", "oracle")}
+        draw_curves(curves, args.frames, lines, f"{env}, {args.preset} preset", "episode return", args.out / f"{args.name}_{env}.png")
+    print(table(summary))
+    print(f"wrote {args.out / args.name}.json, .md and _ENV.png")
+
+
+def evaluation_job(run_dir: Path, args: argparse.Namespace) -> Job:
+    command = [sys.executable, "evaluate.py", str(run_dir), "--episodes", str(args.eval_episodes), "--seed", str(EVAL_SEED)]
+    return Job(f"evaluate {run_dir}", lambda: command, run_dir / "evaluate.log", run_dir / "evaluate.done.json")
+
+
+def summarise(args, seeds, run_dir, evaluation) -> dict:
+    """Per env: the baselines, and per core the raw per-seed numbers and their IQM and interval."""
+    summary = {
+        "command": "python -m experiments.mazes " + shlex.join(sys.argv[1:]),
+        "machine": f"{cpu_model()}, {os.cpu_count()} cores; {args.jobs} runs at once, 1 thread each",
+        "preset": args.preset, "frames": args.frames, "seeds": seeds, "eval_episodes": args.eval_episodes,
+        "eval_seed": EVAL_SEED, "actions": "sampled", "envs": {},
+    }
+    for env in args.envs:
+        cores, baselines = {}, None
+        for core in args.cores:
+            per_seed = []
+            for seed in seeds:
+                report = json.loads(evaluation[env, core, seed].result()["last_line"])
+                results = report["results"]
+                baselines = {name: {key: value["mean"] for key, value in results[name].items()} for name in ("random", "oracle")}
+                final = binned_curve(run_dir[env, core, seed], "charts/episodic_return", args.frames, CURVE_BINS)[-1]
+                per_seed.append({
+                    "seed": seed,
+                    "eval": {key: value["mean"] for key, value in results["agent"].items()},
+                    "final_training_return": None if np.isnan(final) else float(final),
+                    "training_seconds": round(training_seconds(run_dir[env, core, seed]), 1),
+                })
+            returns = np.array([run["eval"]["return"] for run in per_seed])
+            cores[core] = {"per_seed": per_seed, "eval_return": iqm_interval({core: returns})[core]}
+        summary["envs"][env] = {**baselines, "cores": cores}
+    return summary
+
+
+def table(summary: dict) -> str:
+    """Markdown: one row per (env, core)."""
+    rows = [
+        f"Evaluation return after {summary['frames']:,} frames ({summary['preset']} preset), {summary['eval_episodes']} episodes "
+        f"per seed ({summary['actions']} actions): IQM over seeds [95% bootstrap CI], then each seed.\n",
+        "| env | core | return: IQM [95% CI] | per seed | random | oracle | training time per run |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for env, result in summary["envs"].items():
+        for core, numbers in result["cores"].items():
+            stats = numbers["eval_return"]
+            seeds = ", ".join(f"{run['eval']['return']:.2f}" for run in numbers["per_seed"])
+            minutes = np.mean([run["training_seconds"] for run in numbers["per_seed"]]) / 60
+            rows.append(f"| {env} | {core} | {stats['iqm']:.2f} [{stats['ci_low']:.2f}, {stats['ci_high']:.2f}] | {seeds} | "
+                        f"{result['random']['return']:.2f} | {result['oracle']['return']:.2f} | {minutes:.1f} min |")
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""The experiment machinery: statistics against hand-computed cases, and a whole experiment
+(--quick: tiny runs) end to end, run again to show that finished runs are not repeated."""
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from experiments import mazes
+from experiments.curves import binned_curve
+from experiments.stats import iqm_interval
+
+
+def test_iqm_is_the_mean_of_the_middle_half_and_its_interval_brackets_it():
+    scores = {"a": np.array([0.0, 1.0, 2.0, 100.0]), "b": np.array([5.0, 5.0, 5.0])}
+    result = iqm_interval(scores)
+    assert result["a"]["iqm"] == pytest.approx(1.5, rel=1e-12)  # float64: 0 and 100 trimmed, mean of 1 and 2
+    assert 0.0 <= result["a"]["ci_low"] <= 1.5 <= result["a"]["ci_high"] <= 100.0
+    assert result["b"] == {"iqm": 5.0, "ci_low": 5.0, "ci_high": 5.0}
+    assert iqm_interval(scores) == result  # seeded bootstrap: the same interval every time
+    curves = iqm_interval({"c": np.arange(12.0).reshape(4, 3)})["c"]  # IQM per column over 4 runs
+    assert curves["iqm"] == pytest.approx([4.5, 5.5, 6.5], rel=1e-12)
+    with pytest.raises(ValueError, match=r"'d': need .* at least 2 runs, got shape \(1,\)"):
+        iqm_interval({"d": np.array([1.0])})
+
+
+def test_a_quick_experiment_writes_its_table_json_and_figures_and_resumes(tmp_path, capsys, monkeypatch):
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    argv = ["--quick", "--envs", "corridor", "--cores", "lstm", "--seeds", "2", "--frames", "2048",
+            "--name", "smoke", "--runs-dir", str(runs), "--out", str(out), "--jobs", "2"]
+    monkeypatch.setattr(sys, "argv", ["mazes"] + argv)
+    mazes.main(argv)
+    summary = json.loads((out / "smoke.json").read_text())
+    corridor = summary["envs"]["corridor"]
+    per_seed = corridor["cores"]["lstm"]["per_seed"]
+    assert [run["seed"] for run in per_seed] == [0, 1]
+    returns = [run["eval"]["return"] for run in per_seed]
+    stats = corridor["cores"]["lstm"]["eval_return"]
+    assert min(returns) <= stats["ci_low"] <= stats["iqm"] <= stats["ci_high"] <= max(returns)
+    assert corridor["oracle"]["return"] == 1.0 and corridor["random"]["return"] < 0.5
+    assert all(run["training_seconds"] > 0 for run in per_seed)
+    assert summary["command"].startswith("python -m experiments.mazes --quick")
+    assert (out / "smoke_corridor.png").stat().st_size > 0
+    assert "| corridor | lstm |" in (out / "smoke.md").read_text()
+
+    # Run again: every job has its record, so nothing trains or evaluates again.
+    checkpoint = runs / "corridor" / "lstm" / "seed0" / "checkpoint.pt"
+    written = checkpoint.stat().st_mtime_ns
+    mazes.main(argv)
+    assert checkpoint.stat().st_mtime_ns == written
+    assert json.loads((out / "smoke.json").read_text())["envs"] == summary["envs"]
+
+
+def test_a_curve_is_binned_by_frames_and_carried_over_empty_bins(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(tmp_path))
+    for step, value in [(10, 1.0), (20, 3.0), (75, 5.0)]:
+        writer.add_scalar("charts/episodic_return", value, step)
+    writer.close()
+    curve = binned_curve(tmp_path, "charts/episodic_return", frames=100, bins=4)  # bins of 25 frames
+    np.testing.assert_array_equal(curve, [2.0, 2.0, 2.0, 5.0])
+    assert np.isnan(binned_curve(tmp_path, "charts/success", frames=100, bins=2)).all()  # nothing logged yet
