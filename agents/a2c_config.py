@@ -18,6 +18,7 @@ import torch
 
 import envs
 from agents.cores import CORES, core_options
+from agents.policy import HEAD_INITS
 
 OPTIMIZERS = ("adam", "rmsprop")
 # How the learner gets the rollout's outputs with gradients: "recompute" runs the policy over the
@@ -69,6 +70,7 @@ class A2CConfig:
     max_grad_norm: float = field(default=1.0, metadata={"help": "gradient clipping by global norm; 0 disables"})
     learner: str = field(default="auto", metadata={"help": f"one of {LEARNERS}: reuse the acting graph or recompute the chunk"})
     embed_dim: int = field(default=16, metadata={"help": "embedding width per observation feature"})
+    head_init: str = field(default="orthogonal", metadata={"help": f"one of {HEAD_INITS}: how the actor and critic heads start"})
     num_actors: int = field(default=0, metadata={"help": "CPU actor worker processes stepping env shards; 0 steps envs in the learner"})
     device: str = field(default="auto", metadata={"help": "auto (CUDA if present, else CPU), cpu, cuda, cuda:N"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads of the learner; 0 keeps torch's default"})
@@ -88,6 +90,8 @@ class A2CConfig:
             raise ValueError(f"unknown optimizer {self.optimizer!r}; choose from {list(OPTIMIZERS)}")
         if self.lr_schedule not in LR_SCHEDULES:
             raise ValueError(f"unknown lr_schedule {self.lr_schedule!r}; choose from {list(LR_SCHEDULES)}")
+        if self.head_init not in HEAD_INITS:
+            raise ValueError(f"unknown head_init {self.head_init!r}; choose from {list(HEAD_INITS)}")
         if self.learner not in LEARNERS:
             raise ValueError(f"unknown learner {self.learner!r}; choose from {list(LEARNERS)}")
         for name in ("total_steps", "num_envs", "rollout", "embed_dim", "log_every"):

@@ -18,12 +18,24 @@ from torch import nn
 
 from agents.cores import make_core
 
+# How the actor and critic heads start. "orthogonal", as CleanRL and stable-baselines3 do:
+# orthogonal weights, a tiny actor gain (0.01) so a fresh policy is near uniform, a unit critic
+# gain, zero biases. "pytorch": nn.Linear's default, under which a fresh policy is a confident
+# random one (a mean top-action probability of 0.61 on the maze's 3 actions at paper sizes); kept
+# for ablations (experiments/head_init.py).
+HEAD_INITS = ("orthogonal", "pytorch")
+
 
 class Policy(nn.Module):
-    def __init__(self, obs_nvec: Sequence[int], num_actions: int, core: str, core_options: dict[str, Any], embed_dim: int = 16):
+    def __init__(
+        self, obs_nvec: Sequence[int], num_actions: int, core: str, core_options: dict[str, Any], embed_dim: int = 16,
+        head_init: str = "orthogonal",
+    ):
         super().__init__()
         if embed_dim < 1:
             raise ValueError(f"embed_dim must be >= 1, got {embed_dim}")
+        if head_init not in HEAD_INITS:
+            raise ValueError(f"unknown head_init {head_init!r}; choose from {list(HEAD_INITS)}")
         nvec = [int(n) for n in obs_nvec]
         self.num_actions = int(num_actions)
         # One table for all features: feature f's value v is row offsets[f] + v.
@@ -34,12 +46,10 @@ class Policy(nn.Module):
         self.core = make_core(core, input_dim, **core_options)
         self.actor = nn.Linear(self.core.output_dim, self.num_actions)
         self.critic = nn.Linear(self.core.output_dim, 1)
-        # As CleanRL and stable-baselines3 do: orthogonal heads, a tiny actor gain so a fresh policy
-        # is near uniform (PyTorch's default gives a top-action probability of 0.61 on the maze's 3
-        # actions at paper sizes, a confident random policy), a unit critic gain, zero biases.
-        for head, gain in ((self.actor, 0.01), (self.critic, 1.0)):
-            nn.init.orthogonal_(head.weight, gain)
-            nn.init.zeros_(head.bias)
+        if head_init == "orthogonal":
+            for head, gain in ((self.actor, 0.01), (self.critic, 1.0)):
+                nn.init.orthogonal_(head.weight, gain)
+                nn.init.zeros_(head.bias)
 
     def initial_state(self, batch_size: int, device: torch.device | str):
         return self.core.initial_state(batch_size, device)

@@ -66,6 +66,15 @@ def test_a_fresh_policy_is_near_uniform_with_orthogonal_heads(tmp_path):
         torch.testing.assert_close(gram, gain**2 * torch.eye(rows.shape[0]), atol=1e-5 * gain**2, rtol=0)
         assert torch.count_nonzero(head.bias) == 0
 
+    pytorch = Trainer(resolve_config(dict(env="maze", core="feedback", preset="paper", run_dir=str(tmp_path), num_envs=32,
+                                          rollout=4, head_init="pytorch")))
+    try:
+        with torch.no_grad():
+            logits, _, _ = pytorch.policy(rollout.obs, rollout.prev_action, rollout.prev_reward, rollout.first, rollout.start_state)
+    finally:
+        pytorch.close()
+    assert torch.softmax(logits, -1).max(-1).values.mean().item() > 0.45  # the ablation: a confident random policy
+
 
 def test_linear_schedule_anneals_to_zero_and_resumes_on_the_same_line(tmp_path):
     config = resolve_config(dict(

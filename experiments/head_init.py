@@ -1,0 +1,105 @@
+"""How the actor and critic heads start, and what it does to learning (issue 9, item 4).
+
+    python -m experiments.head_init            # corridor (8 cells): feedback, lstm; maze: lstm; 3 seeds
+
+Each (task, core, head init, seed) is one `train_a2c.py` run with the CPU preset, `--head-init
+orthogonal` (ours: orthogonal, actor gain 0.01, critic gain 1, zero biases, as CleanRL and
+stable-baselines3 do) or `pytorch` (nn.Linear's default, this project's init before). Compared on
+the training curve of the task's measure (corridor: success rate; maze: return): its mean over
+the whole run (the area under the curve, how soon it learns) and over the last tenth (where it
+ends), each as the IQM over seeds with a 95% bootstrap interval. Writes head_init.json (raw per
+seed numbers included), head_init.md and head_init_TASK.png to `--out`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.machine import cpu_model
+from envs.cli import positive_int
+from experiments.curves import binned_curve, draw_curves, training_seconds
+from experiments.jobs import ROOT, JobFailed, run_jobs, train_job
+from experiments.stats import iqm_interval
+
+# task -> (train_a2c.py arguments, frames, the curve compared, its name, baselines (random, oracle))
+TASKS = {
+    "corridor": (["--env", "corridor", "--env-opt", "length=8,max_episode_steps=32"], 500_000, "charts/success", "success rate",
+                 {"random": 0.03, "oracle": 1.0}),
+    "maze": (["--env", "maze"], 2_000_000, "charts/episodic_return", "episode return", {"random": 0.49, "oracle": 23.34}),
+}
+DEFAULT_CORES = {"corridor": ["feedback", "lstm"], "maze": ["lstm"]}
+INITS = ("orthogonal", "pytorch")
+BINS = 40
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tasks", nargs="+", choices=sorted(TASKS), default=list(TASKS))
+    parser.add_argument("--seeds", type=positive_int, default=3, help="seeds 0 .. N-1 (default: 3)")
+    parser.add_argument("--frames-scale", type=float, default=1.0, help="multiply every task's frame budget (default: 1)")
+    parser.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, help="runs at once (default: the CPU count)")
+    parser.add_argument("--runs-dir", type=Path, default=ROOT / "runs" / "experiments" / "head_init")
+    parser.add_argument("--out", type=Path, default=ROOT / "assets")
+    args = parser.parse_args(argv)
+    if args.seeds < 2:
+        parser.error(f"--seeds must be at least 2 for a confidence interval, got {args.seeds}")
+    seeds = list(range(args.seeds))
+    cells = [(task, core, init, seed) for seed in seeds for task in args.tasks for core in DEFAULT_CORES[task] for init in INITS]
+    run_dir = {cell: args.runs_dir.joinpath(*cell[:3], f"seed{cell[3]}") for cell in cells}
+    frames = {task: int(TASKS[task][1] * args.frames_scale) for task in args.tasks}
+    jobs = [train_job(f"{task}/{core}/{init}/seed{seed}", run_dir[task, core, init, seed],
+                      [*TASKS[task][0], "--core", core, "--preset", "cpu", "--seed", str(seed), "--head-init", init], frames[task])
+            for task, core, init, seed in cells]
+    print(f"{len(jobs)} runs, {args.jobs} at a time, in {args.runs_dir}")
+    try:
+        run_jobs(jobs, args.jobs, "training")
+    except JobFailed as error:
+        sys.exit(f"error: {error}")
+
+    summary = {"command": "python -m experiments.head_init " + shlex.join(sys.argv[1:]),
+               "machine": f"{cpu_model()}, {os.cpu_count()} cores; {args.jobs} runs at once, 1 thread each",
+               "preset": "cpu", "seeds": seeds, "tasks": {}}
+    for task in args.tasks:
+        _, _, tag, measure, baselines = TASKS[task]
+        curves, results = {}, {}
+        for core in DEFAULT_CORES[task]:
+            for init in INITS:
+                matrix = np.stack([binned_curve(run_dir[task, core, init, s], tag, frames[task], BINS) for s in seeds])
+                whole, last = np.nanmean(matrix, axis=1), np.nanmean(matrix[:, -BINS // 10:], axis=1)
+                curves[f"{core}, {init}"] = matrix
+                results[f"{core}/{init}"] = {
+                    "per_seed": [{"seed": s, "mean_over_run": float(w), "mean_over_last_tenth": float(e),
+                                  "training_seconds": round(training_seconds(run_dir[task, core, init, s]), 1)}
+                                 for s, w, e in zip(seeds, whole, last)],
+                    "mean_over_run": iqm_interval({"x": whole})["x"],
+                    "mean_over_last_tenth": iqm_interval({"x": last})["x"],
+                }
+        summary["tasks"][task] = {"frames": frames[task], "measure": f"{measure} ({tag})", "baselines": baselines, "runs": results}
+        draw_curves(curves, frames[task], baselines, f"{task}: head initialisation, CPU preset", measure, args.out / f"head_init_{task}.png")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "head_init.json").write_text(json.dumps(summary, indent=1) + "\n")
+    (args.out / "head_init.md").write_text(table(summary))
+    print(table(summary))
+
+
+def table(summary: dict) -> str:
+    rows = ["| task | core / head init | mean over the run: IQM [95% CI] | last tenth: IQM [95% CI] | per seed (last tenth) |",
+            "|---|---|---|---|---|"]
+    interval = lambda s: f"{s['iqm']:.3f} [{s['ci_low']:.3f}, {s['ci_high']:.3f}]"  # noqa: E731
+    for task, result in summary["tasks"].items():
+        for name, run in result["runs"].items():
+            seeds = ", ".join(f"{r['mean_over_last_tenth']:.3f}" for r in run["per_seed"])
+            rows.append(f"| {task} ({result['frames']:,} frames, {result['measure']}) | {name} | "
+                        f"{interval(run['mean_over_run'])} | {interval(run['mean_over_last_tenth'])} | {seeds} |")
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    main()
