@@ -22,10 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.machine import cpu_model
 from envs.cli import positive_int
 from experiments.curves import binned_curve, draw_curves, training_seconds
-from experiments.jobs import ROOT, JobFailed, run_jobs, train_job
+from experiments.jobs import ROOT, JobFailed, machine, run_jobs, train_job
 from experiments.stats import iqm_interval
 
 # task -> (train_a2c.py arguments, frames, the curve compared, its name, baselines (random, oracle))
@@ -64,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"error: {error}")
 
     summary = {"command": "python -m experiments.head_init " + shlex.join(sys.argv[1:]),
-               "machine": f"{cpu_model()}, {os.cpu_count()} cores; {args.jobs} runs at once, 1 thread each",
+               "machine": machine(args.jobs),
                "preset": "cpu", "seeds": seeds, "tasks": {}}
     for task in args.tasks:
         _, _, tag, measure, baselines = TASKS[task]

@@ -61,6 +61,27 @@ def train_job(name: str, run_dir: Path, train_args: list[str], frames: int) -> J
     return Job(name, command, run_dir / "train.log", run_dir / "train.done.json")
 
 
+def evaluate_job(run_dir: Path, episodes: int, seed: int, greedy: bool = False) -> Job:
+    """`python evaluate.py RUN_DIR` on the run's final checkpoint; its numbers are the JSON line
+    it prints last (see `evaluation`)."""
+    command = [sys.executable, "evaluate.py", str(run_dir), "--episodes", str(episodes), "--seed", str(seed)]
+    command += ["--greedy"] if greedy else []
+    return Job(f"evaluate {run_dir}", lambda: command, run_dir / "evaluate.log", run_dir / "evaluate.done.json")
+
+
+def evaluation(job: Job) -> dict[str, dict[str, float]]:
+    """{policy: {quantity: mean}} for "agent", "random" and "oracle" from a finished evaluate_job."""
+    results = json.loads(job.result()["last_line"])["results"]
+    return {policy: {key: value["mean"] for key, value in numbers.items()} for policy, numbers in results.items()}
+
+
+def machine(workers: int) -> str:
+    """The machine and how the runs shared it, for an experiment's JSON."""
+    from benchmarks.machine import cpu_model
+
+    return f"{cpu_model()}, {os.cpu_count()} cores; {workers} runs at once, 1 thread each"
+
+
 def run_jobs(jobs: list[Job], workers: int, what: str) -> None:
     """Run the jobs without a record, at most `workers` at once. Raises JobFailed after the
     others have finished if any failed; exits 130 on Ctrl-C."""

@@ -30,10 +30,9 @@ import numpy as np
 
 import envs
 from agents.cores import CORES
-from benchmarks.machine import cpu_model
 from envs.cli import positive_int
 from experiments.curves import binned_curve, draw_curves, training_seconds
-from experiments.jobs import ROOT, Job, JobFailed, run_jobs, train_job
+from experiments.jobs import ROOT, JobFailed, evaluate_job, evaluation, machine, run_jobs, train_job
 from experiments.stats import iqm_interval
 
 ENVS = ("maze", "maze_easy", "water_maze")
@@ -80,14 +79,14 @@ def main(argv: list[str] | None = None) -> None:
         if args.quick:
             train_args += QUICK_TRAIN + ["--core-opt", QUICK_CORE[core]]
         training.append(train_job(f"train {env}/{core}/seed{seed}", run_dir[env, core, seed], train_args, args.frames))
-    evaluation = {cell: evaluation_job(run_dir[cell], args) for cell in cells}
+    evaluations = {cell: evaluate_job(run_dir[cell], args.eval_episodes, EVAL_SEED) for cell in cells}
     try:
         run_jobs(training, args.jobs, "training")
-        run_jobs(list(evaluation.values()), args.jobs, "evaluation")
+        run_jobs(list(evaluations.values()), args.jobs, "evaluation")
     except JobFailed as error:
         sys.exit(f"error: {error}")
 
-    summary = summarise(args, seeds, run_dir, evaluation)
+    summary = summarise(args, seeds, run_dir, evaluations)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(json.dumps(summary, indent=1) + "\n")
     (args.out / f"{args.name}.md").write_text(table(summary))
@@ -101,16 +100,11 @@ def main(argv: list[str] | None = None) -> None:
     print(f"wrote {args.out / args.name}.json, .md and _ENV.png")
 
 
-def evaluation_job(run_dir: Path, args: argparse.Namespace) -> Job:
-    command = [sys.executable, "evaluate.py", str(run_dir), "--episodes", str(args.eval_episodes), "--seed", str(EVAL_SEED)]
-    return Job(f"evaluate {run_dir}", lambda: command, run_dir / "evaluate.log", run_dir / "evaluate.done.json")
-
-
-def summarise(args, seeds, run_dir, evaluation) -> dict:
+def summarise(args, seeds, run_dir, evaluation_jobs) -> dict:
     """Per env: the baselines, and per core the raw per-seed numbers and their IQM and interval."""
     summary = {
         "command": "python -m experiments.mazes " + shlex.join(sys.argv[1:]),
-        "machine": f"{cpu_model()}, {os.cpu_count()} cores; {args.jobs} runs at once, 1 thread each",
+        "machine": machine(args.jobs),
         "preset": args.preset, "frames": args.frames, "seeds": seeds, "eval_episodes": args.eval_episodes,
         "eval_seed": EVAL_SEED, "actions": "sampled", "envs": {},
     }
@@ -119,13 +113,12 @@ def summarise(args, seeds, run_dir, evaluation) -> dict:
         for core in args.cores:
             per_seed = []
             for seed in seeds:
-                report = json.loads(evaluation[env, core, seed].result()["last_line"])
-                results = report["results"]
-                baselines = {name: {key: value["mean"] for key, value in results[name].items()} for name in ("random", "oracle")}
+                results = evaluation(evaluation_jobs[env, core, seed])
+                baselines = {name: results[name] for name in ("random", "oracle")}
                 final = binned_curve(run_dir[env, core, seed], "charts/episodic_return", args.frames, CURVE_BINS)[-1]
                 per_seed.append({
                     "seed": seed,
-                    "eval": {key: value["mean"] for key, value in results["agent"].items()},
+                    "eval": results["agent"],
                     "final_training_return": None if np.isnan(final) else float(final),
                     "training_seconds": round(training_seconds(run_dir[env, core, seed]), 1),
                 })

@@ -1,0 +1,151 @@
+"""Figure 3 of the paper at CPU scale: success on the corridor against the attention span.
+
+    python -m experiments.corridor_span                  # spans 1..32, feedback and transformer, lstm and mlp, 3 seeds
+
+The claim: a Transformer that sees `span` steps back in each of its `n_layers` layers reaches at
+most span x layers steps into the past, so it fails once that is shorter than the corridor
+(the cue is shown only at the first cell); the Feedback Transformer's memory is recurrent (every
+step's memory vector is made from all layers of the step before), so it can carry the cue at any
+span. Each (core, span, seed) is a `train_a2c.py` run of the CPU preset with `--core-opt
+span=S,n_layers=2` on a corridor of `--length` cells (time limit 4 x length) for `--frames` env
+frames, with rollouts of `--rollout` steps (the BPTT length: gradients do not cross a rollout's
+start), then `evaluate.py --greedy` (success rate over `--eval-episodes`). The LSTM and the MLP
+(no memory) are reference lines. Writes corridor_span.json (raw per-seed numbers), .md and .png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from envs.cli import positive_int
+from experiments.jobs import ROOT, JobFailed, evaluate_job, evaluation, machine, run_jobs, train_job
+from experiments.stats import iqm_interval
+
+LAYERS = 2
+EVAL_SEED = 10_000
+QUICK_TRAIN = ["--num-envs", "4"]
+QUICK_CORE = {"feedback": "d_model=16,n_heads=2", "transformer": "d_model=16,n_heads=2", "lstm": "hidden_size=16", "mlp": "hidden_size=16"}
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--spans", nargs="+", type=positive_int, default=[1, 2, 4, 8, 16, 32])
+    parser.add_argument("--cores", nargs="+", choices=["feedback", "transformer"], default=["feedback", "transformer"])
+    parser.add_argument("--references", nargs="*", choices=["lstm", "mlp"], default=["lstm", "mlp"])
+    parser.add_argument("--length", type=positive_int, default=16, help="corridor cells (default: 16, the env's default)")
+    parser.add_argument("--rollout", type=positive_int, default=64, help="steps per update, the BPTT length (default: 64)")
+    parser.add_argument("--frames", type=positive_int, default=1_000_000, help="env frames per run (default: 1,000,000)")
+    parser.add_argument("--seeds", type=positive_int, default=3, help="seeds 0 .. N-1 (default: 3)")
+    parser.add_argument("--eval-episodes", type=positive_int, default=100, help="greedy evaluation episodes (default: 100)")
+    parser.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, help="runs at once (default: the CPU count)")
+    parser.add_argument("--runs-dir", type=Path, default=ROOT / "runs" / "experiments" / "corridor_span")
+    parser.add_argument("--out", type=Path, default=ROOT / "assets")
+    parser.add_argument("--quick", action="store_true", help="tiny models and runs, to test the pipeline")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    if args.seeds < 2:
+        parser.error(f"--seeds must be at least 2 for a confidence interval, got {args.seeds}")
+    seeds = list(range(args.seeds))
+    env_args = ["--env", "corridor", "--env-opt", f"length={args.length},max_episode_steps={4 * args.length}",
+                "--preset", "cpu", "--rollout", str(args.rollout)]
+    # (core, span or None) -> train_a2c.py arguments of that model
+    models = {(core, span): ["--core", core, "--core-opt", f"span={span},n_layers={LAYERS}"] for core in args.cores for span in args.spans}
+    models.update({(core, None): ["--core", core] for core in args.references})
+    cells = [(model, seed) for seed in seeds for model in models]
+    run_dir = {(model, seed): args.runs_dir / model[0] / (f"span{model[1]}" if model[1] else "") / f"seed{seed}" for model, seed in cells}
+    quick = lambda core: [*QUICK_TRAIN, "--core-opt", QUICK_CORE[core]] if args.quick else []  # noqa: E731
+    training = [train_job(f"{model} seed {seed}", run_dir[model, seed],
+                          [*env_args, *models[model], "--seed", str(seed), *quick(model[0])], args.frames) for model, seed in cells]
+    evaluations = {cell: evaluate_job(run_dir[cell], 2 if args.quick else args.eval_episodes, EVAL_SEED, greedy=True) for cell in cells}
+    print(f"{len(cells)} runs of {args.frames:,} frames on a corridor of {args.length} cells, {args.jobs} at a time, in {args.runs_dir}")
+    try:
+        run_jobs(training, args.jobs, "training")
+        run_jobs(list(evaluations.values()), args.jobs, "evaluation")
+    except JobFailed as error:
+        sys.exit(f"error: {error}")
+
+    summary = {
+        "command": "python -m experiments.corridor_span " + shlex.join(sys.argv[1:]), "machine": machine(args.jobs),
+        "length": args.length, "layers": LAYERS, "rollout": args.rollout, "frames": args.frames, "seeds": seeds,
+        "eval": f"{args.eval_episodes} greedy episodes per run, env seeds {EVAL_SEED} + i", "models": {},
+    }
+    for (core, span) in models:
+        results = [evaluation(evaluations[(core, span), seed]) for seed in seeds]
+        success = np.array([r["agent"]["success"] for r in results])
+        summary["random_success"] = results[0]["random"]["success"]
+        summary["models"][f"{core}/span{span}" if span else core] = {
+            "core": core, "span": span, "reach": span * LAYERS if span and core == "transformer" else None,
+            "per_seed": [{"seed": s, "success": float(v)} for s, v in zip(seeds, success)],
+            "success": iqm_interval({"x": success})["x"],
+        }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "corridor_span.json").write_text(json.dumps(summary, indent=1) + "\n")
+    (args.out / "corridor_span.md").write_text(table(summary))
+    draw(summary, args.out / "corridor_span.png")
+    print(table(summary))
+
+
+def table(summary: dict) -> str:
+    rows = [f"Greedy success rate on a corridor of {summary['length']} cells after {summary['frames']:,} frames "
+            f"(rollouts of {summary['rollout']} steps): IQM over seeds [95% bootstrap CI], then each seed.\n",
+            "| model | span | transformer reach (span x 2) | success: IQM [95% CI] | per seed |", "|---|---|---|---|---|"]
+    for name, model in summary["models"].items():
+        s = model["success"]
+        seeds = ", ".join(f"{run['success']:.2f}" for run in model["per_seed"])
+        rows.append(f"| {model['core']} | {model['span'] or '-'} | {model['reach'] or '-'} | "
+                    f"{s['iqm']:.2f} [{s['ci_low']:.2f}, {s['ci_high']:.2f}] | {seeds} |")
+    return "\n".join(rows) + f"\n\nRandom policy: {summary['random_success']:.2f}.\n"
+
+
+def draw(summary: dict, out: Path) -> None:
+    """Success against span (log scale): IQM with 95% intervals per attention core; references
+    as horizontal bands; a dotted line where the transformer's reach equals the corridor."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(6.4, 4.0), dpi=100)
+    cores = sorted({m["core"] for m in summary["models"].values() if m["span"]})
+    for offset, core in zip(np.linspace(-0.04, 0.04, len(cores)), cores):
+        models = sorted((m for m in summary["models"].values() if m["core"] == core), key=lambda m: m["span"])
+        spans = np.array([m["span"] for m in models], dtype=float)
+        iqm = np.array([m["success"]["iqm"] for m in models])
+        low, high = np.array([m["success"]["ci_low"] for m in models]), np.array([m["success"]["ci_high"] for m in models])
+        x = spans * 2**offset  # side by side, not on top of each other
+        axes.errorbar(x, iqm, yerr=[iqm - low, high - iqm], marker="o", capsize=3, linewidth=2, label=core)
+    for style, (name, model) in zip(("--", ":"), ((n, m) for n, m in summary["models"].items() if not m["span"])):
+        s = model["success"]
+        line = axes.axhline(s["iqm"], linestyle=style, linewidth=1.2, color="#555555", label=f"{name} ({s['iqm']:.2f})")
+        axes.axhspan(s["ci_low"], s["ci_high"], color=line.get_color(), alpha=0.1)
+    axes.axvline(summary["length"] / summary["layers"], color="#999999", linestyle=":", linewidth=1)
+    axes.text(summary["length"] / summary["layers"], 0.02, " span x 2 = corridor", fontsize=8, color="#777777")
+    axes.set_xscale("log", base=2)
+    spans = sorted({m["span"] for m in summary["models"].values() if m["span"]})
+    axes.set_xticks(spans, [str(span) for span in spans])
+    axes.minorticks_off()
+    axes.set_xlabel("attention span (memory size)")
+    axes.set_ylabel("greedy success rate")
+    axes.set_ylim(-0.02, 1.02)
+    axes.set_title(f"corridor of {summary['length']} cells, {summary['frames']:,} frames, {len(summary['seeds'])} seeds", loc="left", fontsize=11)
+    axes.grid(color="#e0e0e0", linewidth=0.8)
+    axes.spines[["top", "right"]].set_visible(False)
+    axes.legend(frameon=False, fontsize=8, loc="lower right")
+    figure.tight_layout()
+    figure.savefig(out)
+    plt.close(figure)
+
+
+if __name__ == "__main__":
+    main()
