@@ -14,11 +14,12 @@ those rows time no autoreset, which flatters SyncVectorEnv slightly (one single-
 episode), so their ratio is if anything an underestimate.
 
 The process is pinned to one CPU, with numpy's thread pools at one thread, so the numbers are
-for one core. At the end it checks the maze targets: FeedbackRL/Maze-v0 at N = 1024 native
->= 2,000,000 env steps/s and native / sync >= 50.
+for one core. At the end it checks the maze target, a ratio within this run: FeedbackRL/Maze-v0
+at N = 1024, native >= 50 x sync env steps/s (the two are timed one after the other, seconds
+apart; the margin, 210-240x on the project's machines, dwarfs any drift in load between them).
 
     python benchmarks/envs.py                                   # everything, about 2-3 minutes
-    python benchmarks/envs.py --envs maze --sizes 1024 --check  # the targets only; exit 1 on FAIL
+    python benchmarks/envs.py --envs maze --sizes 1024 --check  # the target only; exit 1 on FAIL
     python benchmarks/envs.py --seconds 1 --markdown bench.md   # quicker; also write the table
 """
 
@@ -32,7 +33,8 @@ import platform
 import sys
 import time
 
-from machine import cpu_model  # noqa: E402  (from this folder, before it leaves sys.path below)
+from machine import cpu_model, load_line  # noqa: E402  (from this folder, before it leaves sys.path below)
+from targets import ratio_target, report  # noqa: E402
 
 # This file is named envs.py, and Python puts its folder first on sys.path: drop it so that
 # `import envs` finds the project's package rather than this script.
@@ -45,7 +47,7 @@ import numpy as np  # noqa: E402
 import envs  # noqa: E402
 
 TARGET_ENV, TARGET_N = "maze", 1024
-TARGET_STEPS_PER_S, TARGET_RATIO = 2_000_000, 50
+TARGET_RATIO = 50  # native / SyncVectorEnv env steps/s at TARGET_N, both measured in this run
 ACTION_ROWS = 256  # pre-generated vector steps of actions, cycled through
 MAX_OVERRUN = 4  # time at most this many times --seconds to reach an episode boundary
 
@@ -107,7 +109,7 @@ def main() -> int:
 
     print(
         f"python {platform.python_version()}, numpy {np.__version__}, gymnasium {gym.__version__}, "
-        f"{os.cpu_count()} CPUs ({cpu_model()}), pinned to CPU {cpu if cpu is not None else 'none (unsupported)'}"
+        f"{os.cpu_count()} CPUs ({cpu_model()}), pinned to CPU {cpu if cpu is not None else 'none (unsupported)'}; {load_line()}"
     )
     print(
         f"target {args.seconds:g} s per measurement; env construction and the first reset not timed; "
@@ -134,15 +136,11 @@ def main() -> int:
         print(f"table written to {args.markdown}")
 
     target_id = envs.env_id(TARGET_ENV)
-    if (target_id, TARGET_N) not in results:
-        print(f"\nCHECK not run: it needs {target_id} at N = {TARGET_N} (--envs {TARGET_ENV} --sizes {TARGET_N})")
-        return 1 if args.check else 0
-    native, sync = results[target_id, TARGET_N]
-    speed_ok, ratio_ok = native >= TARGET_STEPS_PER_S, native / sync >= TARGET_RATIO
-    where = f"{target_id} N={TARGET_N}"
-    print(f"\n{'PASS' if speed_ok else 'FAIL'}: {where} native {native:,.0f} steps/s (target >= {TARGET_STEPS_PER_S:,})")
-    print(f"{'PASS' if ratio_ok else 'FAIL'}: {where} native/sync {native / sync:,.1f}x (target >= {TARGET_RATIO}x)")
-    return 1 if args.check and not (speed_ok and ratio_ok) else 0
+    native, sync = results.get((target_id, TARGET_N), (None, None))
+    print(f"\nat the end: {load_line()}")
+    verdict = ratio_target(f"{target_id} N={TARGET_N} native / SyncVectorEnv steps/s", native, sync, TARGET_RATIO,
+                           f"needs --envs {TARGET_ENV} --sizes {TARGET_N}")
+    return report([verdict], args.check)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 
 
@@ -12,3 +13,11 @@ def cpu_model() -> str:
             return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
     except (OSError, StopIteration):
         return platform.processor() or platform.machine()
+
+
+def load_line() -> str:
+    """The 1-minute load average against the CPU count: other work on the machine slows runs
+    that use every core the most, and fine-grained work (many small ops) more than coarse."""
+    if not hasattr(os, "getloadavg"):
+        return "load average: unknown on this platform"
+    return f"load average (1 min): {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"

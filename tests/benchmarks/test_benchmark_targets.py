@@ -1,0 +1,92 @@
+"""The benchmarks' targets on fixed numbers (no timing): every target is a ratio of two speeds
+from the same run, a missing side is skipped rather than failed, and `--check`'s exit status."""
+
+import numpy as np
+import pytest
+
+from benchmarks import a2c, seqtasks
+from benchmarks.targets import Verdict, interleaved, ratio_target, report
+
+
+def test_ratio_target_passes_at_the_bound_and_fails_below():
+    assert ratio_target("a / b", 3.0, 10.0, 0.3, "").passed
+    verdict = ratio_target("a / b", 2.9, 10.0, 0.3, "")
+    assert not verdict.passed
+    assert verdict.line() == "FAIL  a / b: 0.29 (target >= 0.3)"
+
+
+def test_a_missing_side_is_skipped_with_the_reason():
+    verdict = ratio_target("a / b", 3.0, None, 0.3, "needs b")
+    assert verdict.ratio is None and not verdict.passed
+    assert verdict.line() == "SKIP  a / b >= 0.3: needs b"
+
+
+@pytest.mark.parametrize(
+    "ratios, check, status",
+    [
+        ([2.0, 1.5], True, 0),
+        ([2.0, 0.5], True, 1),  # one measured target fails
+        ([2.0, 0.5], False, 0),  # without --check the status is always 0
+        ([2.0, None], True, 0),  # a skipped target is no failure
+        ([None, None], True, 1),  # nothing measured: nothing was checked
+    ],
+)
+def test_report_exit_status(ratios, check, status, capsys):
+    verdicts = [Verdict(f"t{i}", 1.0, ratio, "not run") for i, ratio in enumerate(ratios)]
+    assert report(verdicts, check) == status
+    assert len(capsys.readouterr().out.splitlines()) == len(ratios) + (ratios == [None, None])
+
+
+def test_interleaved_reverses_every_other_round():
+    assert interleaved(["a", "b", "c"], 3) == ["a", "b", "c", "c", "b", "a", "a", "b", "c"]
+    with pytest.raises(ValueError, match="rounds must be >= 1, got 0"):
+        interleaved(["a"], 0)
+
+
+def test_seqtasks_target_is_feedback_over_transformer():
+    # The run that printed "FAIL: feedback 850 tokens/s" against the old absolute target.
+    (verdict,) = seqtasks.targets({"feedback": 850.0, "transformer": 1889.0, "lstm": 9000.0})
+    assert verdict.passed and verdict.ratio == pytest.approx(0.45, abs=0.005)
+    (verdict,) = seqtasks.targets({"feedback": 850.0})
+    assert verdict.ratio is None and "--cores feedback transformer" in verdict.why_not
+
+
+def test_a2c_targets_compare_within_the_run():
+    fps = {"feedback": 2305.0, "transformer": 3127.0, "lstm": 4628.0, a2c.PEER: 4000.0}
+    ours, peer = a2c.targets(fps, peer_missing="")
+    assert ours.passed and ours.ratio == pytest.approx(2305 / 3127)
+    assert peer.passed and peer.ratio == pytest.approx(4628 / 4000)
+    assert not a2c.targets({**fps, a2c.PEER: 5000.0}, "")[1].passed
+
+
+def test_a2c_peer_target_is_skipped_without_sb3_contrib():
+    _, peer = a2c.targets({"lstm": 4628.0}, peer_missing="sb3-contrib is not installed")
+    assert peer.ratio is None and peer.line().endswith("sb3-contrib is not installed")
+
+
+def test_a2c_combine_sums_the_rounds():
+    slices = [{"frames": 6400, "seconds": 1.0, "acting_s": 0.5, "threads": 1},
+              {"frames": 12800, "seconds": 3.0, "acting_s": 1.0, "threads": 1}]
+    assert a2c.combine(slices) == {"fps": 4800.0, "acting_share": 0.375, "threads": [1]}
+    assert a2c.combine([slices[0], {"error": "boom"}]) == {"error": "boom"}
+
+
+def test_recurrent_ppo_env_reports_truncation_as_sb3_expects():
+    pytest.importorskip("sb3_contrib", reason="the bench extra is not installed")
+    from benchmarks.recurrent_ppo import NativeVecEnv
+
+    env = NativeVecEnv("FeedbackRL/Maze-v0", num_envs=2, seed=0)
+    obs = env.reset()
+    steps = 0
+    while True:  # maze episodes end by truncation only, after 200 steps
+        env.step_async(np.zeros(2, dtype=np.int64))
+        next_obs, reward, done, infos = env.step_wait()
+        steps += 1
+        if done.any():
+            break
+        obs = next_obs
+    env.close()
+    assert steps == 200 and done.all() and reward.dtype == np.float32
+    for info in infos:
+        assert info["TimeLimit.truncated"] is True
+        assert info["terminal_observation"].shape == obs.shape[1:]
