@@ -204,7 +204,9 @@ class Trainer:
             run_dir = Path(c.run_dir)
             run_dir.mkdir(parents=True, exist_ok=True)
             (run_dir / "config.json").write_text(json.dumps(c.to_dict(), indent=2) + "\n")
-            writer = SummaryWriter(str(run_dir), purge_step=self.global_step if self.global_step else None)
+            # A checkpoint is written after its update's logs, so a resumed run drops only what was
+            # logged after it: steps beyond global_step (the last saved update logged at it).
+            writer = SummaryWriter(str(run_dir), purge_step=self.global_step + 1 if self.global_step else None)
             if self.global_step == 0:
                 writer.add_text("config", "```\n" + json.dumps(c.to_dict(), indent=2) + "\n```")
             bar = tqdm(total=c.total_steps, initial=self.global_step, unit="frame", unit_scale=True, dynamic_ncols=True)

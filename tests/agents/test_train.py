@@ -14,6 +14,7 @@ import train_a2c
 from agents.a2c_config import resolve_config
 from agents.actors import ActorError
 from agents.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from agents.plot_curves import read_scalars
 from agents.train import Trainer
 from tests.ctrl_c import ctrl_c_when, exit_code, press_ctrl_c_in
 from tests.float32 import close32
@@ -59,6 +60,9 @@ def test_resume_equals_an_uninterrupted_run(tmp_path, core):
         resumed.close()
     assert resumed.updates == 6
     assert_same_parameters(straight, resumed.policy.state_dict())
+    # TensorBoard holds every update once, the last one before the checkpoint included.
+    steps, _ = read_scalars(str(tmp_path / "split"), "charts/SPS")
+    assert steps.tolist() == [48 * (u + 1) for u in range(6)]
 
 
 def test_actor_workers_train_exactly_like_in_process_stepping(tmp_path):
@@ -89,7 +93,8 @@ def test_a_dead_worker_stops_training_with_an_error_and_a_checkpoint(tmp_path):
 def test_a_kill_during_a_checkpoint_write_leaves_the_previous_one_loadable(tmp_path):
     script = textwrap.dedent(f"""
         import os, signal, torch
-        from agents.checkpoint import save_checkpoint
+        from agents.plot_curves import read_scalars
+from agents.checkpoint import save_checkpoint
         save_checkpoint({str(tmp_path / 'c.pt')!r}, "a2c", {{"n": 1}})
         os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)  # die after writing, before the rename
         save_checkpoint({str(tmp_path / 'c.pt')!r}, "a2c", {{"n": 2, "big": torch.zeros(1_000_000)}})
