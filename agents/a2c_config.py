@@ -70,7 +70,7 @@ class A2CConfig:
     max_grad_norm: float = field(default=1.0, metadata={"help": "gradient clipping by global norm; 0 disables"})
     learner: str = field(default="auto", metadata={"help": f"one of {LEARNERS}: reuse the acting graph or recompute the chunk"})
     embed_dim: int = field(default=16, metadata={"help": "embedding width per observation feature"})
-    head_init: str = field(default="orthogonal", metadata={"help": f"one of {HEAD_INITS}: how the actor and critic heads start"})
+    head_init: str = field(default="pytorch", metadata={"help": f"one of {HEAD_INITS}: how the actor and critic heads start (agents/policy.py)"})
     num_actors: int = field(default=0, metadata={"help": "CPU actor worker processes stepping env shards; 0 steps envs in the learner"})
     device: str = field(default="auto", metadata={"help": "auto (CUDA if present, else CPU), cpu, cuda, cuda:N"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads of the learner; 0 keeps torch's default"})

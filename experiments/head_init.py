@@ -3,12 +3,14 @@
     python -m experiments.head_init            # corridor (8 cells): feedback, lstm; maze: lstm; 3 seeds
 
 Each (task, core, head init, seed) is one `train_a2c.py` run with the CPU preset, `--head-init
-orthogonal` (ours: orthogonal, actor gain 0.01, critic gain 1, zero biases, as CleanRL and
-stable-baselines3 do) or `pytorch` (nn.Linear's default, this project's init before). Compared on
-the training curve of the task's measure (corridor: success rate; maze: return): its mean over
-the whole run (the area under the curve, how soon it learns) and over the last tenth (where it
-ends), each as the IQM over seeds with a 95% bootstrap interval. Writes head_init.json (raw per
-seed numbers included), head_init.md and head_init_TASK.png to `--out`.
+orthogonal` (orthogonal, actor gain 0.01, critic gain 1, zero biases, as CleanRL and
+stable-baselines3 do) or `pytorch` (nn.Linear's default, as TorchBeast has it; our default since
+this experiment). Compared on the training curve of the task's measure (corridor: success rate;
+maze: return): its mean over the whole run (the area under the curve, how soon it learns) and
+over the last tenth (where it ends), each as the IQM over seeds with a 95% bootstrap interval.
+Also measured, for the why: the norms of the policy loss's and the value loss's gradients with
+respect to the core's weights on the first rollout of each corridor run's seed. Writes
+head_init.json (raw per seed numbers included), head_init.md and head_init_TASK.png to `--out`.
 """
 
 from __future__ import annotations
@@ -81,11 +83,44 @@ def main(argv: list[str] | None = None) -> None:
                     "mean_over_last_tenth": iqm_interval({"x": last})["x"],
                 }
         summary["tasks"][task] = {"frames": frames[task], "measure": f"{measure} ({tag})", "baselines": baselines, "runs": results}
+        if task == "corridor":
+            summary["tasks"][task]["gradient_into_core"] = {
+                f"{core}/{init}": [gradient_norms(TASKS[task][0], core, init, seed) for seed in seeds]
+                for core in DEFAULT_CORES[task] for init in INITS
+            }
         draw_curves(curves, frames[task], baselines, f"{task}: head initialisation, CPU preset", measure, args.out / f"head_init_{task}.png")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "head_init.json").write_text(json.dumps(summary, indent=1) + "\n")
     (args.out / "head_init.md").write_text(table(summary))
     print(table(summary))
+
+
+def gradient_norms(env_args: list[str], core: str, head_init: str, seed: int) -> dict[str, float]:
+    """{"policy", "value"}: the norm of each loss's gradient with respect to the core's weights on
+    a fresh agent's first rollout (the losses as the trainer weighs them)."""
+    import torch
+
+    import train_a2c
+    from agents.a2c import a2c_loss, gae_advantages
+    from agents.train import Trainer
+
+    args = train_a2c.make_parser().parse_args([*env_args, "--core", core, "--preset", "cpu", "--seed", str(seed),
+                                               "--head-init", head_init, "--run-dir", "unused", "--threads", "1"])
+    trainer = train_a2c.make_trainer(args, train_a2c.make_parser())
+    try:
+        c, rollout = trainer.config, trainer.actor.collect(trainer.config.rollout)[0]
+        logits, values, _ = trainer.policy(rollout.obs, rollout.prev_action, rollout.prev_reward, rollout.first, rollout.start_state)
+        advantages = gae_advantages(rollout.reward, values, rollout.terminated, rollout.truncated, rollout.valid, c.gamma, c.gae_lambda)
+        parts = {}
+        for name, (value_coef, policy_on) in {"policy": (0.0, True), "value": (c.value_coef, False)}.items():
+            loss, _ = a2c_loss(logits[:-1], values[:-1], rollout.action, advantages * policy_on, advantages + values[:-1].detach(),
+                               rollout.valid, value_coef, 0.0)
+            weights = [p for p in trainer.policy.core.parameters() if p.requires_grad]
+            grads = torch.autograd.grad(loss, weights, retain_graph=True, allow_unused=True)
+            parts[name] = float(torch.sqrt(sum((g**2).sum() for g in grads if g is not None)))
+        return parts
+    finally:
+        trainer.close()
 
 
 def table(summary: dict) -> str:
@@ -97,6 +132,11 @@ def table(summary: dict) -> str:
             seeds = ", ".join(f"{r['mean_over_last_tenth']:.3f}" for r in run["per_seed"])
             rows.append(f"| {task} ({result['frames']:,} frames, {result['measure']}) | {name} | "
                         f"{interval(run['mean_over_run'])} | {interval(run['mean_over_last_tenth'])} | {seeds} |")
+    for task, result in summary["tasks"].items():
+        if "gradient_into_core" in result:
+            rows.append(f"\n{task}: the policy loss's gradient norm into the core over the value loss's, first rollout, per seed:\n")
+        for name, seeds in result.get("gradient_into_core", {}).items():
+            rows.append(f"- {name}: " + ", ".join(f"{g['policy'] / g['value']:.4f}" for g in seeds))
     return "\n".join(rows) + "\n"
 
 

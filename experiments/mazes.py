@@ -1,7 +1,7 @@
 """The mazes of the paper (Figures 4 and 6) at a CPU budget: memory cores side by side.
 
     python -m experiments.mazes                          # maze, easy maze, water maze x 4 cores x 3 seeds
-    python -m experiments.mazes --envs maze_easy water_maze --cores feedback lstm --frames 2000000 --name rmsprop_mazes
+    python -m experiments.mazes --envs maze_easy water_maze --cores feedback lstm --name mazes_rmsprop --train-args "--head-init orthogonal"
 
 Every (env, core, seed) is one `train_a2c.py` run with the chosen preset (`cpu` by default) for
 `--frames` env frames, then `evaluate.py` on its final checkpoint: `--eval-episodes` episodes
@@ -52,6 +52,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=positive_int, default=3, help="seeds 0 .. N-1 per (env, core) (default: 3)")
     parser.add_argument("--frames", type=positive_int, default=2_000_000, help="env frames per run (default: 2,000,000)")
     parser.add_argument("--preset", choices=["cpu", "paper"], default="cpu", help="train_a2c.py preset (default: cpu)")
+    parser.add_argument("--train-args", default="", help='more train_a2c.py flags for every run, e.g. "--head-init orthogonal"')
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="evaluation episodes per run (default: 100)")
     parser.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, help="runs at once (default: the CPU count)")
     parser.add_argument("--name", default="mazes", help="output file stem and run folder (default: mazes)")
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> None:
 
     training = []
     for env, core, seed in cells:
-        train_args = ["--env", env, "--core", core, "--preset", args.preset, "--seed", str(seed)]
+        train_args = ["--env", env, "--core", core, "--preset", args.preset, "--seed", str(seed), *shlex.split(args.train_args)]
         if args.quick:
             train_args += QUICK_TRAIN + ["--core-opt", QUICK_CORE[core]]
         training.append(train_job(f"train {env}/{core}/seed{seed}", run_dir[env, core, seed], train_args, args.frames))
@@ -105,7 +106,7 @@ def summarise(args, seeds, run_dir, evaluation_jobs) -> dict:
     summary = {
         "command": "python -m experiments.mazes " + shlex.join(sys.argv[1:]),
         "machine": machine(args.jobs),
-        "preset": args.preset, "frames": args.frames, "seeds": seeds, "eval_episodes": args.eval_episodes,
+        "preset": args.preset, "train_args": args.train_args, "frames": args.frames, "seeds": seeds, "eval_episodes": args.eval_episodes,
         "eval_seed": EVAL_SEED, "actions": "sampled", "envs": {},
     }
     for env in args.envs:
