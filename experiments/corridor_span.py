@@ -39,8 +39,9 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--spans", nargs="+", type=positive_int, default=[1, 2, 4, 8, 16, 32])
     parser.add_argument("--cores", nargs="+", choices=["feedback", "transformer"], default=["feedback", "transformer"])
     parser.add_argument("--references", nargs="*", choices=["lstm", "mlp"], default=["lstm", "mlp"])
-    parser.add_argument("--length", type=positive_int, default=16, help="corridor cells (default: 16, the env's default)")
-    parser.add_argument("--rollout", type=positive_int, default=64, help="steps per update, the BPTT length (default: 64)")
+    parser.add_argument("--length", type=positive_int, default=8,
+                        help="corridor cells (default: 8: the transformer's reach, 2 x span, falls short at spans 1 and 2)")
+    parser.add_argument("--rollout", type=positive_int, default=32, help="steps per update, the BPTT length (default: 32, the CPU preset)")
     parser.add_argument("--frames", type=positive_int, default=1_000_000, help="env frames per run (default: 1,000,000)")
     parser.add_argument("--seeds", type=positive_int, default=3, help="seeds 0 .. N-1 (default: 3)")
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="greedy evaluation episodes (default: 100)")

@@ -62,3 +62,22 @@ def test_a_curve_is_binned_by_frames_and_carried_over_empty_bins(tmp_path):
     curve = binned_curve(tmp_path, "charts/episodic_return", frames=100, bins=4)  # bins of 25 frames
     np.testing.assert_array_equal(curve, [2.0, 2.0, 2.0, 5.0])
     assert np.isnan(binned_curve(tmp_path, "charts/success", frames=100, bins=2)).all()  # nothing logged yet
+
+
+def test_a_quick_corridor_span_experiment_writes_its_table_json_and_figure(tmp_path, monkeypatch):
+    from experiments import corridor_span
+
+    out = tmp_path / "out"
+    argv = ["--quick", "--spans", "1", "2", "--cores", "transformer", "--references", "mlp", "--seeds", "2", "--frames", "256",
+            "--length", "3", "--runs-dir", str(tmp_path / "runs"), "--out", str(out), "--jobs", "2"]
+    monkeypatch.setattr(sys, "argv", ["corridor_span"] + argv)
+    corridor_span.main(argv)
+    summary = json.loads((out / "corridor_span.json").read_text())
+    assert sorted(summary["models"]) == ["mlp", "transformer/span1", "transformer/span2"]
+    span2 = summary["models"]["transformer/span2"]
+    assert (span2["span"], span2["reach"]) == (2, 4)
+    successes = [run["success"] for run in span2["per_seed"]]
+    assert all(0.0 <= s <= 1.0 for s in successes)
+    assert min(successes) <= span2["success"]["iqm"] <= max(successes)
+    assert (out / "corridor_span.png").stat().st_size > 0
+    assert "| transformer | 2 | 4 |" in (out / "corridor_span.md").read_text()
