@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from envs.cli import positive_int
+from experiments.curves import training_seconds
 from experiments.jobs import ROOT, JobFailed, evaluate_job, evaluation, machine, run_jobs, train_job
 from experiments.stats import iqm_interval
 
@@ -87,7 +88,8 @@ def main(argv: list[str] | None = None) -> None:
         summary["random_success"] = results[0]["random"]["success"]
         summary["models"][f"{core}/span{span}" if span else core] = {
             "core": core, "span": span, "reach": span * LAYERS if span and core == "transformer" else None,
-            "per_seed": [{"seed": s, "success": float(v)} for s, v in zip(seeds, success)],
+            "per_seed": [{"seed": s, "success": float(v), "training_seconds": round(training_seconds(run_dir[(core, span), s]), 1)}
+                         for s, v in zip(seeds, success)],
             "success": iqm_interval({"x": success})["x"],
         }
     args.out.mkdir(parents=True, exist_ok=True)
@@ -100,12 +102,14 @@ def main(argv: list[str] | None = None) -> None:
 def table(summary: dict) -> str:
     rows = [f"Greedy success rate on a corridor of {summary['length']} cells after {summary['frames']:,} frames "
             f"(rollouts of {summary['rollout']} steps): IQM over seeds [95% bootstrap CI], then each seed.\n",
-            "| model | span | transformer reach (span x 2) | success: IQM [95% CI] | per seed |", "|---|---|---|---|---|"]
+            "| model | span | transformer reach (span x 2) | success: IQM [95% CI] | per seed | training time per run |",
+            "|---|---|---|---|---|---|"]
     for name, model in summary["models"].items():
         s = model["success"]
         seeds = ", ".join(f"{run['success']:.2f}" for run in model["per_seed"])
+        minutes = np.mean([run["training_seconds"] for run in model["per_seed"]]) / 60
         rows.append(f"| {model['core']} | {model['span'] or '-'} | {model['reach'] or '-'} | "
-                    f"{s['iqm']:.2f} [{s['ci_low']:.2f}, {s['ci_high']:.2f}] | {seeds} |")
+                    f"{s['iqm']:.2f} [{s['ci_low']:.2f}, {s['ci_high']:.2f}] | {seeds} | {minutes:.1f} min |")
     return "\n".join(rows) + f"\n\nRandom policy: {summary['random_success']:.2f}.\n"
 
 
