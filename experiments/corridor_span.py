@@ -47,7 +47,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=positive_int, default=3, help="seeds 0 .. N-1 (default: 3)")
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="greedy evaluation episodes (default: 100)")
     parser.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, help="runs at once (default: the CPU count)")
-    parser.add_argument("--runs-dir", type=Path, default=ROOT / "runs" / "experiments" / "corridor_span")
+    parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/corridor_span/L{length}-T{rollout})")
     parser.add_argument("--out", type=Path, default=ROOT / "assets")
     parser.add_argument("--quick", action="store_true", help="tiny models and runs, to test the pipeline")
     return parser
@@ -59,18 +59,19 @@ def main(argv: list[str] | None = None) -> None:
     if args.seeds < 2:
         parser.error(f"--seeds must be at least 2 for a confidence interval, got {args.seeds}")
     seeds = list(range(args.seeds))
+    runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / "corridor_span" / f"L{args.length}-T{args.rollout}"
     env_args = ["--env", "corridor", "--env-opt", f"length={args.length},max_episode_steps={4 * args.length}",
                 "--preset", "cpu", "--rollout", str(args.rollout)]
     # (core, span or None) -> train_a2c.py arguments of that model
     models = {(core, span): ["--core", core, "--core-opt", f"span={span},n_layers={LAYERS}"] for core in args.cores for span in args.spans}
     models.update({(core, None): ["--core", core] for core in args.references})
     cells = [(model, seed) for seed in seeds for model in models]
-    run_dir = {(model, seed): args.runs_dir / model[0] / (f"span{model[1]}" if model[1] else "") / f"seed{seed}" for model, seed in cells}
+    run_dir = {(model, seed): runs_dir / model[0] / (f"span{model[1]}" if model[1] else "") / f"seed{seed}" for model, seed in cells}
     quick = lambda core: [*QUICK_TRAIN, "--core-opt", QUICK_CORE[core]] if args.quick else []  # noqa: E731
     training = [train_job(f"{model} seed {seed}", run_dir[model, seed],
                           [*env_args, *models[model], "--seed", str(seed), *quick(model[0])], args.frames) for model, seed in cells]
-    evaluations = {cell: evaluate_job(run_dir[cell], 2 if args.quick else args.eval_episodes, EVAL_SEED, greedy=True) for cell in cells}
-    print(f"{len(cells)} runs of {args.frames:,} frames on a corridor of {args.length} cells, {args.jobs} at a time, in {args.runs_dir}")
+    evaluations = {cell: evaluate_job(run_dir[cell], 2 if args.quick else args.eval_episodes, EVAL_SEED, args.frames, greedy=True) for cell in cells}
+    print(f"{len(cells)} runs of {args.frames:,} frames on a corridor of {args.length} cells, {args.jobs} at a time, in {runs_dir}")
     try:
         run_jobs(training, args.jobs, "training")
         run_jobs(list(evaluations.values()), args.jobs, "evaluation")

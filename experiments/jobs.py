@@ -2,9 +2,11 @@
 
 Each `Job` is a command line run from the repository root with one torch / OpenMP thread, its
 output going to a log file. When it exits 0 the runner writes the job's `record` (a JSON file:
-the command, its wall time and its last printed line, where evaluate.py prints its numbers), and
-a job with a record is never run again: an interrupted experiment, run again, continues with the
-jobs it had not finished. Training jobs resume their own checkpoint (see `train_job`).
+the command, its wall time, its last printed line, where evaluate.py prints its numbers, and the
+job's `target`), and a job whose record has the same target is never run again: an interrupted
+experiment, run again, continues with the jobs it had not finished. Training jobs resume their
+own checkpoint (see `train_job`); their target is the frame budget, so a larger --frames
+continues finished runs to it (and evaluates them again) instead of keeping the old numbers.
 
 Ctrl-C stops the experiment: each running command gets one SIGINT of its own (the trainers then
 save a checkpoint and exit 130), the runner waits for them and exits 130. Commands run in their
@@ -36,10 +38,11 @@ class Job:
     command: Callable[[], list[str]]  # built when the job starts (a training run may resume)
     log: Path
     record: Path
+    target: str = ""  # what the finished job reached (e.g. "2000000 frames"); another target reruns it
 
     @property
     def done(self) -> bool:
-        return self.record.exists()
+        return self.record.exists() and self.result().get("target", "") == self.target
 
     def result(self) -> dict:
         return json.loads(self.record.read_text())
@@ -58,15 +61,16 @@ def train_job(name: str, run_dir: Path, train_args: list[str], frames: int) -> J
             return [sys.executable, "train_a2c.py", "--resume", str(run_dir), "--total-steps", str(frames), "--threads", "1"]
         return [sys.executable, "train_a2c.py", *train_args, "--total-steps", str(frames), "--threads", "1", "--run-dir", str(run_dir)]
 
-    return Job(name, command, run_dir / "train.log", run_dir / "train.done.json")
+    return Job(name, command, run_dir / "train.log", run_dir / "train.done.json", f"{frames} frames")
 
 
-def evaluate_job(run_dir: Path, episodes: int, seed: int, greedy: bool = False) -> Job:
-    """`python evaluate.py RUN_DIR` on the run's final checkpoint; its numbers are the JSON line
-    it prints last (see `evaluation`)."""
+def evaluate_job(run_dir: Path, episodes: int, seed: int, frames: int, greedy: bool = False) -> Job:
+    """`python evaluate.py RUN_DIR` on the run's final checkpoint, after `frames` of training;
+    its numbers are the JSON line it prints last (see `evaluation`)."""
     command = [sys.executable, "evaluate.py", str(run_dir), "--episodes", str(episodes), "--seed", str(seed)]
     command += ["--greedy"] if greedy else []
-    return Job(f"evaluate {run_dir}", lambda: command, run_dir / "evaluate.log", run_dir / "evaluate.done.json")
+    return Job(f"evaluate {run_dir}", lambda: command, run_dir / "evaluate.log", run_dir / "evaluate.done.json",
+               f"{frames} frames, {episodes} episodes, seed {seed}")
 
 
 def evaluation(job: Job) -> dict[str, dict[str, float]]:
@@ -110,6 +114,7 @@ def run_jobs(jobs: list[Job], workers: int, what: str) -> None:
         lines = [line for line in job.log.read_text().splitlines() if line.strip()]
         job.record.write_text(json.dumps({
             "command": command, "wall_seconds": round(time.monotonic() - started, 1), "last_line": lines[-1] if lines else "",
+            "target": job.target,
         }) + "\n")
 
     failures = []

@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.quick:
             train_args += QUICK_TRAIN + ["--core-opt", QUICK_CORE[core]]
         training.append(train_job(f"train {env}/{core}/seed{seed}", run_dir[env, core, seed], train_args, args.frames))
-    evaluations = {cell: evaluate_job(run_dir[cell], args.eval_episodes, EVAL_SEED) for cell in cells}
+    evaluations = {cell: evaluate_job(run_dir[cell], args.eval_episodes, EVAL_SEED, args.frames) for cell in cells}
     try:
         run_jobs(training, args.jobs, "training")
         run_jobs(list(evaluations.values()), args.jobs, "evaluation")

@@ -51,6 +51,13 @@ def test_a_quick_experiment_writes_its_table_json_and_figures_and_resumes(tmp_pa
     assert checkpoint.stat().st_mtime_ns == written
     assert json.loads((out / "smoke.json").read_text())["envs"] == summary["envs"]
 
+    # A larger budget continues the finished runs from their checkpoints and evaluates them again.
+    longer = [*argv[: argv.index("--frames") + 1], "3072", *argv[argv.index("--frames") + 2 :]]
+    mazes.main(longer)
+    assert checkpoint.stat().st_mtime_ns != written
+    assert "resuming" in (runs / "corridor" / "lstm" / "seed0" / "train.log").read_text()
+    assert json.loads((out / "smoke.json").read_text())["frames"] == 3072
+
 
 def test_a_curve_is_binned_by_frames_and_carried_over_empty_bins(tmp_path):
     from torch.utils.tensorboard import SummaryWriter
