@@ -10,7 +10,7 @@ span. Each (core, span, seed) is a `train_a2c.py` run of the CPU preset with `--
 span=S,n_layers=2` on a corridor of `--length` cells (time limit 4 x length) for `--frames` env
 frames, with rollouts of `--rollout` steps (the BPTT length: gradients do not cross a rollout's
 start), then `evaluate.py --greedy` (success rate over `--eval-episodes`). The LSTM and the MLP
-(no memory) are reference lines. Writes corridor_span.json (raw per-seed numbers), .md and .png.
+(no memory) are reference lines. Writes NAME.json (raw per-seed numbers), NAME.md and NAME.png.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=positive_int, default=3, help="seeds 0 .. N-1 (default: 3)")
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="greedy evaluation episodes (default: 100)")
     parser.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, help="runs at once (default: the CPU count)")
+    parser.add_argument("--name", default="corridor_span", help="output file stem (default: corridor_span)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/corridor_span/L{length}-T{rollout})")
     parser.add_argument("--out", type=Path, default=ROOT / "assets")
     parser.add_argument("--quick", action="store_true", help="tiny models and runs, to test the pipeline")
@@ -94,9 +95,9 @@ def main(argv: list[str] | None = None) -> None:
             "success": iqm_interval({"x": success})["x"],
         }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "corridor_span.json").write_text(json.dumps(summary, indent=1) + "\n")
-    (args.out / "corridor_span.md").write_text(table(summary))
-    draw(summary, args.out / "corridor_span.png")
+    (args.out / f"{args.name}.json").write_text(json.dumps(summary, indent=1) + "\n")
+    (args.out / f"{args.name}.md").write_text(table(summary))
+    draw(summary, args.out / f"{args.name}.png")
     print(table(summary))
 
 

@@ -57,6 +57,11 @@ def train_job(name: str, run_dir: Path, train_args: list[str], frames: int) -> J
     when a checkpoint of an unfinished run is there."""
 
     def command() -> list[str]:
+        record = run_dir / "train.done.json"
+        trained = int(json.loads(record.read_text()).get("target", "0 frames").split()[0]) if record.exists() else 0
+        if trained > frames:
+            raise JobFailed(f"{run_dir} is already trained to {trained:,} frames, more than the {frames:,} asked for; "
+                            "give another --runs-dir to train to fewer")
         if (run_dir / "checkpoint.pt").exists():
             return [sys.executable, "train_a2c.py", "--resume", str(run_dir), "--total-steps", str(frames), "--threads", "1"]
         return [sys.executable, "train_a2c.py", *train_args, "--total-steps", str(frames), "--threads", "1", "--run-dir", str(run_dir)]

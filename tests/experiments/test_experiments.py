@@ -57,6 +57,8 @@ def test_a_quick_experiment_writes_its_table_json_and_figures_and_resumes(tmp_pa
     assert checkpoint.stat().st_mtime_ns != written
     assert "resuming" in (runs / "corridor" / "lstm" / "seed0" / "train.log").read_text()
     assert json.loads((out / "smoke.json").read_text())["frames"] == 3072
+    with pytest.raises(SystemExit, match="already trained to 3,072 frames, more than the 2,048 asked for"):
+        mazes.main(argv)  # a run cannot be taken back to a smaller budget
 
 
 def test_a_curve_is_binned_by_frames_and_carried_over_empty_bins(tmp_path):
