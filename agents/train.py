@@ -145,15 +145,18 @@ class Trainer:
 
     @classmethod
     def from_checkpoint(cls, run_dir_or_file: str, overrides: dict[str, Any] | None = None) -> "Trainer":
-        """Rebuild a run from its checkpoint; `overrides` may change only fields that do not
-        change what is learned (RESUMABLE_OVERRIDES)."""
+        """Rebuild a run from its checkpoint, in the checkpoint's folder (a moved run folder
+        stays where it is); `overrides` may change only fields that do not change what is
+        learned (RESUMABLE_OVERRIDES)."""
         payload = load_checkpoint(run_dir_or_file, KIND)
         overrides = overrides or {}
         bad = sorted(set(overrides) - RESUMABLE_OVERRIDES)
         if bad:
             raise CheckpointError(f"cannot change {bad} when resuming; only {sorted(RESUMABLE_OVERRIDES)} may change")
+        # The run continues in the folder its checkpoint was read from, wherever it was first made.
+        run_dir = str(checkpoint_path(run_dir_or_file).parent)
         try:
-            config = A2CConfig(**{**payload["config"], **overrides})
+            config = A2CConfig(**{**payload["config"], **overrides, "run_dir": run_dir})
         except TypeError as error:
             raise CheckpointError(f"checkpoint config does not match this version: {error}") from error
         trainer = cls(config)

@@ -52,7 +52,8 @@ def test_resume_equals_an_uninterrupted_run(tmp_path, core):
     # Episodes of at most 7 steps in rollouts of 8: resume happens mid-episode with memory carried.
     straight = trained_parameters(small_config(tmp_path / "straight", core, updates=6))
     trained_parameters(small_config(tmp_path / "split", core, updates=3))
-    resumed = Trainer.from_checkpoint(str(tmp_path / "split"), {"total_steps": 6 * 6 * 8})
+    moved = (tmp_path / "split").rename(tmp_path / "moved")  # a run folder resumes where it is now
+    resumed = Trainer.from_checkpoint(str(moved), {"total_steps": 6 * 6 * 8})
     try:
         assert resumed.resumed_how.startswith("envs and memory continue")
         resumed.train()
@@ -61,7 +62,8 @@ def test_resume_equals_an_uninterrupted_run(tmp_path, core):
     assert resumed.updates == 6
     assert_same_parameters(straight, resumed.policy.state_dict())
     # TensorBoard holds every update once, the last one before the checkpoint included.
-    steps, _ = read_scalars(str(tmp_path / "split"), "charts/SPS")
+    assert not (tmp_path / "split").exists() and load_checkpoint(moved, "a2c")["counters"]["updates"] == 6
+    steps, _ = read_scalars(str(moved), "charts/SPS")
     assert steps.tolist() == [48 * (u + 1) for u in range(6)]
 
 
