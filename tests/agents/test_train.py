@@ -95,8 +95,7 @@ def test_a_dead_worker_stops_training_with_an_error_and_a_checkpoint(tmp_path):
 def test_a_kill_during_a_checkpoint_write_leaves_the_previous_one_loadable(tmp_path):
     script = textwrap.dedent(f"""
         import os, signal, torch
-        from agents.plot_curves import read_scalars
-from agents.checkpoint import save_checkpoint
+        from agents.checkpoint import save_checkpoint
         save_checkpoint({str(tmp_path / 'c.pt')!r}, "a2c", {{"n": 1}})
         os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)  # die after writing, before the rename
         save_checkpoint({str(tmp_path / 'c.pt')!r}, "a2c", {{"n": 2, "big": torch.zeros(1_000_000)}})
