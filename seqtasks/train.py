@@ -163,7 +163,9 @@ class Run:
         c = self.config
         interrupt = StopOnInterrupt()
         with interrupt:
-            writer = SummaryWriter(str(self.run_dir), purge_step=self.update)
+            # The checkpoint is written after its update's logs, so a resumed run drops only what
+            # was logged after it: updates beyond self.update.
+            writer = SummaryWriter(str(self.run_dir), purge_step=self.update + 1 if self.update else None)
             bar = tqdm(total=c.max_updates, initial=self.update, disable=not progress, desc=f"{c.task}/{c.core}", unit="upd")
             self.model.train()
             try:

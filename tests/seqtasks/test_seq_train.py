@@ -11,6 +11,7 @@ import torch
 
 import seqtasks.train
 from agents.checkpoint import CheckpointError, load_checkpoint
+from agents.plot_curves import read_scalars
 from seqtasks.__main__ import main
 from seqtasks.config import resolve_config
 from seqtasks.train import KIND, Run
@@ -52,6 +53,9 @@ def test_resume_makes_the_same_updates_as_an_unstopped_run(tmp_path, changes):
     assert whole[2] == parts[2] == 11
     assert_same_weights(whole[0], parts[0])
     assert_same_weights(whole[1][0], parts[1][0])  # Adam's moments of the first parameter
+    # TensorBoard holds every update's loss once, the last one before the checkpoint included.
+    steps, _ = read_scalars(str(tmp_path / "parts"), "losses/train")
+    assert steps.tolist() == list(range(1, 12))
 
 
 def test_interruption_saves_a_checkpoint_to_resume_from(tmp_path):
