@@ -12,11 +12,9 @@ This module imports no torch: workers are spawned processes that only need numpy
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing as mp
 import pickle
 import signal
-import threading
 import traceback
 from typing import Any
 
@@ -24,6 +22,7 @@ import gymnasium as gym
 import numpy as np
 
 import envs
+from agents.interrupt import sigint_ignored
 
 POLL_SECONDS = 0.05
 
@@ -182,21 +181,6 @@ class ActorPool:
             if process.is_alive():
                 process.terminate()
             pipe.close()
-
-
-@contextlib.contextmanager
-def sigint_ignored():
-    """Ctrl-C ignored while workers are spawned: they inherit that from the start, so one typed
-    while they are still importing does not print their tracebacks (worker_main ignores it too,
-    once running). A Ctrl-C in this short window is lost, not deferred."""
-    if threading.current_thread() is not threading.main_thread():  # only the main thread sets handlers
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def shared_views(shared: dict[str, tuple]) -> dict[str, np.ndarray]:

@@ -71,6 +71,22 @@ def held_interrupt():
             signal.raise_signal(signum)
 
 
+@contextmanager
+def sigint_ignored():
+    """Ctrl-C ignored while the block runs, for spawning worker processes: an ignored signal
+    stays ignored across exec, so the workers start with it ignored and one typed while they
+    are still importing prints no tracebacks of theirs. A Ctrl-C in this short window is lost,
+    not deferred (a handler that defers it, as held_interrupt's, would not be inherited)."""
+    if not _in_main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def exit_interrupted(message: str) -> NoReturn:
     """End the program after Ctrl-C: `message` on stderr, exit code 130, no traceback."""
     print(f"\ninterrupted: {message}", file=sys.stderr)

@@ -3,8 +3,10 @@ processes, evaluated, aggregated over seeds (interquartile mean and stratified-b
 confidence intervals, rliable) and written to assets/ as JSON (raw per-seed numbers included), a
 markdown table and figures. An interrupted experiment resumes where it stopped when run again.
 
-    jobs.py      running training / evaluation commands in parallel, resumable, one progress bar
-    stats.py     IQM and bootstrap confidence intervals over seeds
-    curves.py    learning curves from TensorBoard, on a common frame grid, and their figure
-    mazes.py     the mazes (Figures 4 and 6 of the paper) at a CPU budget
+    jobs.py           running training / evaluation commands in parallel, resumable, one progress bar
+    stats.py          IQM and bootstrap confidence intervals over seeds
+    curves.py         learning curves from TensorBoard, on a common frame grid, and their figure
+    mazes.py          the mazes (Figures 4 and 6 of the paper) at a CPU budget
+    corridor_span.py  the corridor against the attention span (Figure 3)
+    head_init.py      how the actor and critic heads start, and what it does to learning
 """

@@ -26,11 +26,10 @@ import numpy as np
 
 from envs.cli import positive_int
 from experiments.curves import training_seconds
-from experiments.jobs import ROOT, JobFailed, evaluate_job, evaluation, machine, run_jobs, train_job
-from experiments.stats import iqm_interval
+from experiments.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, machine, run_stages, train_job
+from experiments.stats import format_interval, iqm_interval, seed_count
 
 LAYERS = 2
-EVAL_SEED = 10_000
 QUICK_TRAIN = ["--num-envs", "4"]
 QUICK_CORE = {"feedback": "d_model=16,n_heads=2", "transformer": "d_model=16,n_heads=2", "lstm": "hidden_size=16", "mlp": "hidden_size=16"}
 
@@ -44,7 +43,7 @@ def make_parser() -> argparse.ArgumentParser:
                         help="corridor cells (default: 8: the transformer's reach, 2 x span, falls short at spans 1 and 2)")
     parser.add_argument("--rollout", type=positive_int, default=32, help="steps per update, the BPTT length (default: 32, the CPU preset)")
     parser.add_argument("--frames", type=positive_int, default=1_000_000, help="env frames per run (default: 1,000,000)")
-    parser.add_argument("--seeds", type=positive_int, default=3, help="seeds 0 .. N-1 (default: 3)")
+    parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 (default: 3)")
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="greedy evaluation episodes (default: 100)")
     parser.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, help="runs at once (default: the CPU count)")
     parser.add_argument("--name", default="corridor_span", help="output file stem (default: corridor_span)")
@@ -55,10 +54,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = make_parser()
-    args = parser.parse_args(argv)
-    if args.seeds < 2:
-        parser.error(f"--seeds must be at least 2 for a confidence interval, got {args.seeds}")
+    args = make_parser().parse_args(argv)
     seeds = list(range(args.seeds))
     runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / "corridor_span" / f"L{args.length}-T{args.rollout}"
     env_args = ["--env", "corridor", "--env-opt", f"length={args.length},max_episode_steps={4 * args.length}",
@@ -71,13 +67,9 @@ def main(argv: list[str] | None = None) -> None:
     quick = lambda core: [*QUICK_TRAIN, "--core-opt", QUICK_CORE[core]] if args.quick else []  # noqa: E731
     training = [train_job(f"{model} seed {seed}", run_dir[model, seed],
                           [*env_args, *models[model], "--seed", str(seed), *quick(model[0])], args.frames) for model, seed in cells]
-    evaluations = {cell: evaluate_job(run_dir[cell], 2 if args.quick else args.eval_episodes, EVAL_SEED, args.frames, greedy=True) for cell in cells}
+    evaluations = {cell: evaluate_job(run_dir[cell], 2 if args.quick else args.eval_episodes, args.frames, greedy=True) for cell in cells}
     print(f"{len(cells)} runs of {args.frames:,} frames on a corridor of {args.length} cells, {args.jobs} at a time, in {runs_dir}")
-    try:
-        run_jobs(training, args.jobs, "training")
-        run_jobs(list(evaluations.values()), args.jobs, "evaluation")
-    except JobFailed as error:
-        sys.exit(f"error: {error}")
+    run_stages({"training": training, "evaluation": list(evaluations.values())}, args.jobs)
 
     summary = {
         "command": "python -m experiments.corridor_span " + shlex.join(sys.argv[1:]), "machine": machine(args.jobs),
@@ -106,12 +98,11 @@ def table(summary: dict) -> str:
             f"(rollouts of {summary['rollout']} steps): IQM over seeds [95% bootstrap CI], then each seed.\n",
             "| model | span | transformer reach (span x 2) | success: IQM [95% CI] | per seed | training time per run |",
             "|---|---|---|---|---|---|"]
-    for name, model in summary["models"].items():
-        s = model["success"]
+    for model in summary["models"].values():
         seeds = ", ".join(f"{run['success']:.2f}" for run in model["per_seed"])
         minutes = np.mean([run["training_seconds"] for run in model["per_seed"]]) / 60
         rows.append(f"| {model['core']} | {model['span'] or '-'} | {model['reach'] or '-'} | "
-                    f"{s['iqm']:.2f} [{s['ci_low']:.2f}, {s['ci_high']:.2f}] | {seeds} | {minutes:.1f} min |")
+                    f"{format_interval(model['success'])} | {seeds} | {minutes:.1f} min |")
     return "\n".join(rows) + f"\n\nRandom policy: {summary['random_success']:.2f}.\n"
 
 

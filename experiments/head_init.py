@@ -26,8 +26,8 @@ import numpy as np
 
 from envs.cli import positive_int
 from experiments.curves import binned_curve, draw_curves, training_seconds
-from experiments.jobs import ROOT, JobFailed, machine, run_jobs, train_job
-from experiments.stats import iqm_interval
+from experiments.jobs import ROOT, machine, run_stages, train_job
+from experiments.stats import format_interval, iqm_interval, seed_count
 
 # task -> (train_a2c.py arguments, frames, the curve compared, its name, baselines (random, oracle))
 TASKS = {
@@ -43,14 +43,12 @@ BINS = 40
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", nargs="+", choices=sorted(TASKS), default=list(TASKS))
-    parser.add_argument("--seeds", type=positive_int, default=3, help="seeds 0 .. N-1 (default: 3)")
+    parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 (default: 3)")
     parser.add_argument("--frames-scale", type=float, default=1.0, help="multiply every task's frame budget (default: 1)")
     parser.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, help="runs at once (default: the CPU count)")
     parser.add_argument("--runs-dir", type=Path, default=ROOT / "runs" / "experiments" / "head_init")
     parser.add_argument("--out", type=Path, default=ROOT / "assets")
     args = parser.parse_args(argv)
-    if args.seeds < 2:
-        parser.error(f"--seeds must be at least 2 for a confidence interval, got {args.seeds}")
     seeds = list(range(args.seeds))
     cells = [(task, core, init, seed) for seed in seeds for task in args.tasks for core in DEFAULT_CORES[task] for init in INITS]
     run_dir = {cell: args.runs_dir.joinpath(*cell[:3], f"seed{cell[3]}") for cell in cells}
@@ -59,10 +57,7 @@ def main(argv: list[str] | None = None) -> None:
                       [*TASKS[task][0], "--core", core, "--preset", "cpu", "--seed", str(seed), "--head-init", init], frames[task])
             for task, core, init, seed in cells]
     print(f"{len(jobs)} runs, {args.jobs} at a time, in {args.runs_dir}")
-    try:
-        run_jobs(jobs, args.jobs, "training")
-    except JobFailed as error:
-        sys.exit(f"error: {error}")
+    run_stages({"training": jobs}, args.jobs)
 
     summary = {"command": "python -m experiments.head_init " + shlex.join(sys.argv[1:]),
                "machine": machine(args.jobs),
@@ -102,11 +97,11 @@ def gradient_norms(env_args: list[str], core: str, head_init: str, seed: int) ->
 
     import train_a2c
     from agents.a2c import a2c_loss, gae_advantages
-    from agents.train import Trainer
 
-    args = train_a2c.make_parser().parse_args([*env_args, "--core", core, "--preset", "cpu", "--seed", str(seed),
-                                               "--head-init", head_init, "--run-dir", "unused", "--threads", "1"])
-    trainer = train_a2c.make_trainer(args, train_a2c.make_parser())
+    parser = train_a2c.make_parser()
+    args = parser.parse_args([*env_args, "--core", core, "--preset", "cpu", "--seed", str(seed),
+                              "--head-init", head_init, "--run-dir", "unused", "--threads", "1"])
+    trainer = train_a2c.make_trainer(args, parser)
     try:
         c, rollout = trainer.config, trainer.actor.collect(trainer.config.rollout)[0]
         logits, values, _ = trainer.policy(rollout.obs, rollout.prev_action, rollout.prev_reward, rollout.first, rollout.start_state)
@@ -126,12 +121,11 @@ def gradient_norms(env_args: list[str], core: str, head_init: str, seed: int) ->
 def table(summary: dict) -> str:
     rows = ["| task | core / head init | mean over the run: IQM [95% CI] | last tenth: IQM [95% CI] | per seed (last tenth) |",
             "|---|---|---|---|---|"]
-    interval = lambda s: f"{s['iqm']:.3f} [{s['ci_low']:.3f}, {s['ci_high']:.3f}]"  # noqa: E731
     for task, result in summary["tasks"].items():
         for name, run in result["runs"].items():
             seeds = ", ".join(f"{r['mean_over_last_tenth']:.3f}" for r in run["per_seed"])
             rows.append(f"| {task} ({result['frames']:,} frames, {result['measure']}) | {name} | "
-                        f"{interval(run['mean_over_run'])} | {interval(run['mean_over_last_tenth'])} | {seeds} |")
+                        f"{format_interval(run['mean_over_run'], 3)} | {format_interval(run['mean_over_last_tenth'], 3)} | {seeds} |")
     for task, result in summary["tasks"].items():
         if "gradient_into_core" in result:
             rows.append(f"\n{task}: the policy loss's gradient norm into the core over the value loss's, first rollout, per seed:\n")

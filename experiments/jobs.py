@@ -30,6 +30,7 @@ from typing import Callable
 from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository root, where the commands run
+EVAL_SEED = 10_000  # evaluation envs are seeded 10,000 + i, training's seed + i with small seeds
 
 
 @dataclass
@@ -56,8 +57,9 @@ def train_job(name: str, run_dir: Path, train_args: list[str], frames: int) -> J
     """`python train_a2c.py ARGS --total-steps FRAMES --run-dir RUN_DIR`, or `--resume RUN_DIR`
     when a checkpoint of an unfinished run is there."""
 
+    record = run_dir / "train.done.json"
+
     def command() -> list[str]:
-        record = run_dir / "train.done.json"
         trained = int(json.loads(record.read_text()).get("target", "0 frames").split()[0]) if record.exists() else 0
         if trained > frames:
             raise JobFailed(f"{run_dir} is already trained to {trained:,} frames, more than the {frames:,} asked for; "
@@ -66,10 +68,10 @@ def train_job(name: str, run_dir: Path, train_args: list[str], frames: int) -> J
             return [sys.executable, "train_a2c.py", "--resume", str(run_dir), "--total-steps", str(frames), "--threads", "1"]
         return [sys.executable, "train_a2c.py", *train_args, "--total-steps", str(frames), "--threads", "1", "--run-dir", str(run_dir)]
 
-    return Job(name, command, run_dir / "train.log", run_dir / "train.done.json", f"{frames} frames")
+    return Job(name, command, run_dir / "train.log", record, f"{frames} frames")
 
 
-def evaluate_job(run_dir: Path, episodes: int, seed: int, frames: int, greedy: bool = False) -> Job:
+def evaluate_job(run_dir: Path, episodes: int, frames: int, greedy: bool = False, seed: int = EVAL_SEED) -> Job:
     """`python evaluate.py RUN_DIR` on the run's final checkpoint, after `frames` of training;
     its numbers are the JSON line it prints last (see `evaluation`)."""
     command = [sys.executable, "evaluate.py", str(run_dir), "--episodes", str(episodes), "--seed", str(seed)]
@@ -146,3 +148,13 @@ def run_jobs(jobs: list[Job], workers: int, what: str) -> None:
     bar.close()
     if failures:
         raise JobFailed(f"{len(failures)} of {len(todo)} {what} jobs failed:\n\n" + "\n\n".join(failures))
+
+
+def run_stages(stages: dict[str, list[Job]], workers: int) -> None:
+    """Run each stage's jobs in turn ({"training": [...], "evaluation": [...]}); a failed job
+    ends the program with its error once its stage is done."""
+    try:
+        for what, jobs in stages.items():
+            run_jobs(jobs, workers, what)
+    except JobFailed as error:
+        sys.exit(f"error: {error}")

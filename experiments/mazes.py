@@ -32,13 +32,12 @@ import envs
 from agents.cores import CORES
 from envs.cli import positive_int
 from experiments.curves import binned_curve, draw_curves, training_seconds
-from experiments.jobs import ROOT, JobFailed, evaluate_job, evaluation, machine, run_jobs, train_job
-from experiments.stats import iqm_interval
+from experiments.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, machine, run_stages, train_job
+from experiments.stats import format_interval, iqm_interval, seed_count
 
 ENVS = ("maze", "maze_easy", "water_maze")
 CORE_NAMES = ("feedback", "transformer", "lstm", "mlp")
 CURVE_BINS = 40
-EVAL_SEED = 10_000  # evaluation envs are seeded 10,000 + i, training's 0 + i onwards
 # --quick: a smoke test of the whole pipeline in seconds (tests/experiments), nothing learned.
 QUICK_TRAIN = ["--num-envs", "4", "--rollout", "8"]
 QUICK_CORE = {"feedback": "d_model=16,n_heads=2,span=8", "transformer": "d_model=16,n_heads=2,span=8",
@@ -49,7 +48,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--envs", nargs="+", choices=sorted(envs.ENV_IDS), default=list(ENVS), metavar="ENV")
     parser.add_argument("--cores", nargs="+", choices=sorted(CORES), default=list(CORE_NAMES), metavar="CORE")
-    parser.add_argument("--seeds", type=positive_int, default=3, help="seeds 0 .. N-1 per (env, core) (default: 3)")
+    parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 per (env, core) (default: 3)")
     parser.add_argument("--frames", type=positive_int, default=2_000_000, help="env frames per run (default: 2,000,000)")
     parser.add_argument("--preset", choices=["cpu", "paper"], default="cpu", help="train_a2c.py preset (default: cpu)")
     parser.add_argument("--train-args", default="", help='more train_a2c.py flags for every run, e.g. "--head-init orthogonal"')
@@ -64,8 +63,6 @@ def make_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     args = make_parser().parse_args(argv)
-    if args.seeds < 2:
-        make_parser().error(f"--seeds must be at least 2 for a confidence interval, got {args.seeds}")
     runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / args.name
     if args.quick:
         args.eval_episodes = 2
@@ -80,12 +77,8 @@ def main(argv: list[str] | None = None) -> None:
         if args.quick:
             train_args += QUICK_TRAIN + ["--core-opt", QUICK_CORE[core]]
         training.append(train_job(f"train {env}/{core}/seed{seed}", run_dir[env, core, seed], train_args, args.frames))
-    evaluations = {cell: evaluate_job(run_dir[cell], args.eval_episodes, EVAL_SEED, args.frames) for cell in cells}
-    try:
-        run_jobs(training, args.jobs, "training")
-        run_jobs(list(evaluations.values()), args.jobs, "evaluation")
-    except JobFailed as error:
-        sys.exit(f"error: {error}")
+    evaluations = {cell: evaluate_job(run_dir[cell], args.eval_episodes, args.frames) for cell in cells}
+    run_stages({"training": training, "evaluation": list(evaluations.values())}, args.jobs)
 
     summary = summarise(args, seeds, run_dir, evaluations)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -139,10 +132,9 @@ def table(summary: dict) -> str:
     ]
     for env, result in summary["envs"].items():
         for core, numbers in result["cores"].items():
-            stats = numbers["eval_return"]
             seeds = ", ".join(f"{run['eval']['return']:.2f}" for run in numbers["per_seed"])
             minutes = np.mean([run["training_seconds"] for run in numbers["per_seed"]]) / 60
-            rows.append(f"| {env} | {core} | {stats['iqm']:.2f} [{stats['ci_low']:.2f}, {stats['ci_high']:.2f}] | {seeds} | "
+            rows.append(f"| {env} | {core} | {format_interval(numbers['eval_return'])} | {seeds} | "
                         f"{result['random']['return']:.2f} | {result['oracle']['return']:.2f} | {minutes:.1f} min |")
     return "\n".join(rows) + "\n"
 

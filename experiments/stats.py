@@ -4,10 +4,14 @@ interval, computed by their library, rliable, rather than by hand."""
 
 from __future__ import annotations
 
+import argparse
 import warnings
 
 import numpy as np
 
+from envs.cli import positive_int
+
+MIN_RUNS = 2  # a confidence interval needs at least two runs to bootstrap from
 BOOTSTRAP_REPS = 2000  # rliable's default is 50,000; 2,000 moves a 95% interval's ends by well under 1%
 
 
@@ -23,8 +27,8 @@ def iqm_interval(scores: dict[str, np.ndarray], seed: int = 0) -> dict[str, dict
     matrices = {}
     for name, values in scores.items():
         values = np.asarray(values, dtype=np.float64)
-        if values.ndim not in (1, 2) or values.shape[0] < 2:
-            raise ValueError(f"{name!r}: need (runs,) or (runs, points) scores with at least 2 runs, got shape {values.shape}")
+        if values.ndim not in (1, 2) or values.shape[0] < MIN_RUNS:
+            raise ValueError(f"{name!r}: need (runs,) or (runs, points) scores with at least {MIN_RUNS} runs, got shape {values.shape}")
         matrices[name] = values.reshape(values.shape[0], -1)
     with warnings.catch_warnings():  # arch's notice that RandomState is deprecated (rliable passes one)
         warnings.simplefilter("ignore", FutureWarning)
@@ -36,3 +40,16 @@ def iqm_interval(scores: dict[str, np.ndarray], seed: int = 0) -> dict[str, dict
         squeeze = (lambda a: float(a[0])) if np.ndim(values) == 1 else (lambda a: a.tolist())  # noqa: E731
         result[name] = {"iqm": squeeze(points[name]), "ci_low": squeeze(intervals[name][0]), "ci_high": squeeze(intervals[name][1])}
     return result
+
+
+def seed_count(text: str) -> int:
+    """argparse type for an experiment's --seeds: an integer of at least MIN_RUNS."""
+    count = positive_int(text)
+    if count < MIN_RUNS:
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_RUNS} for a confidence interval, got {count}")
+    return count
+
+
+def format_interval(stats: dict[str, float], digits: int = 2) -> str:
+    """An iqm_interval result as the tables print it: "IQM [low, high]"."""
+    return f"{stats['iqm']:.{digits}f} [{stats['ci_low']:.{digits}f}, {stats['ci_high']:.{digits}f}]"
