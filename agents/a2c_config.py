@@ -71,6 +71,10 @@ class A2CConfig:
     learner: str = field(default="auto", metadata={"help": f"one of {LEARNERS}: reuse the acting graph or recompute the chunk"})
     embed_dim: int = field(default=16, metadata={"help": "embedding width per observation feature"})
     head_init: str = field(default="pytorch", metadata={"help": f"one of {HEAD_INITS}: how the actor and critic heads start (agents/policy.py)"})
+    previous_inputs: bool = field(
+        default=True,
+        metadata={"help": "feed the core the previous action and reward; --no-previous-inputs: the observation only, so memory is the only way to carry a cue"},
+    )
     num_actors: int = field(default=0, metadata={"help": "CPU actor worker processes stepping env shards; 0 steps envs in the learner"})
     device: str = field(default="auto", metadata={"help": "auto (CUDA if present, else CPU), cpu, cuda, cuda:N"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads of the learner; 0 keeps torch's default"})
@@ -92,6 +96,8 @@ class A2CConfig:
             raise ValueError(f"unknown lr_schedule {self.lr_schedule!r}; choose from {list(LR_SCHEDULES)}")
         if self.head_init not in HEAD_INITS:
             raise ValueError(f"unknown head_init {self.head_init!r}; choose from {list(HEAD_INITS)}")
+        if not isinstance(self.previous_inputs, bool):
+            raise ValueError(f"previous_inputs must be True or False, got {self.previous_inputs!r}")
         if self.learner not in LEARNERS:
             raise ValueError(f"unknown learner {self.learner!r}; choose from {list(LEARNERS)}")
         for name in ("total_steps", "num_envs", "rollout", "embed_dim", "log_every"):

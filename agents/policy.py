@@ -2,7 +2,9 @@
 
 Input per step: the env's `MultiDiscrete` observation (one embedding per feature), the previous
 action (its own embedding, with an extra "none" entry used at episode starts) and the previous
-reward (a scalar, clipped to [-1, 1]). These are concatenated and fed to the core, whose output
+reward (a scalar, clipped to [-1, 1]); with `previous_inputs=False` the observation only (an
+agent that sees its own last action can carry a cue in its behaviour instead of its memory: on
+the corridor, turning towards the cue's door). These are concatenated and fed to the core, whose output
 gives the action logits and the state value. The core carries its memory through `state` and
 forgets at `first`, exactly as the core interface says (agents/cores/__init__.py).
 
@@ -32,7 +34,7 @@ HEAD_INITS = ("orthogonal", "pytorch")
 class Policy(nn.Module):
     def __init__(
         self, obs_nvec: Sequence[int], num_actions: int, core: str, core_options: dict[str, Any], embed_dim: int = 16,
-        head_init: str = "pytorch",
+        head_init: str = "pytorch", previous_inputs: bool = True,
     ):
         super().__init__()
         if embed_dim < 1:
@@ -44,8 +46,9 @@ class Policy(nn.Module):
         # One table for all features: feature f's value v is row offsets[f] + v.
         self.register_buffer("offsets", torch.tensor([0] + nvec[:-1]).cumsum(0), persistent=False)
         self.obs_embed = nn.Embedding(sum(nvec), embed_dim)
-        self.action_embed = nn.Embedding(self.num_actions + 1, embed_dim)  # last row: no previous action
-        input_dim = (len(nvec) + 1) * embed_dim + 1
+        self.previous_inputs = previous_inputs
+        self.action_embed = nn.Embedding(self.num_actions + 1, embed_dim) if previous_inputs else None  # last row: no previous action
+        input_dim = len(nvec) * embed_dim + ((embed_dim + 1) if previous_inputs else 0)
         self.core = make_core(core, input_dim, **core_options)
         self.actor = nn.Linear(self.core.output_dim, self.num_actions)
         self.critic = nn.Linear(self.core.output_dim, 1)
@@ -61,6 +64,8 @@ class Policy(nn.Module):
         """obs (..., F) long, prev_action (...) long (num_actions = none), prev_reward (...) ->
         the core's input (..., input_dim)."""
         features = self.obs_embed(obs + self.offsets).flatten(-2)  # (..., F * embed)
+        if not self.previous_inputs:
+            return features
         action = self.action_embed(prev_action)  # (..., embed)
         reward = prev_reward.clamp(-1.0, 1.0).unsqueeze(-1)  # (..., 1)
         return torch.cat([features, action, reward], dim=-1)

@@ -40,7 +40,8 @@ RECENT_EPISODES = 100  # the progress bar's mean return is over this many last e
 
 
 def build_policy(config: A2CConfig, obs_nvec, num_actions: int) -> Policy:
-    return Policy(obs_nvec, num_actions, config.core, config.core_options, config.embed_dim, config.head_init)
+    return Policy(obs_nvec, num_actions, config.core, config.core_options, config.embed_dim, config.head_init,
+                  config.previous_inputs)
 
 
 def build_optimizer(config: A2CConfig, policy: Policy) -> torch.optim.Optimizer:

@@ -6,6 +6,8 @@ markdown table and figures. An interrupted experiment resumes where it stopped w
     jobs.py           running training / evaluation commands in parallel, resumable, one progress bar
     stats.py          IQM and bootstrap confidence intervals over seeds
     curves.py         learning curves from TensorBoard, on a common frame grid, and their figure
+    estimate.py       the expected training time on this machine, printed before an experiment starts
+    cue_memory.py     how much of the corridor's cue a core still holds at the doors
     mazes.py          the mazes (Figures 4 and 6 of the paper) at a CPU budget
     corridor_span.py  the corridor against the attention span (Figure 3)
     head_init.py      how the actor and critic heads start, and what it does to learning

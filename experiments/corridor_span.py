@@ -26,6 +26,7 @@ import numpy as np
 
 from envs.cli import positive_int
 from experiments.curves import training_seconds
+from experiments.estimate import print_expected_time
 from experiments.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, machine, run_stages, train_job
 from experiments.stats import format_interval, iqm_interval, seed_count
 
@@ -49,6 +50,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--name", default="corridor_span", help="output file stem (default: corridor_span)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/corridor_span/L{length}-T{rollout})")
     parser.add_argument("--out", type=Path, default=ROOT / "assets")
+    parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
     parser.add_argument("--quick", action="store_true", help="tiny models and runs, to test the pipeline")
     return parser
 
@@ -69,6 +71,8 @@ def main(argv: list[str] | None = None) -> None:
                           [*env_args, *models[model], "--seed", str(seed), *quick(model[0])], args.frames) for model, seed in cells]
     evaluations = {cell: evaluate_job(run_dir[cell], 2 if args.quick else args.eval_episodes, args.frames, greedy=True) for cell in cells}
     print(f"{len(cells)} runs of {args.frames:,} frames on a corridor of {args.length} cells, {args.jobs} at a time, in {runs_dir}")
+    if not (args.quick or args.no_estimate):
+        print_expected_time(training, args.jobs)
     run_stages({"training": training, "evaluation": list(evaluations.values())}, args.jobs)
 
     summary = {

@@ -26,6 +26,7 @@ import numpy as np
 
 from envs.cli import positive_int
 from experiments.curves import binned_curve, draw_curves, training_seconds
+from experiments.estimate import print_expected_time
 from experiments.jobs import ROOT, machine, run_stages, train_job
 from experiments.stats import format_interval, iqm_interval, seed_count
 
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, help="runs at once (default: the CPU count)")
     parser.add_argument("--runs-dir", type=Path, default=ROOT / "runs" / "experiments" / "head_init")
     parser.add_argument("--out", type=Path, default=ROOT / "assets")
+    parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
     args = parser.parse_args(argv)
     seeds = list(range(args.seeds))
     cells = [(task, core, init, seed) for seed in seeds for task in args.tasks for core in DEFAULT_CORES[task] for init in INITS]
@@ -57,6 +59,8 @@ def main(argv: list[str] | None = None) -> None:
                       [*TASKS[task][0], "--core", core, "--preset", "cpu", "--seed", str(seed), "--head-init", init], frames[task])
             for task, core, init, seed in cells]
     print(f"{len(jobs)} runs, {args.jobs} at a time, in {args.runs_dir}")
+    if not args.no_estimate:
+        print_expected_time(jobs, args.jobs)
     run_stages({"training": jobs}, args.jobs)
 
     summary = {"command": "python -m experiments.head_init " + shlex.join(sys.argv[1:]),

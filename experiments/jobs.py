@@ -40,6 +40,7 @@ class Job:
     log: Path
     record: Path
     target: str = ""  # what the finished job reached (e.g. "2000000 frames"); another target reruns it
+    work: tuple[list[str], int] | None = None  # a training job's train_a2c.py arguments and frames (estimate.py)
 
     @property
     def done(self) -> bool:
@@ -68,7 +69,7 @@ def train_job(name: str, run_dir: Path, train_args: list[str], frames: int) -> J
             return [sys.executable, "train_a2c.py", "--resume", str(run_dir), "--total-steps", str(frames), "--threads", "1"]
         return [sys.executable, "train_a2c.py", *train_args, "--total-steps", str(frames), "--threads", "1", "--run-dir", str(run_dir)]
 
-    return Job(name, command, run_dir / "train.log", record, f"{frames} frames")
+    return Job(name, command, run_dir / "train.log", record, f"{frames} frames", (train_args, frames))
 
 
 def evaluate_job(run_dir: Path, episodes: int, frames: int, greedy: bool = False, seed: int = EVAL_SEED) -> Job:

@@ -32,6 +32,7 @@ import envs
 from agents.cores import CORES
 from envs.cli import positive_int
 from experiments.curves import binned_curve, draw_curves, training_seconds
+from experiments.estimate import print_expected_time
 from experiments.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, machine, run_stages, train_job
 from experiments.stats import format_interval, iqm_interval, seed_count
 
@@ -57,6 +58,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--name", default="mazes", help="output file stem and run folder (default: mazes)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/NAME)")
     parser.add_argument("--out", type=Path, default=ROOT / "assets", help="where results go (default: assets/)")
+    parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
     parser.add_argument("--quick", action="store_true", help="tiny runs and evaluations, to test the pipeline")
     return parser
 
@@ -78,6 +80,8 @@ def main(argv: list[str] | None = None) -> None:
             train_args += QUICK_TRAIN + ["--core-opt", QUICK_CORE[core]]
         training.append(train_job(f"train {env}/{core}/seed{seed}", run_dir[env, core, seed], train_args, args.frames))
     evaluations = {cell: evaluate_job(run_dir[cell], args.eval_episodes, args.frames) for cell in cells}
+    if not (args.quick or args.no_estimate):
+        print_expected_time(training, args.jobs)
     run_stages({"training": training, "evaluation": list(evaluations.values())}, args.jobs)
 
     summary = summarise(args, seeds, run_dir, evaluations)

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from agents.cores.append_log import AppendLog, capacity_for
-from agents.cores.attention import AttentionBlock, split_heads
+from agents.cores.attention import AttentionBlock, init_value_path, split_heads
 from agents.cores.sliding_window import SlidingWindowBuffer
 from agents.cores.transformer import TransformerConfig
 from agents.cores.weights_version import track_loads, weights_version
@@ -73,6 +73,7 @@ class FeedbackCore(nn.Module):
         self.kv = nn.ModuleList(nn.Linear(c.d_model, 2 * c.d_model) for _ in range(self.groups))
         self.layer_logits = nn.Parameter(torch.zeros(c.n_layers + 1))  # w: l = 0 is the input embedding
         self.norm_out = nn.LayerNorm(c.d_model) if c.pre_norm else nn.Identity()
+        init_value_path(c.value_init, self.kv, self.blocks)
         track_loads(self)
 
     @property

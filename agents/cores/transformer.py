@@ -20,8 +20,8 @@ import torch
 from torch import nn
 
 from agents.cores.append_log import AppendLog, capacity_for
-from agents.cores.attention import AttentionBlock, carried_valid, episode_starts, split_heads
-from agents.cores.checks import check_at_least, check_fraction, check_heads
+from agents.cores.attention import VALUE_INITS, AttentionBlock, carried_valid, episode_starts, init_value_path, split_heads
+from agents.cores.checks import check_at_least, check_bool, check_choice, check_fraction, check_heads
 from agents.cores.weights_version import track_loads, weights_version
 
 
@@ -35,6 +35,7 @@ class TransformerConfig:
     dropout: float = 0.0
     pre_norm: bool = True  # False: post-norm
     persistent: int = 0  # > 0: all-attention layers, this many persistent vectors per head, no feed-forward
+    value_init: str = "pytorch"  # "orthogonal": value and output projections start orthogonal (attention.py)
 
     def __post_init__(self):
         check_heads(self.d_model, self.n_heads)
@@ -43,8 +44,8 @@ class TransformerConfig:
         check_at_least("d_ff", self.d_ff, 0)
         check_at_least("persistent", self.persistent, 0)
         check_fraction("dropout", self.dropout)
-        if not isinstance(self.pre_norm, bool):
-            raise ValueError(f"pre_norm must be True or False, got {self.pre_norm!r}")
+        check_bool("pre_norm", self.pre_norm)
+        check_choice("value_init", self.value_init, VALUE_INITS)
 
     @property
     def ff_width(self) -> int:
@@ -75,6 +76,7 @@ class TransformerCore(nn.Module):
         )
         self.kv = nn.ModuleList(nn.Linear(c.d_model, 2 * c.d_model) for _ in range(c.n_layers))
         self.norm_out = nn.LayerNorm(c.d_model) if c.pre_norm else nn.Identity()
+        init_value_path(c.value_init, self.kv, self.blocks)
         track_loads(self)
 
     def initial_state(self, batch_size: int, device: torch.device | str) -> TransformerState:

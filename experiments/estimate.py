@@ -1,0 +1,77 @@
+"""How long an experiment's training will take on this machine, measured before it starts.
+
+Each distinct model of the experiment (its train_a2c.py arguments without --seed) is built with
+one torch thread, as the runs will be, and timed over one update after a warm-up update (or over
+the warm-up update alone when that took more than LONG_UPDATE seconds, as the paper preset's do on
+a CPU: a little pessimistic, and half the wait): seconds per env frame. The expected run time is then the frame budgets of the runs not yet finished
+(a run stopped half-way counts whole), each at its model's rate, spread over the runs at once (and never less than the longest single run). It is an
+estimate of this machine's time, taken while whatever else runs here is running: with the paper
+preset on a CPU it is hours or days, which is what it should say before anyone waits for it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+
+import torch
+
+from experiments.jobs import Job
+
+LONG_UPDATE = 10.0  # seconds
+
+
+def model_key(train_args: list[str]) -> tuple[str, ...]:
+    """The arguments that fix a run's speed: all but its seed."""
+    key, skip = [], False
+    for arg in train_args:
+        if skip:
+            skip = False
+        elif arg == "--seed":
+            skip = True
+        else:
+            key.append(arg)
+    return tuple(key)
+
+
+def seconds_per_frame(train_args: list[str]) -> float:
+    """Wall seconds per env frame of `python train_a2c.py TRAIN_ARGS --threads 1` on this machine."""
+    from train_a2c import make_parser, make_trainer
+
+    threads = torch.get_num_threads()
+    with tempfile.TemporaryDirectory() as run_dir:
+        parser = make_parser()
+        args = parser.parse_args([*train_args, "--threads", "1", "--run-dir", run_dir])
+        trainer = make_trainer(args, parser)
+        try:
+            started = time.perf_counter()
+            trainer.update()
+            seconds = time.perf_counter() - started
+            if seconds < LONG_UPDATE:
+                started = time.perf_counter()
+                trainer.update()
+                seconds = time.perf_counter() - started
+        finally:
+            trainer.close()
+            torch.set_num_threads(threads)
+    return seconds / (trainer.config.num_envs * trainer.config.rollout)
+
+
+def expected_seconds(jobs: list[Job], workers: int) -> tuple[float, int]:
+    """(expected wall seconds of the training jobs not yet done, how many models were timed)."""
+    todo = [job for job in jobs if not job.done and job.work is not None]
+    rates = {key: seconds_per_frame(list(key)) for key in {model_key(job.work[0]) for job in todo}}
+    seconds = [rates[model_key(job.work[0])] * job.work[1] for job in todo]
+    return (max(sum(seconds) / workers, max(seconds)) if seconds else 0.0), len(rates)
+
+
+def print_expected_time(jobs: list[Job], workers: int) -> None:
+    """Measure, then print the expected training time (see the module docstring)."""
+    todo = sum(1 for job in jobs if not job.done)
+    if not todo:
+        return
+    print(f"timing an update of each model to estimate the run time of {todo} runs (--no-estimate skips this) ...", flush=True)
+    seconds, models = expected_seconds(jobs, workers)
+    hours, minutes = divmod(round(seconds / 60), 60)
+    print(f"expected training time on this machine: about {f'{hours} h ' if hours else ''}{minutes} min "
+          f"({models} models timed, {workers} runs at once, 1 thread each)", flush=True)

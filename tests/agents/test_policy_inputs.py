@@ -1,0 +1,43 @@
+"""What the policy feeds its core: the observation, and by default the previous action and reward."""
+
+import pytest
+import torch
+
+from agents.a2c_config import A2CConfig, resolve_config
+from agents.config_cli import given_fields
+from agents.policy import Policy
+from train_a2c import make_parser
+
+NVEC, ACTIONS, T, B = [3, 4], 3, 5, 6
+
+
+def outputs(policy: Policy, prev_action, prev_reward):
+    obs = torch.randint(0, 3, (T, B, len(NVEC)), generator=torch.Generator().manual_seed(1))
+    first = torch.zeros(T, B, dtype=torch.bool)
+    first[0] = True
+    logits, values, _ = policy(obs, prev_action, prev_reward, first, policy.initial_state(B, "cpu"))
+    return logits, values
+
+
+def test_without_previous_inputs_the_policy_ignores_the_last_action_and_reward():
+    generator = torch.Generator().manual_seed(0)
+    actions = [torch.randint(0, ACTIONS + 1, (T, B), generator=generator) for _ in range(2)]
+    rewards = [torch.rand(T, B, generator=generator) for _ in range(2)]
+    for previous_inputs in (True, False):
+        torch.manual_seed(0)
+        policy = Policy(NVEC, ACTIONS, "lstm", {}, embed_dim=4, previous_inputs=previous_inputs)
+        (logits_a, values_a), (logits_b, values_b) = (outputs(policy, a, r) for a, r in zip(actions, rewards))
+        if previous_inputs:
+            assert not torch.allclose(logits_a, logits_b) and not torch.allclose(values_a, values_b)
+            assert policy.core.lstm.input_size == len(NVEC) * 4 + 4 + 1
+        else:
+            assert torch.equal(logits_a, logits_b) and torch.equal(values_a, values_b)
+            assert policy.core.lstm.input_size == len(NVEC) * 4 and policy.action_embed is None
+
+
+def test_no_previous_inputs_flag_reaches_the_config():
+    args = make_parser().parse_args(["--env", "corridor", "--no-previous-inputs"])
+    assert resolve_config(given_fields(args, A2CConfig)).previous_inputs is False
+    assert resolve_config({"env": "corridor"}).previous_inputs is True
+    with pytest.raises(ValueError, match="previous_inputs must be True or False, got 'no'"):
+        A2CConfig(previous_inputs="no")

@@ -1,0 +1,56 @@
+"""The experiments' measuring tools: the run-time estimate and the corridor's cue memory probe."""
+
+import pytest
+import torch
+
+from agents.a2c_config import A2CConfig
+from agents.train import build_policy
+from experiments import estimate
+from experiments.cue_memory import cue_separation, door_outputs
+from experiments.jobs import train_job
+
+CORRIDOR = {"length": 5, "max_episode_steps": 20}
+TINY = ["--env", "corridor", "--env-opt", "length=5", "--core", "mlp", "--core-opt", "hidden_size=8", "--num-envs", "4", "--rollout", "4"]
+
+
+def test_model_key_drops_only_the_seed():
+    assert estimate.model_key(["--env", "maze", "--seed", "3", "--core", "lstm"]) == ("--env", "maze", "--core", "lstm")
+
+
+def test_expected_time_times_each_model_once_and_skips_finished_runs(tmp_path, monkeypatch):
+    timed = []
+    monkeypatch.setattr(estimate, "seconds_per_frame", lambda args: timed.append(args) or (1e-3 if "mlp" in args else 4e-3))
+    jobs = [train_job(f"{core}{seed}", tmp_path / f"{core}{seed}", [*TINY[:5], core, "--seed", str(seed)], 1000)
+            for core in ("mlp", "lstm") for seed in range(3)]
+    (tmp_path / "lstm2").mkdir()
+    jobs[-1].record.write_text('{"target": "1000 frames"}')  # finished: not counted
+    seconds, models = estimate.expected_seconds(jobs, workers=2)
+    assert models == 2 and len(timed) == 2
+    assert seconds == pytest.approx((3 * 1.0 + 2 * 4.0) / 2)  # 5 runs left, 2 at a time
+    assert estimate.expected_seconds(jobs[-2:], workers=8) == (pytest.approx(4.0), 1)  # never below the longest run
+
+
+def test_seconds_per_frame_measures_a_real_update():
+    rate = estimate.seconds_per_frame([*TINY, "--seed", "0"])
+    assert 0 < rate < 1.0  # 16 frames of a tiny MLP take well under 16 s anywhere
+
+
+def policy(core: str, **core_options):
+    torch.manual_seed(0)
+    config = A2CConfig(env="corridor", core=core, core_options=core_options, env_options=CORRIDOR)
+    return build_policy(config, [3, 3, 3], 4).eval()
+
+
+def test_door_outputs_are_taken_where_the_doors_come_into_view():
+    outputs, cue, upper = door_outputs(policy("lstm", hidden_size=8), CORRIDOR, episodes=16)
+    assert outputs.shape == (16, 8) and set(cue) <= {1, 2} and set(upper) <= {1, 2}
+    assert {1, 2} <= set(cue)  # both cues drawn among 16 episodes (env seeds fixed)
+
+
+def test_cue_separation_is_zero_without_memory_and_not_with_it():
+    """An MLP sees only the doors when it reaches them: nothing of the cue (float32 noise only).
+    A fresh LSTM still carries some of it 4 steps on; a span-8 Transformer attends to it."""
+    assert cue_separation(policy("mlp"), CORRIDOR) < 1e-5
+    assert cue_separation(policy("lstm"), CORRIDOR) > 1e-3
+    assert cue_separation(policy("transformer", span=8, d_model=16, n_heads=2), CORRIDOR) > 1e-3
+    assert cue_separation(policy("transformer", span=1, d_model=16, n_heads=2), CORRIDOR) < 1e-5  # reach 2 of 4 steps
