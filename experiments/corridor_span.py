@@ -1,6 +1,6 @@
 """Figure 3 of the paper at CPU scale: success on the corridor against the attention span.
 
-    python -m experiments.corridor_span                  # spans 1..32, feedback and transformer, lstm and mlp, 3 seeds
+    python -m experiments.corridor_span                  # spans 1..8, feedback and transformer, lstm and mlp, 3 seeds, 3M frames
 
 The claim: a Transformer that sees `span` steps back in each of its `n_layers` layers reaches at
 most span x layers steps into the past, so it fails once that is shorter than the corridor
@@ -9,8 +9,13 @@ step's memory vector is made from all layers of the step before), so it can carr
 span. Each (core, span, seed) is a `train_a2c.py` run of the CPU preset with `--core-opt
 span=S,n_layers=2` on a corridor of `--length` cells (time limit 4 x length) for `--frames` env
 frames, with rollouts of `--rollout` steps (the BPTT length: gradients do not cross a rollout's
-start), then `evaluate.py --greedy` (success rate over `--eval-episodes`). The LSTM and the MLP
-(no memory) are reference lines. Writes NAME.json (raw per-seed numbers), NAME.md and NAME.png.
+start), then `evaluate.py --greedy` (success rate over `--eval-episodes`), and the cue separation
+at the doors of its final policy and of a fresh one (cue_memory.py: whether the core still holds
+the cue where it is needed, whatever the policy does with it). The LSTM and the MLP (no memory)
+are reference lines. The agents see the observation only (`--no-previous-inputs`): an agent fed
+its own last action can carry the cue in its behaviour, which attention of any reach can read
+(`--previous-inputs` gives them that input, as the other experiments do). Writes NAME.json (raw
+per-seed numbers), NAME.md and NAME.png.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from envs.cli import positive_int
+from experiments.cue_memory import run_cue_separation
 from experiments.curves import training_seconds
 from experiments.estimate import print_expected_time
 from experiments.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, machine, run_stages, train_job
@@ -37,13 +43,14 @@ QUICK_CORE = {"feedback": "d_model=16,n_heads=2", "transformer": "d_model=16,n_h
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--spans", nargs="+", type=positive_int, default=[1, 2, 4, 8, 16, 32])
+    parser.add_argument("--spans", nargs="+", type=positive_int, default=[1, 2, 4, 8])
     parser.add_argument("--cores", nargs="+", choices=["feedback", "transformer"], default=["feedback", "transformer"])
     parser.add_argument("--references", nargs="*", choices=["lstm", "mlp"], default=["lstm", "mlp"])
     parser.add_argument("--length", type=positive_int, default=8,
                         help="corridor cells (default: 8: the transformer's reach, 2 x span, falls short at spans 1 and 2)")
     parser.add_argument("--rollout", type=positive_int, default=32, help="steps per update, the BPTT length (default: 32, the CPU preset)")
-    parser.add_argument("--frames", type=positive_int, default=1_000_000, help="env frames per run (default: 1,000,000)")
+    parser.add_argument("--frames", type=positive_int, default=3_000_000, help="env frames per run (default: 3,000,000)")
+    parser.add_argument("--previous-inputs", action="store_true", help="feed the agents their previous action and reward too")
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 (default: 3)")
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="greedy evaluation episodes (default: 100)")
     parser.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, help="runs at once (default: the CPU count)")
@@ -58,9 +65,10 @@ def make_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     args = make_parser().parse_args(argv)
     seeds = list(range(args.seeds))
-    runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / "corridor_span" / f"L{args.length}-T{args.rollout}"
+    inputs = "" if args.previous_inputs else "-obs"
+    runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / "corridor_span" / f"L{args.length}-T{args.rollout}{inputs}"
     env_args = ["--env", "corridor", "--env-opt", f"length={args.length},max_episode_steps={4 * args.length}",
-                "--preset", "cpu", "--rollout", str(args.rollout)]
+                "--preset", "cpu", "--rollout", str(args.rollout), "--previous-inputs" if args.previous_inputs else "--no-previous-inputs"]
     # (core, span or None) -> train_a2c.py arguments of that model
     models = {(core, span): ["--core", core, "--core-opt", f"span={span},n_layers={LAYERS}"] for core in args.cores for span in args.spans}
     models.update({(core, None): ["--core", core] for core in args.references})
@@ -78,16 +86,19 @@ def main(argv: list[str] | None = None) -> None:
     summary = {
         "command": "python -m experiments.corridor_span " + shlex.join(sys.argv[1:]), "machine": machine(args.jobs),
         "length": args.length, "layers": LAYERS, "rollout": args.rollout, "frames": args.frames, "seeds": seeds,
+        "previous_inputs": args.previous_inputs,
         "eval": f"{args.eval_episodes} greedy episodes per run, env seeds {EVAL_SEED} + i", "models": {},
     }
     for (core, span) in models:
         results = [evaluation(evaluations[(core, span), seed]) for seed in seeds]
         success = np.array([r["agent"]["success"] for r in results])
+        separation = [run_cue_separation(str(run_dir[(core, span), s])) for s in seeds]
         summary["random_success"] = results[0]["random"]["success"]
         summary["models"][f"{core}/span{span}" if span else core] = {
             "core": core, "span": span, "reach": span * LAYERS if span and core == "transformer" else None,
-            "per_seed": [{"seed": s, "success": float(v), "training_seconds": round(training_seconds(run_dir[(core, span), s]), 1)}
-                         for s, v in zip(seeds, success)],
+            "per_seed": [{"seed": s, "success": float(v), "cue_separation": cue["trained"], "cue_separation_fresh": cue["fresh"],
+                          "training_seconds": round(training_seconds(run_dir[(core, span), s]), 1)}
+                         for s, v, cue in zip(seeds, success, separation)],
             "success": iqm_interval({"x": success})["x"],
         }
     args.out.mkdir(parents=True, exist_ok=True)
@@ -98,15 +109,19 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def table(summary: dict) -> str:
+    inputs = "their previous action and reward too" if summary.get("previous_inputs", True) else "the observation only"
     rows = [f"Greedy success rate on a corridor of {summary['length']} cells after {summary['frames']:,} frames "
-            f"(rollouts of {summary['rollout']} steps): IQM over seeds [95% bootstrap CI], then each seed.\n",
-            "| model | span | transformer reach (span x 2) | success: IQM [95% CI] | per seed | training time per run |",
-            "|---|---|---|---|---|---|"]
+            f"(rollouts of {summary['rollout']} steps; the agents see {inputs}): IQM over seeds [95% bootstrap CI], then "
+            "each seed, and each seed's cue separation at the doors (experiments/cue_memory.py: about 1e-7 is none left, "
+            "float32 noise; around 1, the cue is a large part of the core's output), trained (fresh).\n",
+            "| model | span | transformer reach (span x 2) | success: IQM [95% CI] | per seed | cue separation per seed, trained (fresh) | training time per run |",
+            "|---|---|---|---|---|---|---|"]
     for model in summary["models"].values():
         seeds = ", ".join(f"{run['success']:.2f}" for run in model["per_seed"])
+        cues = ", ".join(f"{run['cue_separation']:.0e} ({run['cue_separation_fresh']:.0e})" for run in model["per_seed"])
         minutes = np.mean([run["training_seconds"] for run in model["per_seed"]]) / 60
         rows.append(f"| {model['core']} | {model['span'] or '-'} | {model['reach'] or '-'} | "
-                    f"{format_interval(model['success'])} | {seeds} | {minutes:.1f} min |")
+                    f"{format_interval(model['success'])} | {seeds} | {cues} | {minutes:.1f} min |")
     return "\n".join(rows) + f"\n\nRandom policy: {summary['random_success']:.2f}.\n"
 
 

@@ -88,5 +88,11 @@ def test_a_quick_corridor_span_experiment_writes_its_table_json_and_figure(tmp_p
     successes = [run["success"] for run in span2["per_seed"]]
     assert all(0.0 <= s <= 1.0 for s in successes)
     assert min(successes) <= span2["success"]["iqm"] <= max(successes)
+    # length 3: the doors are 2 steps from the cue, inside a span-2 transformer's reach, beyond an MLP's
+    assert all(run["cue_separation"] > 1e-4 for run in span2["per_seed"])
+    assert all(run["cue_separation"] < 1e-5 for run in summary["models"]["mlp"]["per_seed"])
+    assert summary["previous_inputs"] is False
+    config = json.loads((tmp_path / "runs" / "mlp" / "seed0" / "config.json").read_text())
+    assert config["previous_inputs"] is False
     assert (out / "corridor_span.png").stat().st_size > 0
     assert "| transformer | 2 | 4 |" in (out / "corridor_span.md").read_text()
