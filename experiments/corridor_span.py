@@ -6,7 +6,7 @@ The claim: a Transformer that sees `span` steps back in each of its `n_layers` l
 most span x layers steps into the past, so it fails once that is shorter than the corridor
 (the cue is shown only at the first cell); the Feedback Transformer's memory is recurrent (every
 step's memory vector is made from all layers of the step before), so it can carry the cue at any
-span. Each (core, span, seed) is a `train_a2c.py` run of the CPU preset with `--core-opt
+span. Each (core, span, seed) is a `train_a2c.py` run of `--preset` (cpu by default) with `--core-opt
 span=S,n_layers=2` on a corridor of `--length` cells (time limit 4 x length) for `--frames` env
 frames, with rollouts of `--rollout` steps (the BPTT length: gradients do not cross a rollout's
 start), then `evaluate.py --greedy` (success rate over `--eval-episodes`), and the cue separation
@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from agents.a2c_config import preset_values
 from envs.cli import positive_int
 from experiments.cue_memory import run_cue_separation
 from experiments.curves import training_seconds
@@ -48,7 +49,9 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--references", nargs="*", choices=["lstm", "mlp"], default=["lstm", "mlp"])
     parser.add_argument("--length", type=positive_int, default=8,
                         help="corridor cells (default: 8: the transformer's reach, 2 x span, falls short at spans 1 and 2)")
-    parser.add_argument("--rollout", type=positive_int, default=32, help="steps per update, the BPTT length (default: 32, the CPU preset)")
+    parser.add_argument("--preset", choices=["cpu", "paper"], default="cpu",
+                        help="train_a2c.py preset (default: cpu; paper: the maze's settings, which the paper's corridor does not give)")
+    parser.add_argument("--rollout", type=positive_int, default=None, help="steps per update, the BPTT length (default: the preset's, 32 or 100)")
     parser.add_argument("--frames", type=positive_int, default=3_000_000, help="env frames per run (default: 3,000,000)")
     parser.add_argument("--previous-inputs", action="store_true", help="feed the agents their previous action and reward too")
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 (default: 3)")
@@ -65,10 +68,12 @@ def make_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     args = make_parser().parse_args(argv)
     seeds = list(range(args.seeds))
+    args.rollout = args.rollout or preset_values("corridor", "feedback", args.preset)[0]["rollout"]
     inputs = "" if args.previous_inputs else "-obs"
-    runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / "corridor_span" / f"L{args.length}-T{args.rollout}{inputs}"
+    preset = "" if args.preset == "cpu" else f"{args.preset}-"
+    runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / "corridor_span" / f"{preset}L{args.length}-T{args.rollout}{inputs}"
     env_args = ["--env", "corridor", "--env-opt", f"length={args.length},max_episode_steps={4 * args.length}",
-                "--preset", "cpu", "--rollout", str(args.rollout), "--previous-inputs" if args.previous_inputs else "--no-previous-inputs"]
+                "--preset", args.preset, "--rollout", str(args.rollout), "--previous-inputs" if args.previous_inputs else "--no-previous-inputs"]
     # (core, span or None) -> train_a2c.py arguments of that model
     models = {(core, span): ["--core", core, "--core-opt", f"span={span},n_layers={LAYERS}"] for core in args.cores for span in args.spans}
     models.update({(core, None): ["--core", core] for core in args.references})
@@ -85,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
 
     summary = {
         "command": "python -m experiments.corridor_span " + shlex.join(sys.argv[1:]), "machine": machine(args.jobs),
-        "length": args.length, "layers": LAYERS, "rollout": args.rollout, "frames": args.frames, "seeds": seeds,
+        "preset": args.preset, "length": args.length, "layers": LAYERS, "rollout": args.rollout, "frames": args.frames, "seeds": seeds,
         "previous_inputs": args.previous_inputs,
         "eval": f"{args.eval_episodes} greedy episodes per run, env seeds {EVAL_SEED} + i", "models": {},
     }
