@@ -14,8 +14,11 @@ at the doors of its final policy and of a fresh one (cue_memory.py: whether the 
 the cue where it is needed, whatever the policy does with it). The LSTM and the MLP (no memory)
 are reference lines. The agents see the observation only (`--no-previous-inputs`): an agent fed
 its own last action can carry the cue in its behaviour, which attention of any reach can read
-(`--previous-inputs` gives them that input, as the other experiments do). Writes NAME.json (raw
-per-seed numbers), NAME.md and NAME.png.
+(`--previous-inputs` gives them that input, as the other experiments do). The entropy cost is
+0.01, 20 times the presets': once a small-span Feedback Transformer holds the cue, its policy can
+fall into a trap where, for one cue, it plays a door action (a no-op) all along the corridor and
+never reaches the doors, which only the discount punishes; more entropy keeps it trying to walk
+(README, Figure 3). Writes NAME.json (raw per-seed numbers), NAME.md and NAME.png.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from agents.a2c_config import preset_values
-from envs.cli import positive_int
+from envs.cli import non_negative_float, positive_int
 from experiments.cue_memory import run_cue_separation
 from experiments.curves import training_seconds
 from experiments.estimate import print_expected_time
@@ -54,6 +57,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rollout", type=positive_int, default=None, help="steps per update, the BPTT length (default: the preset's, 32 or 100)")
     parser.add_argument("--frames", type=positive_int, default=3_000_000, help="env frames per run (default: 3,000,000)")
     parser.add_argument("--previous-inputs", action="store_true", help="feed the agents their previous action and reward too")
+    parser.add_argument("--entropy-coef", type=non_negative_float, default=0.01,
+                        help="entropy cost (default: 0.01, 20 x the presets': see the module docstring)")
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 (default: 3)")
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="greedy evaluation episodes (default: 100)")
     parser.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, help="runs at once (default: the CPU count)")
@@ -71,9 +76,9 @@ def main(argv: list[str] | None = None) -> None:
     args.rollout = args.rollout or preset_values("corridor", "feedback", args.preset)[0]["rollout"]
     inputs = "" if args.previous_inputs else "-obs"
     preset = "" if args.preset == "cpu" else f"{args.preset}-"
-    runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / "corridor_span" / f"{preset}L{args.length}-T{args.rollout}{inputs}"
+    runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / "corridor_span" / f"{preset}L{args.length}-T{args.rollout}{inputs}-ent{args.entropy_coef:g}"
     env_args = ["--env", "corridor", "--env-opt", f"length={args.length},max_episode_steps={4 * args.length}",
-                "--preset", args.preset, "--rollout", str(args.rollout), "--previous-inputs" if args.previous_inputs else "--no-previous-inputs"]
+                "--preset", args.preset, "--rollout", str(args.rollout), "--previous-inputs" if args.previous_inputs else "--no-previous-inputs", "--entropy-coef", str(args.entropy_coef)]
     # (core, span or None) -> train_a2c.py arguments of that model
     models = {(core, span): ["--core", core, "--core-opt", f"span={span},n_layers={LAYERS}"] for core in args.cores for span in args.spans}
     models.update({(core, None): ["--core", core] for core in args.references})
@@ -90,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
 
     summary = {
         "command": "python -m experiments.corridor_span " + shlex.join(sys.argv[1:]), "machine": machine(args.jobs),
-        "preset": args.preset, "length": args.length, "layers": LAYERS, "rollout": args.rollout, "frames": args.frames, "seeds": seeds,
+        "preset": args.preset, "entropy_coef": args.entropy_coef, "length": args.length, "layers": LAYERS, "rollout": args.rollout, "frames": args.frames, "seeds": seeds,
         "previous_inputs": args.previous_inputs,
         "eval": f"{args.eval_episodes} greedy episodes per run, env seeds {EVAL_SEED} + i", "models": {},
     }

@@ -96,3 +96,18 @@ def test_a_quick_corridor_span_experiment_writes_its_table_json_and_figure(tmp_p
     assert config["previous_inputs"] is False
     assert (out / "corridor_span.png").stat().st_size > 0
     assert "| transformer | 2 | 4 |" in (out / "corridor_span.md").read_text()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--entropy-coef", "-0.1"], "argument --entropy-coef: must be a finite number >= 0, got -0.1"),
+    (["--spans", "0"], "argument --spans: must be an integer >= 1, got 0"),
+    (["--seeds", "1"], "--seeds"),
+    (["--preset", "gpu"], "argument --preset: invalid choice: 'gpu'"),
+])
+def test_bad_corridor_span_arguments_exit_2_naming_the_value(argv, message, capsys):
+    from experiments import corridor_span
+
+    with pytest.raises(SystemExit) as exit_info:
+        corridor_span.main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
