@@ -18,6 +18,7 @@ import torch
 
 import envs
 from agents.cores import CORES, core_options
+from agents.cores.checks import check_bool
 from agents.policy import HEAD_INITS
 
 OPTIMIZERS = ("adam", "rmsprop")
@@ -96,8 +97,7 @@ class A2CConfig:
             raise ValueError(f"unknown lr_schedule {self.lr_schedule!r}; choose from {list(LR_SCHEDULES)}")
         if self.head_init not in HEAD_INITS:
             raise ValueError(f"unknown head_init {self.head_init!r}; choose from {list(HEAD_INITS)}")
-        if not isinstance(self.previous_inputs, bool):
-            raise ValueError(f"previous_inputs must be True or False, got {self.previous_inputs!r}")
+        check_bool("previous_inputs", self.previous_inputs)
         if self.learner not in LEARNERS:
             raise ValueError(f"unknown learner {self.learner!r}; choose from {list(LEARNERS)}")
         for name in ("total_steps", "num_envs", "rollout", "embed_dim", "log_every"):

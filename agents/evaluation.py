@@ -52,14 +52,20 @@ def load_run(run_dir_or_file: str, device: torch.device) -> Run:
         config = A2CConfig(**payload["config"])
     except (TypeError, ValueError) as error:
         raise CheckpointError(f"checkpoint config does not match this version: {error}") from error
-    probe = LocalEnvs(config.env, 1, config.seed, config.env_options)
-    probe.close()
-    policy = build_policy(config, probe.obs_nvec, probe.num_actions).to(device)
+    policy = new_policy(config).to(device)
     try:
         policy.load_state_dict(payload["policy"])
     except (RuntimeError, KeyError) as error:
         raise CheckpointError(f"checkpoint does not fit this model: {error}") from error
     return Run(config, policy.eval(), int(payload["counters"]["global_step"]))
+
+
+def new_policy(config: A2CConfig) -> Policy:
+    """A freshly initialised policy for `config`'s env and core (torch's generator as it stands),
+    its observation and action sizes read from one env of that config."""
+    probe = LocalEnvs(config.env, 1, config.seed, config.env_options)
+    probe.close()
+    return build_policy(config, probe.obs_nvec, probe.num_actions)
 
 
 def evaluate(run: Run, episodes: int, seed: int, num_envs: int, greedy: bool) -> dict[str, np.ndarray]:

@@ -63,7 +63,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="greedy evaluation episodes (default: 100)")
     parser.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, help="runs at once (default: the CPU count)")
     parser.add_argument("--name", default="corridor_span", help="output file stem (default: corridor_span)")
-    parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/corridor_span/L{length}-T{rollout})")
+    parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/corridor_span/[paper-]L{length}-T{rollout}[-obs]-ent{entropy})")
     parser.add_argument("--out", type=Path, default=ROOT / "assets")
     parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
     parser.add_argument("--quick", action="store_true", help="tiny models and runs, to test the pipeline")

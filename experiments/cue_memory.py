@@ -22,10 +22,9 @@ import numpy as np
 import torch
 
 from agents.actors import LocalEnvs
-from agents.evaluation import load_run
+from agents.evaluation import load_run, new_policy
 from agents.policy import Policy
 from agents.seeding import seed_everything
-from agents.train import build_policy
 from envs.corridor import FORWARD
 
 EPISODES = 64  # fresh corridors, walked side by side; cue and door order drawn by the env
@@ -74,10 +73,8 @@ def run_cue_separation(run_dir: str) -> dict[str, float]:
     run = load_run(run_dir, torch.device("cpu"))
     if run.config.env != "corridor":
         raise ValueError(f"{run_dir} was trained on {run.config.env!r}; the cue separation needs a corridor run")
-    probe = LocalEnvs("corridor", 1, 0, run.config.env_options)
-    probe.close()
     seed_everything(run.config.seed)
-    fresh = build_policy(run.config, probe.obs_nvec, probe.num_actions).eval()
+    fresh = new_policy(run.config).eval()
     return {"trained": cue_separation(run.policy, run.config.env_options), "fresh": cue_separation(fresh, run.config.env_options)}
 
 

@@ -2,11 +2,13 @@
 
 Each distinct model of the experiment (its train_a2c.py arguments without --seed) is built with
 one torch thread, as the runs will be, and timed over one update after a warm-up update (or over
-the warm-up update alone when that took more than LONG_UPDATE seconds, as the paper preset's do on
-a CPU: a little pessimistic, and half the wait): seconds per env frame. The expected run time is then the frame budgets of the runs not yet finished
-(a run stopped half-way counts whole), each at its model's rate, spread over the runs at once (and never less than the longest single run). It is an
-estimate of this machine's time, taken while whatever else runs here is running: with the paper
-preset on a CPU it is hours or days, which is what it should say before anyone waits for it.
+the warm-up update alone when that took more than LONG_UPDATE seconds, as the paper preset's do
+on a CPU: a little pessimistic, and half the wait): seconds per env frame. The expected run time
+is then the frame budgets of the runs not yet finished (a run stopped half-way counts whole),
+each at its model's rate, spread over the runs at once (and never less than the longest single
+run). It is an estimate of this machine's time, taken while whatever else runs here is running:
+with the paper preset on a CPU it is hours or days, which is what it should say before anyone
+waits for it.
 """
 
 from __future__ import annotations

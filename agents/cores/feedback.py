@@ -29,6 +29,7 @@ from torch import nn
 
 from agents.cores.append_log import AppendLog, capacity_for
 from agents.cores.attention import AttentionBlock, init_value_path, split_heads
+from agents.cores.checks import check_bool
 from agents.cores.sliding_window import SlidingWindowBuffer
 from agents.cores.transformer import TransformerConfig
 from agents.cores.weights_version import track_loads, weights_version
@@ -42,8 +43,7 @@ class FeedbackConfig(TransformerConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if not isinstance(self.shared_kv, bool):
-            raise ValueError(f"shared_kv must be True or False, got {self.shared_kv!r}")
+        check_bool("shared_kv", self.shared_kv)
 
 
 class FeedbackState(NamedTuple):
