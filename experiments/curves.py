@@ -44,6 +44,7 @@ def draw_curves(
     title: str,
     ylabel: str,
     out: Path,
+    xlabel: str = "env frames",
 ) -> None:
     """IQM over seeds and its 95% bootstrap band per core, baselines dashed; a PNG at `out`."""
     import matplotlib
@@ -65,7 +66,7 @@ def draw_curves(
     for (name, value), style in zip(lines.items(), (":", "--")):
         axes.axhline(value, color="#555555", linestyle=style, linewidth=1.2, label=f"{name} ({value:.2f})")
     axes.set_title(title, loc="left", fontsize=11)
-    axes.set_xlabel("env frames")
+    axes.set_xlabel(xlabel)
     axes.set_ylabel(ylabel)
     axes.xaxis.set_major_formatter(EngFormatter(sep=""))
     axes.grid(color="#e0e0e0", linewidth=0.8)

@@ -1,10 +1,10 @@
 """How long an experiment's training will take on this machine, measured before it starts.
 
-Each distinct model of the experiment (its train_a2c.py arguments without --seed) is built with
-one torch thread, as the runs will be, and timed over one update after a warm-up update (or over
-the warm-up update alone when that took more than LONG_UPDATE seconds, as the paper preset's do
-on a CPU: a little pessimistic, and half the wait): seconds per env frame. The expected run time
-is then the frame budgets of the runs not yet finished (a run stopped half-way counts whole),
+Each distinct model of the experiment (its train_a2c.py or seqtasks arguments without --seed) is
+built with one torch thread, as the runs will be, and timed over one update after a warm-up update
+(or over the warm-up update alone when that took more than LONG_UPDATE seconds, as the paper
+preset's do on a CPU: a little pessimistic, and half the wait): seconds per env frame, or per
+update of a seqtasks run. The expected run time is then the budgets of the runs not yet finished (a run stopped half-way counts whole),
 each at its model's rate, spread over the runs at once (and never less than the longest single
 run). It is an estimate of this machine's time, taken while whatever else runs here is running:
 with the paper preset on a CPU it is hours or days, which is what it should say before anyone
@@ -59,11 +59,39 @@ def seconds_per_frame(train_args: list[str]) -> float:
     return seconds / (trainer.config.num_envs * trainer.config.rollout)
 
 
+def seconds_per_update(seq_args: list[str]) -> float:
+    """Wall seconds per update of `python -m seqtasks SEQ_ARGS --threads 1` on this machine."""
+    from seqtasks.__main__ import build_parser, make_run
+
+    threads = torch.get_num_threads()
+    with tempfile.TemporaryDirectory() as run_dir:
+        parser = build_parser()
+        args = parser.parse_args([*seq_args, "--threads", "1", "--run-dir", run_dir])
+        run = make_run(args, parser, quiet=True)
+        try:
+            started = time.perf_counter()
+            run.step()
+            seconds = time.perf_counter() - started
+            if seconds < LONG_UPDATE:
+                started = time.perf_counter()
+                run.step()
+                seconds = time.perf_counter() - started
+        finally:
+            torch.set_num_threads(threads)
+    return seconds
+
+
+def seconds_per_unit(program: str, args: list[str]) -> float:
+    """Seconds per unit of a job's work: an env frame of train_a2c, an update of seqtasks."""
+    return seconds_per_frame(args) if program == "train_a2c" else seconds_per_update(args)
+
+
 def expected_seconds(jobs: list[Job], workers: int) -> tuple[float, int]:
     """(expected wall seconds of the training jobs not yet done, how many models were timed)."""
     todo = [job for job in jobs if not job.done and job.work is not None]
-    rates = {key: seconds_per_frame(list(key)) for key in {model_key(job.work[0]) for job in todo}}
-    seconds = [rates[model_key(job.work[0])] * job.work[1] for job in todo]
+    keys = {(job.work[0], model_key(job.work[1])) for job in todo}
+    rates = {key: seconds_per_unit(key[0], list(key[1])) for key in keys}
+    seconds = [rates[job.work[0], model_key(job.work[1])] * job.work[2] for job in todo]
     return (max(sum(seconds) / workers, max(seconds)) if seconds else 0.0), len(rates)
 
 

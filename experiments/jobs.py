@@ -8,6 +8,8 @@ experiment, run again, continues with the jobs it had not finished. Training job
 own checkpoint (see `train_job`); their target is the frame budget, so a larger --frames
 continues finished runs to it (and evaluates them again) instead of keeping the old numbers.
 
+`seq_job` is the same for a `python -m seqtasks` run, its target the update budget.
+
 Ctrl-C stops the experiment: each running command gets one SIGINT of its own (the trainers then
 save a checkpoint and exit 130), the runner waits for them and exits 130. Commands run in their
 own sessions, so a Ctrl-C typed at the terminal reaches them only through the runner, once.
@@ -40,7 +42,7 @@ class Job:
     log: Path
     record: Path
     target: str = ""  # what the finished job reached (e.g. "2000000 frames"); another target reruns it
-    work: tuple[list[str], int] | None = None  # a training job's train_a2c.py arguments and frames (estimate.py)
+    work: tuple[str, list[str], int] | None = None  # a training job's program, its arguments and units (estimate.py)
 
     @property
     def done(self) -> bool:
@@ -69,7 +71,26 @@ def train_job(name: str, run_dir: Path, train_args: list[str], frames: int) -> J
             return [sys.executable, "train_a2c.py", "--resume", str(run_dir), "--total-steps", str(frames), "--threads", "1"]
         return [sys.executable, "train_a2c.py", *train_args, "--total-steps", str(frames), "--threads", "1", "--run-dir", str(run_dir)]
 
-    return Job(name, command, run_dir / "train.log", record, f"{frames} frames", (train_args, frames))
+    return Job(name, command, run_dir / "train.log", record, f"{frames} frames", ("train_a2c", train_args, frames))
+
+
+def seq_job(name: str, run_dir: Path, seq_args: list[str], updates: int) -> Job:
+    """`python -m seqtasks ARGS --max-updates UPDATES --run-dir RUN_DIR`, or `--resume RUN_DIR`
+    when a checkpoint of an unfinished run is there. Its numbers are RUN_DIR/results.json (the
+    test metrics and the validation history; see seq_results)."""
+
+    def command() -> list[str]:
+        if (run_dir / "checkpoint.pt").exists():
+            return [sys.executable, "-m", "seqtasks", "--resume", str(run_dir), "--max-updates", str(updates), "--threads", "1", "--no-progress"]
+        return [sys.executable, "-m", "seqtasks", *seq_args, "--max-updates", str(updates), "--threads", "1",
+                "--run-dir", str(run_dir), "--no-progress"]
+
+    return Job(name, command, run_dir / "train.log", run_dir / "train.done.json", f"{updates} updates", ("seqtasks", seq_args, updates))
+
+
+def seq_results(job: Job) -> dict:
+    """The results.json of a finished seq_job: test and valid metrics, updates, train_seconds, history."""
+    return json.loads((job.record.parent / "results.json").read_text())
 
 
 def evaluate_job(run_dir: Path, episodes: int, frames: int, greedy: bool = False, seed: int = EVAL_SEED) -> Job:

@@ -37,8 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def make_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Run:
-    """The run the arguments ask for; any bad value ends in parser.error (exit code 2)."""
+def make_run(args: argparse.Namespace, parser: argparse.ArgumentParser, quiet: bool = False) -> Run:
+    """The run the arguments ask for; any bad value ends in parser.error (exit code 2). Prints
+    the preset and the resolved config unless `quiet`."""
     given = given_fields(args, SeqConfig)
     try:
         if args.resume:
@@ -59,6 +60,8 @@ def make_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Run:
         run = Run.create(config, core_options, run_dir)
     except (ValueError, CheckpointError) as error:
         parser.error(str(error))
+    if quiet:
+        return run
     reason = "a GPU is used" if cuda else "no GPU is used"
     print(f"preset {preset} ({'chosen' if given.get('preset', 'auto') != 'auto' else 'auto: ' + reason}); run folder {run.run_dir}", file=sys.stderr)
     print(json.dumps(run.describe(), indent=2), file=sys.stderr)

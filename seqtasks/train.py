@@ -5,10 +5,16 @@
 
 A run folder holds config.json (the resolved config and core options), TensorBoard events,
 checkpoint.pt (written atomically every `save_every` seconds and on any exit, Ctrl-C included)
-and, at the end, results.json. A checkpoint holds everything the run depends on: weights,
-optimiser and schedule, counters, the best weights so far, the data position (epoch, block, the
-carried memory) and every random generator's state, so a resumed run makes the same updates as
-one never stopped. The data is not stored: it is regenerated from the seed.
+and, at the end, results.json: the test metrics of the best validated weights, the parameter
+counts (trained and frozen), and the history of every validation (update, training seconds so
+far, metrics), from which an experiment reads accuracy at equal updates or at equal wall-clock
+time. Training seconds count the updates only (not validation, checkpoints or logging), summed
+over a resumed run's sittings.
+
+A checkpoint holds everything the run depends on: weights, optimiser and schedule, counters, the
+best weights so far, the data position (epoch, block, the carried memory), the validation history
+and every random generator's state, so a resumed run makes the same updates as one never
+stopped. The data is not stored: it is regenerated from the seed.
 """
 
 from __future__ import annotations
@@ -65,6 +71,8 @@ class Run:
         self.optimizer = make_optimizer(config, self.model)
         self.schedule = warmup_schedule(config, self.optimizer)
         self.update, self.best_accuracy, self.evals_since_best, self.stopped_early = 0, -1.0, 0, False
+        self.train_seconds = 0.0  # spent in step(), over all sittings
+        self.history: list[dict] = []  # one entry per validation: update, seconds, metrics
         self.best_model = copy.deepcopy(self.model.state_dict())
         if payload is not None:
             self._restore(payload)
@@ -105,12 +113,14 @@ class Run:
             counters = payload["counters"]
             self.update, self.best_accuracy = counters["update"], counters["best_accuracy"]
             self.evals_since_best, self.stopped_early = counters["evals_since_best"], counters["stopped_early"]
+            self.train_seconds, self.history = counters["train_seconds"], payload["history"]
             set_rng_states(payload["rng"])
         except (KeyError, RuntimeError, ValueError, TypeError) as error:
             raise CheckpointError(f"checkpoint in {str(self.run_dir)!r} does not match its run's model or config: {error}") from error
 
     def save(self) -> Path:
-        counters = {"update": self.update, "best_accuracy": self.best_accuracy, "evals_since_best": self.evals_since_best, "stopped_early": self.stopped_early}
+        counters = {"update": self.update, "best_accuracy": self.best_accuracy, "evals_since_best": self.evals_since_best,
+                    "stopped_early": self.stopped_early, "train_seconds": self.train_seconds}
         return save_checkpoint(self.run_dir / "checkpoint.pt", KIND, {
             **self.describe(),
             "model": self.model.state_dict(),
@@ -119,12 +129,14 @@ class Run:
             "best_model": self.best_model,
             "regime": self.regime.state_dict(),
             "counters": counters,
+            "history": self.history,
             "rng": rng_states(),
         })
 
     def _validate(self, writer: SummaryWriter) -> bool:
         """Validate, keep the best weights; True when training should stop early."""
         metrics = self.regime.evaluate(self.model, "valid")
+        self.history.append({"update": self.update, "seconds": round(self.train_seconds, 3), **metrics})
         for name, value in metrics.items():
             writer.add_scalar(f"eval/valid_{name}", value, self.update)
         if metrics["accuracy"] > self.best_accuracy:
@@ -138,6 +150,7 @@ class Run:
     def step(self) -> tuple[torch.Tensor, int]:
         """One update: the next batch's loss (returned detached, with its count of targets),
         backward, gradient clip, optimiser and schedule steps."""
+        started = time.perf_counter()
         loss, count = self.regime.train_loss(self.model)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -146,6 +159,9 @@ class Run:
         self.optimizer.step()
         self.schedule.step()
         self.update += 1
+        # No device sync here: on a GPU the clock runs ahead of queued kernels by a few updates at
+        # most, which validation (it copies results to the host) catches up.
+        self.train_seconds += time.perf_counter() - started
         return loss.detach(), count
 
     def _out_of_time(self, started: float) -> bool:
@@ -207,9 +223,15 @@ class Run:
             "task": self.config.task,
             "core": self.config.core,
             "updates": self.update,
+            "train_seconds": round(self.train_seconds, 3),
+            "parameters": {
+                "trained": sum(p.numel() for p in self.model.parameters() if p.requires_grad),
+                "frozen": sum(p.numel() for p in self.model.parameters() if not p.requires_grad),
+            },
             "valid": self.regime.evaluate(self.model, "valid"),
             "test": self.regime.evaluate(self.model, "test"),
         }
+        results["history"] = self.history
         for name, value in results["test"].items():
             writer.add_scalar(f"eval/test_{name}", value, self.update)
         with held_interrupt():  # never a half-written file

@@ -35,6 +35,14 @@ def test_seconds_per_frame_measures_a_real_update():
     assert 0 < rate < 1.0  # 16 frames of a tiny MLP take well under 16 s anywhere
 
 
+def test_seconds_per_update_times_a_real_seqtasks_update_quietly(capsys):
+    rate = estimate.seconds_per_update(["--task", "random_walk", "--core", "lstm", "--grid-size", "3", "--walk-length", "4",
+                                        "--d-model", "8", "--batch-size", "4", "--bptt", "4", "--n-train", "8",
+                                        "--n-valid", "4", "--n-test", "4", "--seed", "0"])
+    assert 0 < rate < 5.0  # a 4-step block of an 8-wide LSTM
+    assert capsys.readouterr().err == ""  # the resolved config is not printed for a timing
+
+
 def policy(core: str, **core_options):
     torch.manual_seed(0)
     config = A2CConfig(env="corridor", core=core, core_options=core_options, env_options=CORRIDOR)

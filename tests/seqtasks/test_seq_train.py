@@ -44,11 +44,19 @@ def assert_same_weights(a, b):
 @pytest.mark.parametrize("changes", [dict(), dict(task="adding", core="lstm", seq_length=12, batch_size=8, optimizer="adam", lr=1e-3)])
 def test_resume_makes_the_same_updates_as_an_unstopped_run(tmp_path, changes):
     # 64 walks of 9 tokens in 4 rows are 18 blocks of 8: update 5 is mid-epoch, with memory carried
-    make(tmp_path, "whole", max_updates=11, **changes).train(progress=False)
+    whole_results = make(tmp_path, "whole", max_updates=11, **changes).train(progress=False)
     make(tmp_path, "parts", max_updates=5, **changes).train(progress=False)
     resumed = Run.resume(tmp_path / "parts", {"max_updates": 11})
     assert resumed.update == 5
-    resumed.train(progress=False)
+    parts_results = resumed.train(progress=False)
+    # The validation history spans both sittings: every 3 updates, at the first sitting's stop and at
+    # the end, the same metrics as the unstopped run's; training seconds growing.
+    assert [h["update"] for h in parts_results["history"]] == [3, 5, 6, 9, 11]
+    shared = [h for h in parts_results["history"] if h["update"] != 5]
+    for key in ("update", "accuracy", "loss"):
+        assert [h[key] for h in shared] == [h[key] for h in whole_results["history"]], key
+    seconds = [h["seconds"] for h in parts_results["history"]]
+    assert seconds == sorted(seconds) and 0 < seconds[-1] <= parts_results["train_seconds"]
     whole, parts = saved_weights(tmp_path / "whole"), saved_weights(tmp_path / "parts")
     assert whole[2] == parts[2] == 11
     assert_same_weights(whole[0], parts[0])

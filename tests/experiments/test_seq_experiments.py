@@ -1,0 +1,92 @@
+"""The supervised experiments: reading validation histories (hand-computed cases), and
+memory_reach and seq_variants end to end with --quick (tiny runs), run again without retraining."""
+
+import json
+import sys
+
+import pytest
+
+from experiments import memory_reach, seq_variants
+from experiments.seq_history import aucc, seconds_to_reach, time_curve, value_at
+
+HISTORY = [  # validations at updates 10, 20, 30, after 1, 3 and 4 training seconds
+    {"update": 10, "seconds": 1.0, "accuracy": 0.2},
+    {"update": 20, "seconds": 3.0, "accuracy": 0.6},
+    {"update": 30, "seconds": 4.0, "accuracy": 0.5},
+]
+
+
+def test_a_history_is_a_step_function_of_updates_and_seconds():
+    assert value_at(HISTORY, "accuracy", update=5) == 0.0  # before the first validation
+    assert value_at(HISTORY, "accuracy", update=25) == 0.6
+    assert value_at(HISTORY, "accuracy", seconds=3.0) == 0.6
+    assert value_at(HISTORY, "accuracy") == 0.5  # the last
+    assert time_curve(HISTORY, "accuracy", [0.5, 1.0, 3.5, 10.0]).tolist() == [0.0, 0.2, 0.6, 0.5]
+    assert seconds_to_reach(HISTORY, "accuracy", 0.5) == 3.0
+    assert seconds_to_reach(HISTORY, "accuracy", 0.7) is None
+
+
+def test_aucc_is_the_mean_metric_over_time_up_to_the_horizon():
+    # 0 until 1 s, 0.2 until 3 s, 0.6 until 4 s, 0.5 until 5 s: (0.4 + 0.6 + 0.5) / 5
+    assert aucc(HISTORY, "accuracy", 5.0) == pytest.approx(0.3, rel=1e-12)
+    assert aucc(HISTORY, "accuracy", 2.0) == pytest.approx(0.1, rel=1e-12)  # the horizon cuts the curve
+    assert aucc([{"update": 1, "seconds": 0.0, "accuracy": 1.0}], "accuracy", 7.0) == 1.0
+    with pytest.raises(ValueError, match="horizon must be > 0 seconds, got 0"):
+        aucc(HISTORY, "accuracy", 0)
+
+
+def run_main(module, argv, monkeypatch):
+    monkeypatch.setattr(sys, "argv", [module.__name__] + argv)
+    module.main(argv)
+
+
+def test_memory_reach_quick_writes_its_table_json_and_figure(tmp_path, monkeypatch):
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    argv = ["--quick", "--tasks", "random_walk", "--spans", "1", "--seeds", "2",
+            "--updates", "2", "--fast-factor", "2", "--no-estimate", "--runs-dir", str(runs), "--out", str(out), "--jobs", "2"]
+    run_main(memory_reach, argv, monkeypatch)
+    summary = json.loads((out / "memory_reach.json").read_text())
+    walk = summary["tasks"]["random_walk"]["rows"]
+    assert list(walk) == ["feedback span 1", "transformer span 1", "lstm"]
+    assert walk["feedback span 1"]["reach"] == 2 and walk["lstm"]["reach"] is None
+    for row in walk.values():
+        for run in row["per_seed"]:
+            assert run["updates"] == (2 if row["core"] == "feedback" else 4)  # the fast factor
+            history = {update: accuracy for update, _, accuracy in run["history"]}
+            assert run["at_equal_updates"] == history[2]  # the validation at the feedback's last update
+        values = [run["test"] for run in row["per_seed"]]
+        assert min(values) <= row["test"]["iqm"] <= max(values)
+    assert "| random_walk (accuracy) | transformer span 1 | 2 |" in (out / "memory_reach.md").read_text()
+    assert (out / "memory_reach.png").stat().st_size > 0
+
+    written = (runs / "random_walk" / "lstm" / "seed0" / "checkpoint.pt").stat().st_mtime_ns
+    run_main(memory_reach, argv, monkeypatch)  # every run has its record: nothing trains again
+    assert (runs / "random_walk" / "lstm" / "seed0" / "checkpoint.pt").stat().st_mtime_ns == written
+    assert json.loads((out / "memory_reach.json").read_text())["tasks"] == summary["tasks"]
+
+
+def test_seq_variants_quick_compares_variants_over_time(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    argv = ["persistent", "--quick", "--seeds", "2", "--updates", "4", "--no-estimate", "--runs-dir", str(tmp_path / "runs"),
+            "--out", str(out), "--jobs", "2", "--name", "smoke"]
+    run_main(seq_variants, argv, monkeypatch)
+    summary = json.loads((out / "smoke.json").read_text())
+    variants = summary["variants"]
+    assert len(variants) == 3
+    standard, all_attention = variants["transformer (FF 4d)"], variants[list(variants)[1]]
+    assert all_attention["parameters"]["trained"] < standard["parameters"]["trained"]  # quick: N = 4, no feed-forward
+    horizon = summary["horizon_seconds"]
+    runs = [run for row in variants.values() for run in row["per_seed"]]
+    assert horizon == pytest.approx(min(run["history"][-1]["seconds"] for run in runs), abs=1e-3)
+    assert all(0.0 <= run["aucc"] <= 1.0 and run["updates"] == 4 for run in runs)
+    assert (out / "smoke.png").stat().st_size > 0 and "| transformer (FF 4d) |" in (out / "smoke.md").read_text()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["persistent", "--level", "1.5"], "--level must be in"),
+    (["nonsense"], "invalid choice: 'nonsense'"),
+])
+def test_seq_variants_refuses_bad_arguments(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        seq_variants.main(argv)
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
