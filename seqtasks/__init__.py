@@ -3,8 +3,9 @@
 The tasks of the Feedback Transformer paper (copy, reverse, counting, random walk, algorithmic)
 and the long-term memory problems of Raffel & Ellis (adding, multiplication, XOR), generated
 here from a seed; every core with a token embedding and an output head, and the feed-forward
-attention models. `python -m seqtasks` trains one model on one task; `python -m seqtasks.table`
-runs the paper's Table 1 rows.
+attention models. `python -m seqtasks` trains one model on one task; the experiments that compare
+them (Table 1's claim, feed-forward attention on long sequences, reservoirs, persistent memory)
+are in experiments/.
 
   tasks/       the generators, one file per task family
   data.py      episodes as flat arrays plus offsets; splits.py: disjoint train/valid/test

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from experiments import memory_reach, seq_variants
+from experiments import long_sequences, memory_reach, seq_variants
 from experiments.seq_history import aucc, seconds_to_reach, time_curve, value_at
 
 HISTORY = [  # validations at updates 10, 20, 30, after 1, 3 and 4 training seconds
@@ -90,3 +90,19 @@ def test_seq_variants_refuses_bad_arguments(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
         seq_variants.main(argv)
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_long_sequences_quick_reports_epochs_to_solve_and_caps_long_training_sets(tmp_path, monkeypatch):
+    assert long_sequences.train_sequences(10_000, 100) == 10_000
+    assert long_sequences.train_sequences(10_000, 10_000) == long_sequences.MAX_TRAIN_VALUES // 10_000
+    out = tmp_path / "out"
+    argv = ["--quick", "--problems", "xor", "--lengths", "20", "--settings", "variable", "--models", "ffattn", "lstm",
+            "--lstm-max-length", "10", "--epochs", "2", "--epoch-updates", "2", "--seeds", "2", "--no-estimate",
+            "--runs-dir", str(tmp_path / "runs"), "--out", str(out)]
+    run_main(long_sequences, argv, monkeypatch)
+    summary = json.loads((out / "long_sequences.json").read_text())
+    assert [(c["model"], c["setting"], c["length"]) for c in summary["cells"]] == [("ffattn", "variable", 20)]  # no LSTM past 10
+    cell = summary["cells"][0]
+    assert all(run["updates"] == 4 or run["epochs_to_solve"] is not None for run in cell["per_seed"])
+    assert cell["solved"] == sum(run["epochs_to_solve"] is not None for run in cell["per_seed"])
+    assert "| xor | 20 .. 22 | ffattn | " in (out / "long_sequences.md").read_text()
