@@ -106,3 +106,14 @@ def test_long_sequences_quick_reports_epochs_to_solve_and_caps_long_training_set
     assert all(run["updates"] == 4 or run["epochs_to_solve"] is not None for run in cell["per_seed"])
     assert cell["solved"] == sum(run["epochs_to_solve"] is not None for run in cell["per_seed"])
     assert "| xor | 20 .. 22 | ffattn | " in (out / "long_sequences.md").read_text()
+
+
+def test_memory_reach_paper_preset_runs_table_1s_sizes():
+    args = memory_reach.make_parser().parse_args(["--preset", "paper"])
+    memory_reach.resolve_defaults(args)
+    assert (args.spans, args.task_span, args.updates, args.fast_factor, args.name) == ([100], 100, 100_000, 1, "paper_memory_reach")
+    flags = memory_reach.seq_args(args, "random_walk", "transformer", 100, seed=2)
+    values = dict(zip(flags[::2], flags[1::2]))
+    assert values["--preset"] == "paper" and values["--span"] == "100" and values["--seed"] == "2"
+    assert (values["--grid-size"], values["--walk-length"]) == ("8", "100")
+    assert "--d-model" not in values  # the paper preset's d 256, 4 layers
