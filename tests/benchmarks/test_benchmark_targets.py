@@ -4,7 +4,7 @@ from the same run, a missing side is skipped rather than failed, and `--check`'s
 import numpy as np
 import pytest
 
-from benchmarks import a2c, seqtasks
+from benchmarks import a2c, ffattn, seqtasks
 from benchmarks.targets import Verdict, interleaved, ratio_target, report
 
 
@@ -49,6 +49,15 @@ def test_seqtasks_target_is_feedback_over_transformer():
     assert verdict.passed and verdict.ratio == pytest.approx(0.45, abs=0.005)
     (verdict,) = seqtasks.targets({"feedback": 850.0})
     assert verdict.ratio is None and "--cores feedback transformer" in verdict.why_not
+
+
+def test_ffattn_target_is_chunked_over_dense_at_2000_steps():
+    # updates/s of a run on the shared 2-core EPYC: dense 1.885 s/update, chunked 0.207 at L = 2,000
+    (verdict,) = ffattn.targets({1000: 1 / 0.857, 2000: 1 / 1.885}, {1000: 1 / 0.113, 2000: 1 / 0.207})
+    assert verdict.passed and verdict.ratio == pytest.approx(1.885 / 0.207)
+    assert not ffattn.targets({2000: 1.0}, {2000: 3.9})[0].passed
+    (verdict,) = ffattn.targets({}, {2000: 5.0})  # dense skipped there
+    assert verdict.ratio is None and "--lengths 2000 with dense run there" in verdict.why_not
 
 
 def test_a2c_targets_compare_within_the_run():
