@@ -64,7 +64,7 @@ def load_run(run_dir_or_file: str, device: torch.device) -> Run:
 
 def new_policy(config: A2CConfig) -> Policy:
     """A freshly initialised policy for `config`'s env and core (torch's generator as it stands),
-    its observation and action sizes read from one env of that config."""
+    its observation and action spaces read from one env of that config."""
     probe = LocalEnvs(config.env, 1, config.seed, config.env_options)
     probe.close()
     return build_policy(config, probe.observation_space, probe.num_actions)
