@@ -21,7 +21,7 @@ import json
 
 from agents.checkpoint import CheckpointError
 from agents.device import resolve_device
-from agents.evaluation import evaluate, load_run, render_episodes, summary_json, video_format_problem, write_video
+from agents.evaluation import check_render_mode, evaluate, load_run, render_episodes, summary_json, video_format_problem, write_video
 from envs.baselines import evaluate_baseline, policies, summary
 from envs.cli import positive_int
 
@@ -55,6 +55,8 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--render human and --video cannot be combined: a window and a video need different render modes")
     try:
         run = load_run(args.run, resolve_device(args.device))
+        if args.render or args.video:
+            check_render_mode(run.config, args.render or "rgb_array")  # before the evaluation, not after it
     except (CheckpointError, ValueError) as error:
         parser.error(str(error))
     config = run.config
@@ -69,10 +71,7 @@ def main(argv: list[str] | None = None) -> None:
     for name, values in results.items():
         print(f"{name:>6}: {summary(values)}")
     if args.render or args.video:
-        try:
-            frames, returns, fps = render_episodes(run, args.video_episodes, args.seed, args.greedy, args.render or "rgb_array")
-        except ValueError as error:
-            parser.error(str(error))
+        frames, returns, fps = render_episodes(run, args.video_episodes, args.seed, args.greedy, args.render or "rgb_array")
         if args.video:
             write_video(args.video, frames, fps)
             print(f"wrote {len(frames)} frames ({fps} fps) of episodes with returns {returns} to {args.video}")

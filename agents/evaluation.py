@@ -98,15 +98,20 @@ def evaluate(run: Run, episodes: int, seed: int, num_envs: int, greedy: bool) ->
     return {key: np.asarray(values, dtype=np.float64) for key, values in results.items()}
 
 
+def check_render_mode(config: A2CConfig, render_mode: str) -> None:
+    """A ValueError naming the env's render modes unless `render_mode` is one of them."""
+    modes = render_modes(config.env, **config.env_options)
+    if render_mode not in modes:
+        raise ValueError(f"env {config.env!r} cannot render in {render_mode!r} mode; its render modes are {modes}")
+
+
 def render_episodes(run: Run, episodes: int, seed: int, greedy: bool, render_mode: str) -> tuple[list[np.ndarray], list[float], int]:
     """Run one env (seeded `seed`, as env 0 of `evaluate`) for `episodes` episodes in
     `render_mode`: "human" draws a pygame window as it goes, "rgb_array" collects (H, W, 3)
     frames, one after the reset and one after every step, drawn by the env's own renderer.
     Returns the frames (empty in human mode), the episode returns and the env's frames per
     second. An env without `render_mode` among its render modes is a ValueError naming them."""
-    modes = render_modes(run.config.env, **run.config.env_options)
-    if render_mode not in modes:
-        raise ValueError(f"env {run.config.env!r} cannot render in {render_mode!r} mode; its render modes are {modes}")
+    check_render_mode(run.config, render_mode)
     seed_everything(seed)
     pool = LocalEnvs(run.config.env, 1, seed, {**run.config.env_options, "render_mode": render_mode})
     try:
