@@ -6,7 +6,9 @@
 
 Prints the mean ± standard deviation of the return, episode length and the env's metric
 (success, targets_reached or goals_reached) for the agent and for the random and oracle policies
-on the same env options, episodes and seed, then the same numbers as one JSON line. `--render
+on the same env options, episodes and seed (random only for envs other than ours, which have no
+oracle), then the same numbers as one JSON line. Rendering and videos use the env's own
+`human` and `rgb_array` modes. `--render
 human` shows, and `--video` writes (.gif, or .mp4 with imageio-ffmpeg), the first
 `--video-episodes` episodes of one env seeded like env 0 of the evaluation. The logic lives in
 agents/evaluation.py.
@@ -19,8 +21,8 @@ import json
 
 from agents.checkpoint import CheckpointError
 from agents.device import resolve_device
-from agents.evaluation import evaluate, load_run, render_episodes, summary_json, video_format_problem, write_video
-from envs.baselines import POLICIES, evaluate_baseline, summary
+from agents.evaluation import check_render_mode, evaluate, load_run, render_episodes, summary_json, video_format_problem, write_video
+from envs.baselines import evaluate_baseline, policies, summary
 from envs.cli import positive_int
 
 
@@ -53,6 +55,8 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--render human and --video cannot be combined: a window and a video need different render modes")
     try:
         run = load_run(args.run, resolve_device(args.device))
+        if args.render or args.video:
+            check_render_mode(run.config, args.render or "rgb_array")  # before the evaluation, not after it
     except (CheckpointError, ValueError) as error:
         parser.error(str(error))
     config = run.config
@@ -62,7 +66,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{config.env}{f' ({options})' if options else ''}, {config.core} core trained {run.global_step:,} frames "
           f"({args.run}): {args.episodes} episodes, seed {args.seed}, {mode} actions")
     results = {"agent": evaluate(run, args.episodes, args.seed, num_envs, args.greedy)}
-    for policy in POLICIES:
+    for policy in policies(config.env):
         results[policy] = evaluate_baseline(config.env, policy, args.episodes, args.seed, num_envs, **config.env_options)
     for name, values in results.items():
         print(f"{name:>6}: {summary(values)}")

@@ -1,7 +1,8 @@
-"""Train an A2C agent with a memory core on one of the memory environments.
+"""Train an A2C agent with a memory core on one of the memory environments, or any Gymnasium env.
 
     python train_a2c.py --env maze --core feedback
     python train_a2c.py --env corridor --core lstm --total-steps 300000 --core-opt hidden_size=64
+    python train_a2c.py --env minigrid:MiniGrid-MemoryS7-v0 --core feedback    # pip install -e ".[minigrid]"
     python train_a2c.py --resume runs/maze-feedback-20261121-120000 --total-steps 5000000
 
 Every field of agents/a2c_config.py:A2CConfig is a flag; core options go through

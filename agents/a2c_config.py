@@ -50,7 +50,7 @@ RMSPROP_EPS = 0.01 / 12_800
 
 @dataclass
 class A2CConfig:
-    env: str = field(default="maze", metadata={"help": f"one of {sorted(envs.ENV_IDS)} or a registered id"})
+    env: str = field(default="maze", metadata={"help": f"one of {sorted(envs.ENV_IDS)}, or any registered Gymnasium id (module:EnvId imports module first)"})
     core: str = field(default="feedback", metadata={"help": f"memory core, one of {sorted(CORES)}"})
     preset: str = field(default="auto", metadata={"help": "paper (GPU sizes), cpu (small), auto (paper if CUDA, else cpu)"})
     seed: int = 0
@@ -148,14 +148,15 @@ _CPU = (
 
 
 def preset_values(env: str, core: str, preset: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(config fields, core options) of `preset` ('paper' or 'cpu') for this env and core."""
-    short = next(name for name, full in envs.ENV_IDS.items() if env in (name, full))
-    paper_fields, attention, recurrent = _PAPER[short]
+    """(config fields, core options) of `preset` ('paper' or 'cpu') for this env and core. An
+    env the paper has no setting for (any other Gymnasium id) takes the defaults under `paper`;
+    `cpu` is the same small setting for every env."""
+    paper_fields, attention, recurrent = _PAPER.get(envs.short_name(env), ({}, {}, {}))
     fields = dict(paper_fields)
     if preset == "cpu":
         fields.update(_CPU[0])
         attention, recurrent = _CPU[1], _CPU[2]
-    elif short == "water_maze" and core == "lstm":
+    elif envs.short_name(env) == "water_maze" and core == "lstm":
         fields["learning_rate"] = 4e-4
     sizes = recurrent if core in ("lstm", "mlp") else attention
     allowed = core_options(core)
@@ -174,6 +175,5 @@ def resolve_config(given: dict[str, Any]) -> A2CConfig:
     merged["core_options"] = {**options, **given.get("core_options", {})}
     config = A2CConfig(**{**dataclasses.asdict(base), **merged})
     if not config.run_dir:
-        short = next(name for name, full in envs.ENV_IDS.items() if config.env in (name, full))
-        config.run_dir = f"runs/{short}-{config.core}-{time.strftime('%Y%m%d-%H%M%S')}"
+        config.run_dir = f"runs/{envs.short_name(config.env)}-{config.core}-{time.strftime('%Y%m%d-%H%M%S')}"
     return config

@@ -1,8 +1,10 @@
 """Stepping the batch of envs: in the learner process, or sharded over CPU actor workers.
 
-Both pools step one native batched env of `num_envs` envs (NEXT_STEP autoreset), seeded so that
-env i gets `seed + i`; they give the same trajectories for the same actions. `ActorPool` splits
-the envs into contiguous shards, one per worker process; observations, actions, rewards, episode
+Both pools step one vector env of `num_envs` envs under NEXT_STEP autoreset, seeded so that env
+i gets `seed + i`; they give the same trajectories for the same actions (envs/any_env.py makes
+them: our envs natively batched, any other id through `gymnasium.make_vec`, sync, as the worker
+processes are the parallelism). Observations leave a pool flattened to (B, N)
+(agents/observations.py), so one buffer holds any supported space. `ActorPool` splits the envs into contiguous shards, one per worker process; observations, actions, rewards, episode
 ends and info metrics travel through shared memory, and a pipe per worker carries only the
 command ("step") and its acknowledgement. A worker that dies or fails raises `ActorError` in the
 learner (never a hang): the learner checks each worker's liveness while it waits.
@@ -18,11 +20,14 @@ import signal
 import traceback
 from typing import Any
 
+import cloudpickle
 import gymnasium as gym
 import numpy as np
+from gymnasium.vector import AutoresetMode
 
-import envs
 from agents.interrupt import sigint_ignored
+from agents.observations import check_space, flat_dtype, flat_size, flatten
+from envs.any_env import make_vector_env, metric_keys, metric_values
 
 POLL_SECONDS = 0.05
 
@@ -31,8 +36,9 @@ class ActorError(RuntimeError):
     """An actor worker died or failed; the message says which and how."""
 
 
-def make_vector_env(env_name: str, num_envs: int, env_kwargs: dict[str, Any]) -> gym.vector.VectorEnv:
-    return gym.make_vec(envs.env_id(env_name), num_envs=num_envs, autoreset_mode="NextStep", **env_kwargs)
+def check_action_space(space: gym.Space) -> None:
+    if not isinstance(space, gym.spaces.Discrete):
+        raise ValueError(f"action space {space} is not supported; supported: Discrete")
 
 
 class LocalEnvs:
@@ -41,25 +47,38 @@ class LocalEnvs:
     num_shards = 1  # get_state() returns one pickled env per shard
 
     def __init__(self, env_name: str, num_envs: int, seed: int, env_kwargs: dict[str, Any] | None = None):
-        self.env = make_vector_env(env_name, num_envs, env_kwargs or {})
+        self.env = make_vector_env(env_name, num_envs, AutoresetMode.NEXT_STEP, **(env_kwargs or {}))
         self.num_envs = num_envs
         self.seed = seed
-        self.obs_nvec = self.env.single_observation_space.nvec.tolist()
+        try:
+            self.observation_space = self.env.single_observation_space
+            check_space(self.observation_space)
+            check_action_space(self.env.single_action_space)
+        except ValueError:
+            self.env.close()
+            raise
         self.num_actions = int(self.env.single_action_space.n)
-        self.info_keys = sorted(key for key in self.env.reset(seed=seed)[1] if not key.startswith("_"))
+        self.action_start = int(self.env.single_action_space.start)
+        self.info_keys = metric_keys(self.env.reset(seed=seed)[1], num_envs)
 
     def reset(self) -> np.ndarray:
-        """Start every env afresh from `self.seed` (env i from seed + i); the (B, F) first observations."""
-        return self.env.reset(seed=self.seed)[0]
+        """Start every env afresh from `self.seed` (env i from seed + i); the (B, N) first observations."""
+        return self._flat(self.env.reset(seed=self.seed)[0])
 
     def step(self, actions: np.ndarray):
-        """(B,) actions -> obs (B, F), reward (B,), terminated (B,), truncated (B,), info {key: (B,)}."""
-        obs, reward, terminated, truncated, info = self.env.step(actions)
-        return obs, reward, terminated, truncated, {key: info[key] for key in self.info_keys}
+        """(B,) actions in [0, A) -> obs (B, N), reward (B,), terminated (B,), truncated (B,),
+        info {key: (B,)} (NaN where an env did not report the key)."""
+        obs, reward, terminated, truncated, info = self.env.step(actions + self.action_start)
+        metrics = {key: metric_values(info, key, self.num_envs) for key in self.info_keys}
+        return self._flat(obs), reward, terminated, truncated, metrics
+
+    def _flat(self, obs) -> np.ndarray:
+        return flatten(self.observation_space, obs, self.num_envs)
 
     def get_state(self) -> list[bytes]:
-        """The envs' full state (layouts, positions, generators), to store in a checkpoint."""
-        return [pickle.dumps(self.env)]
+        """The envs' full state (layouts, positions, generators), to store in a checkpoint.
+        cloudpickle: gymnasium's sync vector env holds the closures that made its envs."""
+        return [cloudpickle.dumps(self.env)]
 
     def set_state(self, state: list[bytes]) -> None:
         self.env.close()
@@ -84,13 +103,14 @@ class ActorPool:
         env_kwargs = env_kwargs or {}
         probe = LocalEnvs(env_name, 1, seed, env_kwargs)
         self.num_envs, self.seed = num_envs, seed
-        self.obs_nvec, self.num_actions, self.info_keys = probe.obs_nvec, probe.num_actions, probe.info_keys
+        self.observation_space, self.num_actions, self.info_keys = probe.observation_space, probe.num_actions, probe.info_keys
         probe.close()
         context = mp.get_context("spawn")  # safe beside CUDA and threads in the learner
-        n_features, n_info = len(self.obs_nvec), len(self.info_keys)
+        n_columns, n_info = flat_size(self.observation_space), len(self.info_keys)
+        obs_dtype = flat_dtype(self.observation_space)
         self._shared = {
             "actions": (context.RawArray("q", num_envs), np.int64, (num_envs,)),
-            "obs": (context.RawArray("q", num_envs * n_features), np.int64, (num_envs, n_features)),
+            "obs": (context.RawArray("q" if obs_dtype == np.int64 else "f", num_envs * n_columns), obs_dtype, (num_envs, n_columns)),
             "reward": (context.RawArray("d", num_envs), np.float64, (num_envs,)),
             "terminated": (context.RawArray("b", num_envs), np.bool_, (num_envs,)),
             "truncated": (context.RawArray("b", num_envs), np.bool_, (num_envs,)),

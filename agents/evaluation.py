@@ -27,8 +27,10 @@ from agents.policy import Policy
 from agents.rollout import Actor
 from agents.seeding import seed_everything
 from agents.train import KIND, build_policy
+from envs.any_env import render_modes
 
 VIDEO_FORMATS = (".gif", ".mp4")
+DEFAULT_FPS = 30  # for envs whose metadata gives no render_fps
 
 
 @dataclass
@@ -62,10 +64,10 @@ def load_run(run_dir_or_file: str, device: torch.device) -> Run:
 
 def new_policy(config: A2CConfig) -> Policy:
     """A freshly initialised policy for `config`'s env and core (torch's generator as it stands),
-    its observation and action sizes read from one env of that config."""
+    its observation and action spaces read from one env of that config."""
     probe = LocalEnvs(config.env, 1, config.seed, config.env_options)
     probe.close()
-    return build_policy(config, probe.obs_nvec, probe.num_actions)
+    return build_policy(config, probe.observation_space, probe.num_actions)
 
 
 def evaluate(run: Run, episodes: int, seed: int, num_envs: int, greedy: bool) -> dict[str, np.ndarray]:
@@ -96,11 +98,20 @@ def evaluate(run: Run, episodes: int, seed: int, num_envs: int, greedy: bool) ->
     return {key: np.asarray(values, dtype=np.float64) for key, values in results.items()}
 
 
+def check_render_mode(config: A2CConfig, render_mode: str) -> None:
+    """A ValueError naming the env's render modes unless `render_mode` is one of them."""
+    modes = render_modes(config.env, **config.env_options)
+    if render_mode not in modes:
+        raise ValueError(f"env {config.env!r} cannot render in {render_mode!r} mode; its render modes are {modes}")
+
+
 def render_episodes(run: Run, episodes: int, seed: int, greedy: bool, render_mode: str) -> tuple[list[np.ndarray], list[float], int]:
     """Run one env (seeded `seed`, as env 0 of `evaluate`) for `episodes` episodes in
     `render_mode`: "human" draws a pygame window as it goes, "rgb_array" collects (H, W, 3)
-    frames, one after the reset and one after every step. Returns the frames (empty in human
-    mode), the episode returns and the env's frames per second."""
+    frames, one after the reset and one after every step, drawn by the env's own renderer.
+    Returns the frames (empty in human mode), the episode returns and the env's frames per
+    second. An env without `render_mode` among its render modes is a ValueError naming them."""
+    check_render_mode(run.config, render_mode)
     seed_everything(seed)
     pool = LocalEnvs(run.config.env, 1, seed, {**run.config.env_options, "render_mode": render_mode})
     try:
@@ -109,9 +120,10 @@ def render_episodes(run: Run, episodes: int, seed: int, greedy: bool, render_mod
         returns: list[float] = []
         while True:
             if render_mode == "rgb_array":
-                frames.append(pool.env.render())  # (H, W, 3)
+                frame = pool.env.render()  # ours: (H, W, 3); gymnasium's sync vector env: a tuple of one
+                frames.append(frame[0] if isinstance(frame, (tuple, list)) else frame)
             if len(returns) == episodes:
-                return frames, returns, int(pool.env.metadata["render_fps"])
+                return frames, returns, int(pool.env.metadata.get("render_fps", DEFAULT_FPS))
             _, ended = actor.step(greedy)
             returns.extend(ended.values["return"])
     finally:

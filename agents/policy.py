@@ -1,24 +1,27 @@
 """The agent: observation encoder, memory core, actor and critic heads.
 
-Input per step: the env's `MultiDiscrete` observation (one embedding per feature), the previous
-action (its own embedding, with an extra "none" entry used at episode starts) and the previous
-reward (a scalar, clipped to [-1, 1]); with `previous_inputs=False` the observation only (an
+Input per step: the env's observation, flattened (agents/observations.py) and encoded by the
+encoder its space calls for (agents/encoders: for our envs' `MultiDiscrete`, one embedding per
+feature), the previous action (its own embedding, with an extra "none" entry used at episode
+starts) and the previous reward (a scalar, clipped to [-1, 1]); with `previous_inputs=False` the observation only (an
 agent that sees its own last action can carry a cue in its behaviour instead of its memory: on
 the corridor, turning towards the cue's door). These are concatenated and fed to the core, whose output
 gives the action logits and the state value. The core carries its memory through `state` and
 forgets at `first`, exactly as the core interface says (agents/cores/__init__.py).
 
-Letters: T steps, B envs, F observation features, A actions.
+Letters: T steps, B envs, N flat observation columns, A actions.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
+import gymnasium as gym
 import torch
 from torch import nn
 
 from agents.cores import make_core
+from agents.encoders import make_encoder
 
 # How the actor and critic heads start. "pytorch" (the default): nn.Linear's own init, as
 # TorchBeast's A2C / IMPALA nets (the paper's code base) have it; a fresh policy is a confident
@@ -33,7 +36,7 @@ HEAD_INITS = ("orthogonal", "pytorch")
 
 class Policy(nn.Module):
     def __init__(
-        self, obs_nvec: Sequence[int], num_actions: int, core: str, core_options: dict[str, Any], embed_dim: int = 16,
+        self, obs_space: gym.Space, num_actions: int, core: str, core_options: dict[str, Any], embed_dim: int = 16,
         head_init: str = "pytorch", previous_inputs: bool = True,
     ):
         super().__init__()
@@ -41,14 +44,12 @@ class Policy(nn.Module):
             raise ValueError(f"embed_dim must be >= 1, got {embed_dim}")
         if head_init not in HEAD_INITS:
             raise ValueError(f"unknown head_init {head_init!r}; choose from {list(HEAD_INITS)}")
-        nvec = [int(n) for n in obs_nvec]
         self.num_actions = int(num_actions)
-        # One table for all features: feature f's value v is row offsets[f] + v.
-        self.register_buffer("offsets", torch.tensor([0] + nvec[:-1]).cumsum(0), persistent=False)
-        self.obs_embed = nn.Embedding(sum(nvec), embed_dim)
+        self.encoder = make_encoder(obs_space, embed_dim)
+        self.register_load_state_dict_pre_hook(_rename_old_embedding)
         self.previous_inputs = previous_inputs
         self.action_embed = nn.Embedding(self.num_actions + 1, embed_dim) if previous_inputs else None  # last row: no previous action
-        input_dim = len(nvec) * embed_dim + ((embed_dim + 1) if previous_inputs else 0)
+        input_dim = self.encoder.output_dim + ((embed_dim + 1) if previous_inputs else 0)
         self.core = make_core(core, input_dim, **core_options)
         self.actor = nn.Linear(self.core.output_dim, self.num_actions)
         self.critic = nn.Linear(self.core.output_dim, 1)
@@ -61,9 +62,9 @@ class Policy(nn.Module):
         return self.core.initial_state(batch_size, device)
 
     def encode(self, obs, prev_action, prev_reward):
-        """obs (..., F) long, prev_action (...) long (num_actions = none), prev_reward (...) ->
+        """obs (..., N), prev_action (...) long (num_actions = none), prev_reward (...) ->
         the core's input (..., input_dim)."""
-        features = self.obs_embed(obs + self.offsets).flatten(-2)  # (..., F * embed)
+        features = self.encoder(obs)  # (..., encoder width)
         if not self.previous_inputs:
             return features
         action = self.action_embed(prev_action)  # (..., embed)
@@ -71,10 +72,14 @@ class Policy(nn.Module):
         return torch.cat([features, action, reward], dim=-1)
 
     def forward(self, obs, prev_action, prev_reward, first, state):
-        """obs (T, B, F), prev_action (T, B), prev_reward (T, B), first (T, B) bool ->
+        """obs (T, B, N), prev_action (T, B), prev_reward (T, B), first (T, B) bool ->
         logits (T, B, A), value (T, B), new core state."""
         y, state = self.core(self.encode(obs, prev_action, prev_reward), state, first)
         return self.actor(y), self.critic(y).squeeze(-1), state
+
+    def observe(self, obs: torch.Tensor) -> None:
+        """Update the encoder's input statistics (if it keeps any) with observations (..., N)."""
+        self.encoder.observe(obs)
 
     @property
     def can_open(self) -> bool:
@@ -96,9 +101,17 @@ class PolicyRun:
         self.policy, self.core_run = policy, core_run
 
     def step(self, obs, prev_action, prev_reward, first):
-        """obs (B, F), prev_action (B,), prev_reward (B,), first (B,) -> logits (B, A), value (B,)."""
+        """obs (B, N), prev_action (B,), prev_reward (B,), first (B,) -> logits (B, A), value (B,)."""
         y = self.core_run.step(self.policy.encode(obs, prev_action, prev_reward), first)
         return self.policy.actor(y), self.policy.critic(y).squeeze(-1)
 
     def finish(self):
         return self.core_run.finish()
+
+
+def _rename_old_embedding(module, state_dict, prefix, *args) -> None:
+    """Checkpoints written before encoders were chosen by space hold the MultiDiscrete table as
+    `obs_embed.weight`; it is now `encoder.embedding.weight` (the same table)."""
+    old = prefix + "obs_embed.weight"
+    if old in state_dict:
+        state_dict[prefix + "encoder.embedding.weight"] = state_dict.pop(old)

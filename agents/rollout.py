@@ -6,7 +6,7 @@ autoreset shows it for one step, see agents/a2c.py), the previous action and rew
 state, and the running return and length of each env's episode. `collect` fills a `Rollout` of T
 steps for the learner; evaluate.py calls `step` directly.
 
-Letters: T steps, B envs, F observation features.
+Letters: T steps, B envs, N flat observation columns (agents/observations.py).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ class Rollout:
     """T steps of B envs on the learner device; index T of the (T + 1) tensors is the
     observation after the last step (for the bootstrap value)."""
 
-    obs: torch.Tensor  # (T + 1, B, F) long
+    obs: torch.Tensor  # (T + 1, B, N) int64, or float32 where the space has Box parts
     prev_action: torch.Tensor  # (T + 1, B) long
     prev_reward: torch.Tensor  # (T + 1, B)
     first: torch.Tensor  # (T + 1, B) bool
@@ -64,7 +64,7 @@ class Actor:
     def restart(self) -> None:
         """Begin fresh episodes in every env (from the pool's seed) with empty memory."""
         B = self.num_envs
-        self.obs = self.pool.reset()  # (B, F) numpy
+        self.obs = self.pool.reset()  # (B, N) numpy
         self.first = np.ones(B, dtype=bool)
         self.valid = np.ones(B, dtype=bool)
         self.prev_action = np.full(B, self.policy.num_actions, dtype=np.int64)  # "none"

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 from torch.utils.tensorboard import SummaryWriter
@@ -39,8 +40,8 @@ KIND = "a2c"
 RECENT_EPISODES = 100  # the progress bar's mean return is over this many last episodes
 
 
-def build_policy(config: A2CConfig, obs_nvec, num_actions: int) -> Policy:
-    return Policy(obs_nvec, num_actions, config.core, config.core_options, config.embed_dim, config.head_init,
+def build_policy(config: A2CConfig, obs_space: gym.Space, num_actions: int) -> Policy:
+    return Policy(obs_space, num_actions, config.core, config.core_options, config.embed_dim, config.head_init,
                   config.previous_inputs)
 
 
@@ -60,7 +61,7 @@ class Trainer:
         seed_everything(config.seed)
         self.pool = make_env_pool(config.env, config.num_envs, config.seed, config.num_actors, config.env_options)
         try:
-            self.policy = build_policy(config, self.pool.obs_nvec, self.pool.num_actions).to(self.device)
+            self.policy = build_policy(config, self.pool.observation_space, self.pool.num_actions).to(self.device)
             self.optimizer = build_optimizer(config, self.policy)
             self.keep_graph = config.learner == "acting_graph" or (config.learner == "auto" and config.core in KEEPS_ACTING_GRAPH)
             if self.keep_graph and not self.policy.can_open:
@@ -113,6 +114,8 @@ class Trainer:
         for group in self.optimizer.param_groups:
             group["lr"] = self.learning_rate()
         self.optimizer.step()
+        # After the step, so acting on this rollout and learning from it saw the same statistics.
+        self.policy.observe(r.obs[:-1][r.valid])
         return stats
 
     def learning_rate(self) -> float:

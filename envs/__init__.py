@@ -1,6 +1,12 @@
 """The four memory environments of the Feedback Transformer paper, registered with gymnasium
 on import. Each id has a single env (`entry_point`) and a native batched one
-(`vector_entry_point`, used by `gymnasium.make_vec`)."""
+(`vector_entry_point`, used by `gymnasium.make_vec`).
+
+`env_id` also takes any other registered Gymnasium id, and Gymnasium's own `module:EnvId` form
+(`minigrid:MiniGrid-MemoryS7-v0`), whose module is imported first so that it registers its ids.
+"""
+
+import importlib
 
 from gymnasium.envs.registration import register, registry
 
@@ -25,9 +31,31 @@ for _name, (_single, _vector, _limit) in _ENTRY_POINTS.items():
 
 
 def env_id(name: str) -> str:
-    """The registered id for a short name or a full id; a clear error for anything else."""
+    """The id to make for a short name, a registered id or `module:EnvId` (kept whole, so that
+    `gymnasium.make` imports the module wherever it runs, worker processes included); a clear
+    error for anything else."""
     if name in ENV_IDS:
         return ENV_IDS[name]
-    if name in ENV_IDS.values():
+    module, colon, bare = name.rpartition(":")
+    if colon:
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            raise ValueError(f"env {name!r}: cannot import module {module!r} ({error}); is its package installed?") from None
+    if bare in registry:
         return name
-    raise ValueError(f"unknown env {name!r}; choose from {sorted(ENV_IDS)} or {sorted(ENV_IDS.values())}")
+    raise ValueError(
+        f"unknown env {name!r}; choose from {sorted(ENV_IDS)}, {sorted(ENV_IDS.values())} or any registered Gymnasium id "
+        f"(module:EnvId imports the module that registers it first, e.g. minigrid:MiniGrid-MemoryS7-v0)"
+    )
+
+
+def is_native(name: str) -> bool:
+    """Whether `name` (short name or id) is one of ours, with a native vector env and an oracle."""
+    return name in ENV_IDS or name in ENV_IDS.values()
+
+
+def short_name(name: str) -> str:
+    """A name for folders: ours by their short name, others by their id made path-safe."""
+    native = next((short for short, full in ENV_IDS.items() if name in (short, full)), None)
+    return native or name.replace(":", "-").replace("/", "-")

@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from gymnasium.spaces import MultiDiscrete
 
 from agents.a2c_config import A2CConfig, resolve_config
 from agents.config_cli import given_fields
@@ -25,7 +26,7 @@ def test_without_previous_inputs_the_policy_ignores_the_last_action_and_reward()
     rewards = [torch.rand(T, B, generator=generator) for _ in range(2)]
     for previous_inputs in (True, False):
         torch.manual_seed(0)
-        policy = Policy(NVEC, ACTIONS, "lstm", {}, embed_dim=4, previous_inputs=previous_inputs)
+        policy = Policy(MultiDiscrete(NVEC), ACTIONS, "lstm", {}, embed_dim=4, previous_inputs=previous_inputs)
         (logits_a, values_a), (logits_b, values_b) = (outputs(policy, a, r) for a, r in zip(actions, rewards))
         if previous_inputs:
             assert not torch.allclose(logits_a, logits_b) and not torch.allclose(values_a, values_b)

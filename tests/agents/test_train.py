@@ -18,6 +18,7 @@ from agents.plot_curves import read_scalars
 from agents.train import Trainer
 from tests.ctrl_c import ctrl_c_when, exit_code, press_ctrl_c_in
 from tests.float32 import close32
+from tests.trained import assert_same_parameters, trained_parameters
 
 SMALL = {
     "feedback": {"d_model": 16, "n_layers": 2, "n_heads": 2, "span": 8},
@@ -30,21 +31,6 @@ def small_config(tmp_path, core="feedback", updates=3, **fields):
     given = dict(env="corridor", core=core, num_envs=6, rollout=8, total_steps=updates * 6 * 8, seed=3,
                  run_dir=str(tmp_path), core_options=SMALL[core], env_options={"length": 3, "max_episode_steps": 7}, threads=1)
     return resolve_config({**given, **fields})
-
-
-def trained_parameters(config):
-    trainer = Trainer(config)
-    try:
-        trainer.train()
-    finally:
-        trainer.close()
-    return trainer.policy.state_dict()
-
-
-def assert_same_parameters(a, b):
-    assert a.keys() == b.keys()
-    for key in a:
-        assert torch.equal(a[key], b[key]), key
 
 
 @pytest.mark.parametrize("core", ["feedback", "lstm"])

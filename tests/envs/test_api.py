@@ -200,3 +200,14 @@ def test_env_id_accepts_short_names_and_ids_and_rejects_others():
     assert envs.env_id("FeedbackRL/WaterMaze-v0") == "FeedbackRL/WaterMaze-v0"
     with pytest.raises(ValueError, match=r"unknown env 'mase'; choose from \['corridor', 'maze', 'maze_easy', 'water_maze'\]"):
         envs.env_id("mase")
+
+
+def test_env_id_takes_any_registered_id_and_the_module_form():
+    assert envs.env_id("CartPole-v1") == "CartPole-v1"
+    assert envs.env_id("gymnasium.envs.classic_control:CartPole-v1") == "gymnasium.envs.classic_control:CartPole-v1"
+    assert envs.is_native("corridor") and envs.is_native("FeedbackRL/Maze-v0") and not envs.is_native("CartPole-v1")
+    assert envs.short_name("FeedbackRL/Maze-v0") == "maze" and envs.short_name("minigrid:MiniGrid-Empty-5x5-v0") == "minigrid-MiniGrid-Empty-5x5-v0"
+    with pytest.raises(ValueError, match="env 'nowhere:X-v0': cannot import module 'nowhere'"):
+        envs.env_id("nowhere:X-v0")
+    with pytest.raises(ValueError, match="unknown env 'gymnasium:Nope-v0'"):
+        envs.env_id("gymnasium:Nope-v0")

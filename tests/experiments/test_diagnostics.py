@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from gymnasium.spaces import MultiDiscrete
 
 from agents.a2c_config import A2CConfig
 from agents.train import build_policy
@@ -46,7 +47,7 @@ def test_seconds_per_update_times_a_real_seqtasks_update_quietly(capsys):
 def policy(core: str, **core_options):
     torch.manual_seed(0)
     config = A2CConfig(env="corridor", core=core, core_options=core_options, env_options=CORRIDOR)
-    return build_policy(config, [3, 3, 3], 4).eval()
+    return build_policy(config, MultiDiscrete([3, 3, 3]), 4).eval()
 
 
 def test_door_outputs_are_taken_where_the_doors_come_into_view():

@@ -1,0 +1,113 @@
+"""Gymnasium's own envs through the trainer: Box (CartPole), Discrete (FrozenLake) and Tuple
+(Blackjack) observations train; presets fall back to the defaults; a CartPole run resumes
+exactly (running normalisation included), steps alike in worker processes, and evaluates beside
+the random policy only, with a video from the env's own renderer; unsupported spaces exit 2."""
+
+import os
+
+os.environ["SDL_VIDEODRIVER"] = "dummy"
+os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+
+import json
+
+import gymnasium as gym
+import imageio.v3 as iio
+import numpy as np
+import pytest
+import torch
+
+import evaluate
+import train_a2c
+from agents.a2c_config import A2CConfig, resolve_config
+from agents.checkpoint import load_checkpoint
+from agents.train import Trainer
+from tests.trained import assert_same_parameters, trained_parameters
+
+TINY = ["--core", "lstm", "--core-opt", "hidden_size=8", "--num-envs", "4", "--rollout", "8", "--threads", "1"]
+
+
+def small_config(run_dir, env="CartPole-v1", updates=3, **fields):
+    return resolve_config({"env": env, "core": "lstm", "core_options": {"hidden_size": 8}, "num_envs": 4, "rollout": 8,
+                           "total_steps": updates * 32, "seed": 2, "threads": 1, "run_dir": str(run_dir), **fields})
+
+
+@pytest.mark.parametrize("env", ["CartPole-v1", "FrozenLake-v1", "Blackjack-v1"])
+def test_gymnasium_classics_train_from_the_command_line(env, tmp_path):
+    train_a2c.main(["--env", env, *TINY, "--total-steps", "64", "--run-dir", str(tmp_path)])
+    payload = load_checkpoint(tmp_path, "a2c")
+    assert payload["counters"]["updates"] == 2 and payload["config"]["env"] == env
+
+
+def test_presets_fall_back_to_the_defaults_for_other_envs():
+    for preset in ("paper", "cpu"):
+        config = resolve_config({"env": "CartPole-v1", "core": "feedback", "preset": preset})
+        assert config.run_dir.startswith("runs/CartPole-v1-feedback-")
+    paper = resolve_config({"env": "CartPole-v1", "core": "feedback", "preset": "paper", "run_dir": "x"})
+    assert (paper.num_envs, paper.rollout, paper.learning_rate, paper.core_options) == (A2CConfig.num_envs, A2CConfig.rollout, A2CConfig.learning_rate, {})
+    cpu = resolve_config({"env": "minigrid:MiniGrid-MemoryS7-v0", "core": "lstm", "preset": "cpu"})
+    assert cpu.core_options == {"hidden_size": 128, "n_layers": 1} and cpu.run_dir.startswith("runs/minigrid-MiniGrid-MemoryS7-v0-lstm-")
+
+
+def test_cartpole_run_resumes_exactly_with_its_running_normalisation(tmp_path):
+    straight = trained_parameters(small_config(tmp_path / "straight", updates=6))
+    trained_parameters(small_config(tmp_path / "split", updates=3))
+    resumed = Trainer.from_checkpoint(str(tmp_path / "split"), {"total_steps": 6 * 32})
+    try:
+        assert resumed.resumed_how.startswith("envs and memory continue")
+        resumed.train()
+    finally:
+        resumed.close()
+    assert_same_parameters(straight, resumed.policy.state_dict())
+    assert straight["encoder.norm.count"] > 0 and not torch.equal(straight["encoder.norm.mean"], torch.zeros(4))
+
+
+@pytest.mark.parametrize("env", ["CartPole-v1", "Blackjack-v1"])
+def test_actor_workers_hold_any_space_and_train_as_in_process(env, tmp_path):
+    local = trained_parameters(small_config(tmp_path / "local", env))
+    workers = trained_parameters(small_config(tmp_path / "workers", env, num_actors=2))
+    assert_same_parameters(local, workers)
+
+
+def test_evaluation_shows_the_random_baseline_and_records_the_envs_frames(tmp_path, capsys):
+    trained_parameters(small_config(tmp_path, updates=2))
+    video = tmp_path / "cartpole.gif"
+    evaluate.main([str(tmp_path), "--episodes", "3", "--video", str(video), "--video-episodes", "1"])
+    results = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["results"]
+    assert sorted(results) == ["agent", "random"] and set(results["agent"]) == {"return", "length"}
+    reference = gym.make("CartPole-v1", render_mode="rgb_array")
+    reference.reset(seed=0)
+    frames = iio.imread(video)  # (frames, H, W, 3)
+    assert frames.shape[0] > 1 and frames.shape[1:] == reference.render().shape
+
+
+class MultiBinaryEnv(gym.Env):
+    """An env whose observations the agent cannot read."""
+
+    observation_space = gym.spaces.MultiBinary(3)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(3, dtype=np.int8), {}
+
+    def step(self, action):
+        return np.zeros(3, dtype=np.int8), 0.0, True, False, {}
+
+
+gym.register("TestOnly/MultiBinaryObs-v0", entry_point=MultiBinaryEnv)
+
+
+@pytest.mark.parametrize(
+    "env, named",
+    [
+        ("TestOnly/MultiBinaryObs-v0", "observation space MultiBinary(3) is not supported; supported: Discrete, MultiDiscrete"),
+        ("MountainCarContinuous-v0", "action space Box(-1.0, 1.0, (1,), float32) is not supported; supported: Discrete"),
+        ("NoSuchEnv-v9", "unknown env 'NoSuchEnv-v9'"),
+        ("no_such_module:CartPole-v1", "cannot import module 'no_such_module'"),
+    ],
+)
+def test_unsupported_envs_exit_2_naming_the_space(env, named, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        train_a2c.main(["--env", env, *TINY, "--run-dir", str(tmp_path)])
+    assert exit_info.value.code == 2
+    assert named in capsys.readouterr().err
