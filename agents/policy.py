@@ -3,9 +3,9 @@
 Input per step: the env's observation, flattened (agents/observations.py) and encoded by the
 encoder its space calls for (agents/encoders: for our envs' `MultiDiscrete`, one embedding per
 feature), the previous action (its own embedding, with an extra "none" entry used at episode
-starts) and the previous reward (a scalar, clipped to [-1, 1]); with `previous_inputs=False` the observation only (an
-agent that sees its own last action can carry a cue in its behaviour instead of its memory: on
-the corridor, turning towards the cue's door). These are concatenated and fed to the core, whose output
+starts) and the previous reward (a scalar, clipped to [-1, 1]); with `previous_inputs=False`
+the observation only (an agent that sees its own last action can carry a cue in its behaviour
+instead of its memory: on the corridor, turning towards the cue's door). These are concatenated and fed to the core, whose output
 gives the action logits and the state value. The core carries its memory through `state` and
 forgets at `first`, exactly as the core interface says (agents/cores/__init__.py).
 
