@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from typing import Callable
 
 import torch
 
@@ -36,6 +37,19 @@ def model_key(train_args: list[str]) -> tuple[str, ...]:
     return tuple(key)
 
 
+def timed_update(update: Callable[[], object]) -> float:
+    """Seconds of one `update()` after a warm-up one, or of the warm-up alone when that took more
+    than LONG_UPDATE seconds."""
+    started = time.perf_counter()
+    update()
+    seconds = time.perf_counter() - started
+    if seconds < LONG_UPDATE:
+        started = time.perf_counter()
+        update()
+        seconds = time.perf_counter() - started
+    return seconds
+
+
 def seconds_per_frame(train_args: list[str]) -> float:
     """Wall seconds per env frame of `python train_a2c.py TRAIN_ARGS --threads 1` on this machine."""
     from train_a2c import make_parser, make_trainer
@@ -46,13 +60,7 @@ def seconds_per_frame(train_args: list[str]) -> float:
         args = parser.parse_args([*train_args, "--threads", "1", "--run-dir", run_dir])
         trainer = make_trainer(args, parser)
         try:
-            started = time.perf_counter()
-            trainer.update()
-            seconds = time.perf_counter() - started
-            if seconds < LONG_UPDATE:
-                started = time.perf_counter()
-                trainer.update()
-                seconds = time.perf_counter() - started
+            seconds = timed_update(trainer.update)
         finally:
             trainer.close()
             torch.set_num_threads(threads)
@@ -69,13 +77,7 @@ def seconds_per_update(seq_args: list[str]) -> float:
         args = parser.parse_args([*seq_args, "--threads", "1", "--run-dir", run_dir])
         run = make_run(args, parser, quiet=True)
         try:
-            started = time.perf_counter()
-            run.step()
-            seconds = time.perf_counter() - started
-            if seconds < LONG_UPDATE:
-                started = time.perf_counter()
-                run.step()
-                seconds = time.perf_counter() - started
+            seconds = timed_update(run.step)
         finally:
             torch.set_num_threads(threads)
     return seconds
