@@ -88,6 +88,11 @@ def seq_job(name: str, run_dir: Path, seq_args: list[str], updates: int) -> Job:
     return Job(name, command, run_dir / "train.log", run_dir / "train.done.json", f"{updates} updates", ("seqtasks", seq_args, updates))
 
 
+def seq_flags(values: dict) -> list[str]:
+    """`python -m seqtasks` flags of config fields: {"seq_length": 100} -> ["--seq-length", "100"]."""
+    return [token for key, value in values.items() for token in (f"--{key.replace('_', '-')}", str(value))]
+
+
 def seq_results(job: Job) -> dict:
     """The results.json of a finished seq_job: test and valid metrics, updates, train_seconds, history."""
     return json.loads((job.record.parent / "results.json").read_text())

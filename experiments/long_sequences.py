@@ -32,7 +32,7 @@ import numpy as np
 
 from envs.cli import positive_int
 from experiments.estimate import print_expected_time
-from experiments.jobs import ROOT, machine, run_stages, seq_job, seq_results
+from experiments.jobs import ROOT, machine, run_stages, seq_flags, seq_job, seq_results
 from experiments.stats import format_interval, iqm_interval, seed_count
 
 PROBLEMS = ("adding", "multiplication", "xor")
@@ -72,8 +72,7 @@ def seq_args(args: argparse.Namespace, problem: str, setting: str, length: int, 
                   n_train=train_sequences(args.train_sequences, length))
     if args.quick:
         values.update(QUICK, n_train=max(QUICK["batch_size"], min(values["n_train"], 16)))
-    flags = [token for key, value in values.items() for token in (f"--{key.replace('_', '-')}", str(value))]
-    return flags + (["--variable-length"] if setting == "variable" else [])
+    return seq_flags(values) + (["--variable-length"] if setting == "variable" else [])
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -46,7 +46,7 @@ import numpy as np
 
 from envs.cli import positive_int
 from experiments.estimate import print_expected_time
-from experiments.jobs import ROOT, machine, run_stages, seq_job, seq_results
+from experiments.jobs import ROOT, machine, run_stages, seq_flags, seq_job, seq_results
 from experiments.seq_history import value_at
 from experiments.stats import format_interval, iqm_interval, seed_count
 
@@ -122,7 +122,7 @@ def seq_args(args: argparse.Namespace, task: str, core: str, span: int | None, s
     values.update(core=core, seed=seed)
     if span is not None:
         values["span"] = span
-    return [token for key, value in values.items() for token in (f"--{key.replace('_', '-')}", str(value))]
+    return seq_flags(values)
 
 
 def budget(args: argparse.Namespace, core: str) -> int:

@@ -41,7 +41,7 @@ import numpy as np
 from envs.cli import positive_int
 from experiments.curves import draw_curves
 from experiments.estimate import print_expected_time
-from experiments.jobs import ROOT, machine, run_stages, seq_job, seq_results
+from experiments.jobs import ROOT, machine, run_stages, seq_flags, seq_job, seq_results
 from experiments.seq_history import aucc, seconds_to_reach, time_curve, value_at
 from experiments.stats import format_interval, iqm_interval, seed_count
 
@@ -87,16 +87,16 @@ def make_parser() -> argparse.ArgumentParser:
 
 def seq_args(core: str, options: str, seed: int, quick: bool) -> list[str]:
     values = {**MODEL, **TASK, **(QUICK if quick else {}), "core": core, "seed": seed}
-    flags = [token for key, value in values.items() for token in (f"--{key.replace('_', '-')}", str(value))]
     if quick and options.startswith("persistent"):
         options = "persistent=4"
-    return flags + (["--core-opt", options] if options else [])
+    return seq_flags(values) + (["--core-opt", options] if options else [])
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = make_parser().parse_args(argv)
+    parser = make_parser()
+    args = parser.parse_args(argv)
     if not 0 < args.level <= 1:
-        make_parser().error(f"--level must be in (0, 1], got {args.level}")
+        parser.error(f"--level must be in (0, 1], got {args.level}")
     name = args.name or args.study
     runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / name
     seeds, variants = list(range(args.seeds)), STUDIES[args.study]
