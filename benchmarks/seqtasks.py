@@ -1,24 +1,31 @@
-"""Training tokens per second of the seqtasks trainer at the paper's toy-task configuration.
+"""Training tokens per second of the seqtasks trainer at the paper's toy-task configuration,
+and, with --authors PATH, of the authors' own code beside it in the same run.
 
 Each core is built as in Table 9 of the Feedback Transformer paper (4 layers, d = 256, FF 4d,
 4 heads, span 100, BPTT 64, dropout 0.2; lstm: 4 layers of 256) inside the real trainer
 (seqtasks.train.Run on random_walk, batch 32 rows): a timed update is exactly what training
 runs: the next (64, 32) block of the stream with memory carried, forward, cross-entropy on the
-targets, backward, gradient clip 0.1, Adam. All cores are built in one process and take one
+targets, backward, gradient clip 0.1, Adam. All models are built in one process and take one
 untimed warm-up update each; then they are timed interleaved: `--rounds` rounds, each giving
-every core a slice of `--seconds` / `--rounds` (updates until the slice has passed, at least
-one), every other round in reverse order, time and updates summed per core; tokens/s = 64 * 32
-* updates / seconds. A change in load over the run so hits every core alike. `--threads` torch
-threads (default 2, this machine's cores).
+every model a slice of `--seconds` / `--rounds` (updates until the slice has passed, at least
+one), every other round in reverse order, time and updates summed per model; tokens/s = 64 *
+32 * updates / seconds. A change in load over the run so hits every model alike. `--threads`
+torch threads (default 2, this machine's cores).
 
-The target is a ratio within this run: feedback tokens/s >= 0.3 x transformer tokens/s (the
-feedback core steps through time one token at a time, the transformer takes the block at once).
-For context only, not a target: the authors' code (facebookresearch/transformer-sequential),
-timed side by side on a 2-core AMD EPYC at this configuration, gave feedback / transformer
-0.18-0.26 (734-885 and 3,133-3,386 tokens/s). `--check` exits 1 unless the target passes.
+--authors PATH points at a checkout of facebookresearch/transformer-sequential OUTSIDE this
+repository (CC BY-NC 4.0: none of it may enter it; benchmarks/authors.py imports it from PATH at
+run time): their FeedbackTransformer (shared key/value projections) and TransformerSeq are built
+at the same configuration and timed in the same rounds, on the same token blocks.
+
+Targets, ratios within this run: feedback tokens/s >= 0.3 x our transformer's (the feedback
+core steps through time one token at a time, the transformer takes the block at once); with
+--authors, our feedback >= 2.5 x theirs and our transformer >= 1.0 x theirs. `--check` exits 1
+unless the measured targets pass.
 
     python benchmarks/seqtasks.py                        # feedback, transformer, lstm; ~2 minutes
     python benchmarks/seqtasks.py --cores feedback transformer --seconds 20 --check
+    git clone https://github.com/facebookresearch/transformer-sequential /tmp/transformer-sequential
+    python benchmarks/seqtasks.py --cores feedback transformer --authors /tmp/transformer-sequential
 """
 
 from __future__ import annotations
@@ -39,9 +46,9 @@ from seqtasks.config import SeqConfig  # noqa: E402
 from seqtasks.train import Run  # noqa: E402
 
 TARGET = 0.3  # feedback / transformer tokens/s, both measured in this run
-# Context, not a target: the authors' code side by side on a 2-core AMD EPYC, at PAPER, batch 32.
-AUTHORS = "authors' code (transformer-sequential), 2-core AMD EPYC: feedback / transformer 0.18-0.26 (734-885 / 3,133-3,386 tokens/s)"
+AUTHORS_TARGETS = {"feedback": 2.5, "transformer": 1.0}  # ours / the authors' tokens/s, measured side by side
 PAPER = dict(d_model=256, n_layers=4, n_heads=4, span=100, d_ff=0, dropout=0.2, bptt=64, lr=1e-4, grad_clip=0.1, warmup=1000)
+THEIRS = "authors' "  # the row-name prefix of the authors' models
 
 
 def build(core: str, batch: int, device: str, folder: Path) -> Run:
@@ -55,38 +62,63 @@ def build(core: str, batch: int, device: str, folder: Path) -> Run:
     return run
 
 
-def timed_slice(run: Run, seconds: float) -> tuple[int, float]:
-    """Updates until `seconds` have passed (at least one): (updates, seconds taken)."""
-    sync = torch.cuda.synchronize if run.device.type == "cuda" else (lambda: None)
+def build_authors(path: Path, core: str, ours: Run):
+    """The authors' model `core` at PAPER, stepping through the token blocks of our run's
+    training split, after one untimed warm-up update."""
+    from benchmarks.authors import AuthorsRun
+    from seqtasks.streams import TokenStream
+
+    batch = ours.config.batch_size
+    stream = TokenStream(ours.regime.splits["train"], batch, ours.device)
+    vocab = max(len(ours.task.input_tokens), len(ours.task.output_tokens))  # theirs has one vocabulary for both
+    run = AuthorsRun(path, core, PAPER, vocab, batch, stream, ours.config.device)
+    run.step()
+    return run
+
+
+def timed_slice(step, device: torch.device, seconds: float) -> tuple[int, float]:
+    """Calls of `step` until `seconds` have passed (at least one): (updates, seconds taken)."""
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     sync()
     updates, start = 0, time.perf_counter()
     while updates < 1 or time.perf_counter() - start < seconds:
-        run.step()
+        step()
         updates += 1
     sync()
     return updates, time.perf_counter() - start
 
 
-def measure(cores: list[str], batch: int, seconds: float, rounds: int, device: str) -> list[dict]:
-    """Each core's tokens/s, seconds per update and parameters, timed interleaved."""
+def measure(cores: list[str], batch: int, seconds: float, rounds: int, device: str, authors: Path | None) -> list[dict]:
+    """Tokens/s, seconds per update and parameters of each of our cores (and of the authors'
+    feedback and transformer models, with `authors`), timed interleaved."""
     with tempfile.TemporaryDirectory() as folder:
-        runs = {core: build(core, batch, device, Path(folder)) for core in cores}
-        updates, elapsed = dict.fromkeys(cores, 0), dict.fromkeys(cores, 0.0)
-        for core in interleaved(cores, rounds):
-            n, t = timed_slice(runs[core], seconds / rounds)
-            updates[core] += n
-            elapsed[core] += t
+        ours = {core: build(core, batch, device, Path(folder)) for core in cores}
+        models = {core: run.model for core, run in ours.items()}
+        steps = {core: run.step for core, run in ours.items()}
+        for core in [core for core in cores if core in AUTHORS_TARGETS] if authors else []:
+            theirs = build_authors(authors, core, ours[core])
+            models[THEIRS + core], steps[THEIRS + core] = theirs.model, theirs.step
+        names = list(steps)
+        updates, elapsed = dict.fromkeys(names, 0), dict.fromkeys(names, 0.0)
+        for name in interleaved(names, rounds):
+            n, t = timed_slice(steps[name], torch.device(device), seconds / rounds)
+            updates[name] += n
+            elapsed[name] += t
     return [
-        {"core": core, "tokens_per_s": PAPER["bptt"] * batch * updates[core] / elapsed[core], "s_per_update": elapsed[core] / updates[core],
-         "updates": updates[core], "params": sum(p.numel() for p in runs[core].model.parameters())}
-        for core in cores
+        {"model": name, "tokens_per_s": PAPER["bptt"] * batch * updates[name] / elapsed[name], "s_per_update": elapsed[name] / updates[name],
+         "updates": updates[name], "params": sum(p.numel() for p in models[name].parameters())}
+        for name in names
     ]
 
 
-def targets(speed: dict[str, float]) -> list[Verdict]:
-    """The verdicts on this run's tokens/s per core."""
-    return [ratio_target("feedback / transformer tokens/s", speed.get("feedback"), speed.get("transformer"), TARGET,
-                         "needs --cores feedback transformer")]
+def targets(speed: dict[str, float], authors: bool) -> list[Verdict]:
+    """The verdicts on this run's tokens/s per model."""
+    verdicts = [ratio_target("feedback / transformer tokens/s", speed.get("feedback"), speed.get("transformer"), TARGET,
+                             "needs --cores feedback transformer")]
+    for core, at_least in AUTHORS_TARGETS.items() if authors else []:
+        verdicts.append(ratio_target(f"our {core} / the authors' {core} tokens/s", speed.get(core), speed.get(THEIRS + core), at_least,
+                                     f"needs --cores {core}"))
+    return verdicts
 
 
 def main() -> int:
@@ -97,21 +129,25 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=6, help="timed slices per core, interleaved with the other cores'")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--check", action="store_true", help="exit 1 unless the target passes")
+    parser.add_argument("--authors", type=Path, default=None, metavar="PATH",
+                        help="a checkout of facebookresearch/transformer-sequential outside this repository: time their models too")
+    parser.add_argument("--check", action="store_true", help="exit 1 unless the measured targets pass")
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error(f"--rounds must be >= 1, got {args.rounds}")
     torch.set_num_threads(args.threads)
     print(f"machine: {cpu_model()}, torch {torch.__version__}, {args.threads} thread(s), device {args.device}, batch {args.batch}, BPTT 64, "
           f"{args.rounds} interleaved rounds; {load_line()}")
-    rows = measure(args.cores, args.batch, args.seconds, args.rounds, args.device)
-    print("| core | params | tokens/s | s/update | updates |")
+    rows = measure(args.cores, args.batch, args.seconds, args.rounds, args.device, args.authors)
+    print("| model | params | tokens/s | s/update | updates |")
     print("|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['core']} | {r['params'] / 1e6:.2f}M | {r['tokens_per_s']:,.0f} | {r['s_per_update']:.2f} | {r['updates']} |")
-    print(f"context, not a target: {AUTHORS}")
+        print(f"| {r['model']} | {r['params'] / 1e6:.2f}M | {r['tokens_per_s']:,.0f} | {r['s_per_update']:.2f} | {r['updates']} |")
+    speed = {r["model"]: r["tokens_per_s"] for r in rows}
+    if THEIRS + "feedback" in speed and THEIRS + "transformer" in speed:
+        print(f"context: the authors' feedback / transformer tokens/s here: {speed[THEIRS + 'feedback'] / speed[THEIRS + 'transformer']:.2f}")
     print(f"at the end: {load_line()}")
-    return report(targets({r["core"]: r["tokens_per_s"] for r in rows}), args.check)
+    return report(targets(speed, args.authors is not None), args.check)
 
 
 if __name__ == "__main__":

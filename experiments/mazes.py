@@ -10,11 +10,16 @@ in parallel processes (`--jobs`, one thread each) under `--runs-dir`; run the sa
 after an interruption and it continues (finished runs are kept, unfinished ones resume from
 their checkpoint). Writes to `--out` (assets/ by default):
 
-    NAME.json        config, machine, and per env: random and oracle returns, per core the raw
-                     per-seed numbers (evaluation return and metric, final training return,
-                     training seconds) and the IQM with its 95% stratified-bootstrap interval
+    NAME.json        config, machine, and per env: random and oracle returns (no oracle for envs
+                     other than ours), per core the raw per-seed numbers (evaluation return and
+                     metric, final and best training return, training seconds) and the IQMs with
+                     their 95% stratified-bootstrap intervals
     NAME.md          the table of the above
     NAME_ENV.png     training return against frames: IQM over seeds, 95% band, random and oracle
+
+The best training return is the highest of the curve's CURVE_BINS bins (each the mean return of
+the episodes that ended in it): POPGym's MMER (max over training of the mean episode return), on
+our bins instead of its train batches.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import numpy as np
 
 import envs
 from agents.cores import CORES
-from envs.cli import positive_int
+from envs.cli import env_name, positive_int
 from experiments.curves import binned_curve, draw_curves, training_seconds
 from experiments.estimate import print_expected_time
 from experiments.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, machine, run_stages, train_job
@@ -38,6 +43,7 @@ from experiments.stats import format_interval, iqm_interval, seed_count
 
 ENVS = ("maze", "maze_easy", "water_maze")
 CORE_NAMES = ("feedback", "transformer", "lstm", "mlp")
+BASELINES = ("random", "oracle")  # evaluate.py's policies beside the agent; only ours have an oracle
 CURVE_BINS = 40
 # --quick: a smoke test of the whole pipeline in seconds (tests/experiments), nothing learned.
 QUICK_TRAIN = ["--num-envs", "4", "--rollout", "8"]
@@ -47,7 +53,8 @@ QUICK_CORE = {"feedback": "d_model=16,n_heads=2,span=8", "transformer": "d_model
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--envs", nargs="+", choices=sorted(envs.ENV_IDS), default=list(ENVS), metavar="ENV")
+    parser.add_argument("--envs", nargs="+", type=env_name, default=list(ENVS), metavar="ENV",
+                        help=f"our short names {sorted(envs.ENV_IDS)} or any Gymnasium id, module:EnvId form included (default: {' '.join(ENVS)})")
     parser.add_argument("--cores", nargs="+", choices=sorted(CORES), default=list(CORE_NAMES), metavar="CORE")
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 per (env, core) (default: 3)")
     parser.add_argument("--frames", type=positive_int, default=2_000_000, help="env frames per run (default: 2,000,000)")
@@ -70,7 +77,7 @@ def main(argv: list[str] | None = None) -> None:
         args.eval_episodes = 2
     seeds = list(range(args.seeds))
     cells = [(env, core, seed) for seed in seeds for env in args.envs for core in args.cores]
-    run_dir = {cell: runs_dir / cell[0] / cell[1] / f"seed{cell[2]}" for cell in cells}
+    run_dir = {cell: runs_dir / envs.short_name(cell[0]) / cell[1] / f"seed{cell[2]}" for cell in cells}
     print(f"{len(cells)} runs of {args.frames:,} frames ({args.preset} preset), {args.jobs} at a time, in {runs_dir}")
 
     training = []
@@ -92,8 +99,8 @@ def main(argv: list[str] | None = None) -> None:
         curves = {core: np.stack([binned_curve(run_dir[env, core, s], "charts/episodic_return", args.frames, CURVE_BINS) for s in seeds])
                   for core in args.cores}
         baselines = summary["envs"][env]
-        lines = {name: baselines[name]["return"] for name in ("random", "oracle")}
-        draw_curves(curves, args.frames, lines, f"{env}, {args.preset} preset", "episode return", args.out / f"{args.name}_{env}.png")
+        lines = {name: baselines[name]["return"] for name in BASELINES if name in baselines}
+        draw_curves(curves, args.frames, lines, f"{env}, {args.preset} preset", "episode return", args.out / f"{args.name}_{envs.short_name(env)}.png")
     print(table(summary))
     print(f"wrote {args.out / args.name}.json, .md and _ENV.png")
 
@@ -112,16 +119,19 @@ def summarise(args, seeds, run_dir, evaluation_jobs) -> dict:
             per_seed = []
             for seed in seeds:
                 results = evaluation(evaluation_jobs[env, core, seed])
-                baselines = {name: results[name] for name in ("random", "oracle")}
-                final = binned_curve(run_dir[env, core, seed], "charts/episodic_return", args.frames, CURVE_BINS)[-1]
+                baselines = {name: results[name] for name in BASELINES if name in results}
+                curve = binned_curve(run_dir[env, core, seed], "charts/episodic_return", args.frames, CURVE_BINS)
                 per_seed.append({
                     "seed": seed,
                     "eval": results["agent"],
-                    "final_training_return": None if np.isnan(final) else float(final),
+                    "final_training_return": None if np.isnan(curve[-1]) else float(curve[-1]),
+                    "best_training_return": float(np.nanmax(curve)),
                     "training_seconds": round(training_seconds(run_dir[env, core, seed]), 1),
                 })
             returns = np.array([run["eval"]["return"] for run in per_seed])
-            cores[core] = {"per_seed": per_seed, "eval_return": iqm_interval({core: returns})[core]}
+            best = np.array([run["best_training_return"] for run in per_seed])
+            cores[core] = {"per_seed": per_seed, "eval_return": iqm_interval({core: returns})[core],
+                           "best_training_return": iqm_interval({core: best})[core]}
         summary["envs"][env] = {**baselines, "cores": cores}
     return summary
 
@@ -131,15 +141,16 @@ def table(summary: dict) -> str:
     rows = [
         f"Evaluation return after {summary['frames']:,} frames ({summary['preset']} preset), {summary['eval_episodes']} episodes "
         f"per seed ({summary['actions']} actions): IQM over seeds [95% bootstrap CI], then each seed.\n",
-        "| env | core | return: IQM [95% CI] | per seed | random | oracle | training time per run |",
-        "|---|---|---|---|---|---|---|",
+        "| env | core | return: IQM [95% CI] | per seed | best training return: IQM [95% CI] | random | oracle | training time per run |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for env, result in summary["envs"].items():
         for core, numbers in result["cores"].items():
             seeds = ", ".join(f"{run['eval']['return']:.2f}" for run in numbers["per_seed"])
             minutes = np.mean([run["training_seconds"] for run in numbers["per_seed"]]) / 60
+            oracle = f"{result['oracle']['return']:.2f}" if "oracle" in result else "-"
             rows.append(f"| {env} | {core} | {format_interval(numbers['eval_return'])} | {seeds} | "
-                        f"{result['random']['return']:.2f} | {result['oracle']['return']:.2f} | {minutes:.1f} min |")
+                        f"{format_interval(numbers['best_training_return'])} | {result['random']['return']:.2f} | {oracle} | {minutes:.1f} min |")
     return "\n".join(rows) + "\n"
 
 

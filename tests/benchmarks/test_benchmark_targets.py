@@ -1,6 +1,8 @@
 """The benchmarks' targets on fixed numbers (no timing): every target is a ratio of two speeds
 from the same run, a missing side is skipped rather than failed, and `--check`'s exit status."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -45,10 +47,29 @@ def test_interleaved_reverses_every_other_round():
 
 def test_seqtasks_target_is_feedback_over_transformer():
     # The run that printed "FAIL: feedback 850 tokens/s" against the old absolute target.
-    (verdict,) = seqtasks.targets({"feedback": 850.0, "transformer": 1889.0, "lstm": 9000.0})
+    (verdict,) = seqtasks.targets({"feedback": 850.0, "transformer": 1889.0, "lstm": 9000.0}, authors=False)
     assert verdict.passed and verdict.ratio == pytest.approx(0.45, abs=0.005)
-    (verdict,) = seqtasks.targets({"feedback": 850.0})
+    (verdict,) = seqtasks.targets({"feedback": 850.0}, authors=False)
     assert verdict.ratio is None and "--cores feedback transformer" in verdict.why_not
+
+
+def test_seqtasks_authors_targets_are_ours_over_theirs_per_core():
+    # The issue's first side-by-side sitting: feedback 850 vs 734, transformer 1,888 vs 3,133 tokens/s.
+    speed = {"feedback": 850.0, "transformer": 1888.0, "authors' feedback": 734.0, "authors' transformer": 3133.0}
+    _, feedback, transformer = seqtasks.targets(speed, authors=True)
+    assert not feedback.passed and feedback.ratio == pytest.approx(850 / 734) and feedback.at_least == 2.5
+    assert not transformer.passed and transformer.ratio == pytest.approx(1888 / 3133) and transformer.at_least == 1.0
+    _, feedback, transformer = seqtasks.targets({"feedback": 850.0, "authors' feedback": 734.0}, authors=True)
+    assert feedback.ratio is not None and transformer.ratio is None and "--cores transformer" in transformer.why_not
+
+
+def test_the_authors_code_is_refused_inside_this_repository(tmp_path):
+    from benchmarks.authors import import_models
+
+    with pytest.raises(FileNotFoundError, match="not a checkout of"):
+        import_models(tmp_path)
+    with pytest.raises(ValueError, match="must stay outside it"):
+        import_models(Path(seqtasks.__file__).resolve().parent.parent / "runs" / "transformer-sequential")
 
 
 def test_ffattn_target_is_chunked_over_dense_at_2000_steps():
