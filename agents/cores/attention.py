@@ -20,6 +20,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from agents.cores.dropout import Dropout
+from agents.cores.step_linear import plain
+
 # A finite "minus infinity" for masked scores: softmax of an all-masked row stays finite.
 NEG_INF = -1e9
 
@@ -95,7 +98,7 @@ def attend(
     visible: torch.Tensor,
     persistent: tuple[torch.Tensor, torch.Tensor] | None = None,
     sinks: tuple[torch.Tensor, torch.Tensor] | None = None,
-    dropout: nn.Dropout | None = None,
+    dropout: Dropout | None = None,
 ) -> torch.Tensor:
     """Dot-product attention with relative-position scores and optional persistent vectors.
 
@@ -138,10 +141,10 @@ class PersistentMemory(nn.Module):
         return self.keys * self.key_scale, self.values * self.value_scale
 
 
-def maybe_dropout(p: float) -> nn.Dropout | None:
-    """Dropout, or None at p = 0, which callers skip (a module call per use is a cost the
-    per-step loop feels)."""
-    return nn.Dropout(p) if p > 0 else None
+def maybe_dropout(p: float) -> Dropout | None:
+    """Dropout (dropout.py), or None at p = 0, which callers skip (a module call per use is a
+    cost the per-step loop feels)."""
+    return Dropout(p) if p > 0 else None
 
 
 class FeedForward(nn.Module):
@@ -154,11 +157,12 @@ class FeedForward(nn.Module):
         self.fc2 = nn.Linear(d_ff, d_model)
         self.dropout = maybe_dropout(dropout)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        hidden = F.relu(self.fc1(x), inplace=True)  # (..., F)
+    def forward(self, x: torch.Tensor, linear=plain) -> torch.Tensor:
+        """`linear(layer, x)` applies fc1 and fc2 (step_linear.py)."""
+        hidden = F.relu(linear(self.fc1, x), inplace=True)  # (..., F)
         if self.dropout is not None:
             hidden = self.dropout(hidden)
-        return self.fc2(hidden)
+        return linear(self.fc2, hidden)
 
 
 VALUE_INITS = ("pytorch", "orthogonal")
@@ -211,27 +215,34 @@ class AttentionBlock(nn.Module):
         """What the attention reads: the normalised input under pre-norm, the input itself under post-norm."""
         return self.norm_attn(h) if self.pre_norm else h
 
+    def positions_by_key(self, distance: torch.Tensor) -> torch.Tensor:
+        """(E, K) the position embedding of each key, for one query row's distances (K,)."""
+        return self.position[distance].T
+
     def forward(
-        self, h: torch.Tensor, k: torch.Tensor, v: torch.Tensor, distance: torch.Tensor, visible: torch.Tensor, sinks=None
+        self, h: torch.Tensor, k: torch.Tensor, v: torch.Tensor, distance: torch.Tensor, visible: torch.Tensor, sinks=None,
+        linear=plain, positions: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """h: (B, Q, D) layer input at the query steps; k, v: (B, H, K, E); distance: (Q, K) long,
         clipped to [0, P - 1] (where not visible, any value); visible: (B, Q, K); sinks: see
-        attend. -> (B, Q, D)."""
+        attend; linear(layer, x) applies the projections (a step loop defers their weight
+        gradients, step_linear.py); positions: positions_by_key(distance[0]) for one query row,
+        when the caller has it already (a step loop: the same at every step). -> (B, Q, D)."""
         batch, queries, width = h.shape
-        q = split_heads(self.query(self.attention_input(h)), self.heads)  # (B, H, Q, E)
+        q = split_heads(linear(self.query, self.attention_input(h)), self.heads)  # (B, H, Q, E)
         q = q * q.shape[-1] ** -0.5
         if queries == 1:  # one row of distances: look the embeddings up, no gather
-            position_scores = q @ self.position[distance[0]].T  # (B, H, 1, K)
+            position_scores = q @ (positions if positions is not None else self.positions_by_key(distance[0]))  # (B, H, 1, K)
         else:
             position_scores = (q @ self.position.T).gather(-1, distance.expand(batch, self.heads, *distance.shape))
         persistent = self.persistent() if self.persistent is not None else None
         context = attend(q, k, v, position_scores, visible, persistent, sinks, self.attention_dropout)  # (B, H, Q, E)
         context = context.transpose(1, 2).reshape(batch, queries, width)
-        h = h + self.out(context)
+        h = h + linear(self.out, context)
         if not self.pre_norm:
             h = self.norm_attn(h)
         if self.ff is None:
             return h
         if self.pre_norm:
-            return h + self.ff(self.norm_ff(h))
-        return self.norm_ff(h + self.ff(h))
+            return h + self.ff(self.norm_ff(h), linear)
+        return self.norm_ff(h + self.ff(h, linear))

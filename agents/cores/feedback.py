@@ -30,7 +30,9 @@ from torch import nn
 from agents.cores.append_log import AppendLog, capacity_for
 from agents.cores.attention import AttentionBlock, init_value_path, split_heads
 from agents.cores.checks import check_bool
+from agents.cores.dropout import masks_ahead
 from agents.cores.sliding_window import SlidingWindowBuffer
+from agents.cores.step_linear import StepLinears, plain
 from agents.cores.transformer import TransformerConfig
 from agents.cores.weights_version import track_loads, weights_version
 
@@ -95,9 +97,9 @@ class FeedbackCore(nn.Module):
         keys = like.new_zeros(batch, c.n_heads, self.groups, capacity, c.d_model // c.n_heads)
         return memory, keys, torch.zeros_like(keys)
 
-    def _keys_values(self, group: int, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _keys_values(self, group: int, memory: torch.Tensor, linear=plain) -> tuple[torch.Tensor, torch.Tensor]:
         """(B, n, D) raw memory -> keys and values (B, H, n, E), normalised as they are read."""
-        k, v = self.kv[group](self.memory_norm[group](memory)).chunk(2, dim=-1)
+        k, v = linear(self.kv[group], self.memory_norm[group](memory)).chunk(2, dim=-1)
         return split_heads(k, self.config.n_heads), split_heads(v, self.config.n_heads)
 
     def forward(self, x: torch.Tensor, state: FeedbackState, first: torch.Tensor) -> tuple[torch.Tensor, FeedbackState]:
@@ -105,7 +107,8 @@ class FeedbackCore(nn.Module):
         steps, batch = first.shape
         run = FeedbackRun(self, state, steps, x)
         embedded = self.embed(x).unbind(0)  # T x (B, D): one backward op for all steps, not one per step
-        outputs = [run.advance(embedded[t], first[t]) for t in range(steps)]
+        with masks_ahead(self, steps):  # each dropout draws its T masks at once
+            outputs = [run.advance(embedded[t], first[t]) for t in range(steps)]
         y = self.norm_out(torch.cat(outputs, dim=1)).transpose(0, 1)  # (T, B, D)
         return y, run.finish()
 
@@ -154,6 +157,8 @@ class FeedbackRun:
                 self.value_windows.append(self.value_buffers[g].write(v))
         self.memory, self.keys, self.values, self.start, self.log = memory, keys, values, start, log
         self.weights = core.layer_weights
+        self.positions = [block.positions_by_key(self.distance[0]) for block in core.blocks]  # (E, S) each, the same every step
+        self.linear = StepLinears(torch.is_grad_enabled())
 
     def step(self, x: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
         """x: (B, input_dim), first: (B,) bool -> y: (B, D)."""
@@ -173,11 +178,11 @@ class FeedbackRun:
         for layer, block in enumerate(core.blocks):
             group = 0 if c.shared_kv else layer
             sinks = (self.key_buffers[group].sink(), self.value_buffers[group].sink())  # gradients straight to the buffers
-            h = block(h, self.key_windows[group], self.value_windows[group], self.distance, visible, sinks)
+            h = block(h, self.key_windows[group], self.value_windows[group], self.distance, visible, sinks, self.linear, self.positions[layer])
             m = m + self.weights[layer + 1] * h
         self.memory[:, self.start + t] = m[:, 0].detach()
         for g in range(core.groups):
-            k, v = core._keys_values(g, m)  # (B, H, 1, E) each
+            k, v = core._keys_values(g, m, self.linear)  # (B, H, 1, E) each
             self.key_windows[g] = self.key_buffers[g].write(k)
             self.value_windows[g] = self.value_buffers[g].write(v)
         self.t += 1

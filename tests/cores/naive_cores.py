@@ -14,6 +14,8 @@ import math
 import torch
 import torch.nn.functional as F
 
+from agents.cores.dropout import draw_masks
+
 
 def layer_norm(module, x):
     return x if isinstance(module, torch.nn.Identity) else F.layer_norm(x, x.shape[-1:], module.weight, module.bias, module.eps)
@@ -51,18 +53,25 @@ def attention_layer(block, h, k, v, distance, valid, pre_norm, heads, masks=None
     return layer_norm(block.norm_ff, h + ff(h))
 
 
-def dropout_masks(block, batch, keys):
-    """The dropout masks of one query step of a training `block` over `keys` memory slots:
-    attention weights (B, H, n [+ N]), then ReLU activations (B, F). Drawn from the global
-    generator with the shapes and in the order AttentionBlock draws them, so a seeded run of a
-    core and a seeded run of its reference drop the same entries; None without dropout."""
-    if not block.training or block.attention_dropout is None:
-        return None
-    p = block.attention_dropout.p
-    persistent = block.persistent.keys.shape[1] if block.persistent is not None else 0
-    weights = F.dropout(torch.ones(batch, block.heads, 1, keys + persistent), p, training=True)[:, :, 0]
-    relu = F.dropout(torch.ones(batch, 1, block.ff.fc1.out_features), p, training=True)[:, 0] if block.ff is not None else 1.0
-    return weights, relu
+def dropout_masks(core, batch, keys, steps):
+    """The dropout masks of a training Feedback `core` over `steps` steps and `keys` memory
+    slots, per step and layer: attention weights (B, H, n [+ N]), then ReLU activations (B, F).
+    Drawn from the global generator as the core draws them (agents/cores/dropout.py): each
+    dropout all its steps' masks at its first call, layer by layer, attention before
+    feed-forward; so a seeded run of the core and a seeded run of its reference drop the same
+    entries. None per layer without dropout."""
+    drawn = []
+    for block in core.blocks:
+        if not block.training or block.attention_dropout is None:
+            drawn.append(None)
+            continue
+        p = block.attention_dropout.p
+        persistent = block.persistent.keys.shape[1] if block.persistent is not None else 0
+        like = block.position
+        weights = draw_masks(steps, (batch, block.heads, 1, keys + persistent), p, like)[:, :, :, 0]
+        relu = draw_masks(steps, (batch, 1, block.ff.fc1.out_features), p, like)[:, :, 0] if block.ff is not None else None
+        drawn.append((weights, relu))
+    return [[None if d is None else (d[0][t], 1.0 if d[1] is None else d[1][t]) for d in drawn] for t in range(steps)]
 
 
 class NaiveFeedback:
@@ -80,6 +89,7 @@ class NaiveFeedback:
         core, c = self.core, self.core.config
         memory, valid = state
         outputs = []
+        masks = dropout_masks(core, x.shape[1], c.span, x.shape[0])  # [t][layer]
         for t in range(x.shape[0]):
             valid = valid & ~first[t][:, None]
             h = F.linear(x[t], core.embed.weight, core.embed.bias)
@@ -89,8 +99,7 @@ class NaiveFeedback:
                 group = 0 if c.shared_kv else index
                 read = layer_norm(core.memory_norm[group], memory)
                 k, v = F.linear(read, core.kv[group].weight, core.kv[group].bias).chunk(2, dim=-1)
-                masks = dropout_masks(block, h.shape[0], memory.shape[1])
-                h = attention_layer(block, h, k, v, distance, valid, c.pre_norm, c.n_heads, masks)
+                h = attention_layer(block, h, k, v, distance, valid, c.pre_norm, c.n_heads, masks[t][index])
                 layers.append(h)
             m = (torch.softmax(core.layer_logits, 0)[:, None, None] * torch.stack(layers)).sum(0)
             memory = torch.cat([memory, m[:, None]], dim=1)[:, -c.span :]

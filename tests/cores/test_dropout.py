@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from agents.cores import make_core
 from agents.cores.attention import AttentionBlock, split_heads
+from agents.cores.dropout import Dropout, draw_masks, masks_ahead
 
 sys.path.insert(0, str(Path(__file__).parent))
 from naive_cores import NaiveFeedback, attention_layer  # noqa: E402
@@ -27,8 +27,9 @@ def replayed_masks(seed: int, queries: int, persistent: int) -> tuple[torch.Tens
     """The masks an AttentionBlock draws after torch.manual_seed(seed): attention weights
     (B, H, Q, K + N), then ReLU activations (B, Q, F) when the block has a feed-forward sublayer."""
     torch.manual_seed(seed)
-    weights = F.dropout(torch.ones(B, H, queries, KEYS + persistent), P, training=True)
-    relu = None if persistent else F.dropout(torch.ones(B, queries, FF), P, training=True)
+    like = torch.zeros(())
+    weights = draw_masks(1, (B, H, queries, KEYS + persistent), P, like)[0]
+    relu = None if persistent else draw_masks(1, (B, queries, FF), P, like)[0]
     return weights, relu
 
 
@@ -69,7 +70,7 @@ def test_dropout_falls_on_attention_weights_and_relu_activations(queries, persis
 def test_feedback_core_in_train_mode_matches_the_naive_reference(persistent):
     """The whole Feedback core with dropout, whose steps read the memory through the one-row
     matmul that sends key and value gradients straight into the buffers: outputs and gradients
-    equal the naive core's, drawing the same masks. The naive memory starts as a full span of
+    equal the naive core's, drawing the same masks (each dropout's masks for all steps at once). The naive memory starts as a full span of
     invalid slots, so that both draw masks over the same number of keys."""
     torch.manual_seed(0)
     span, steps = 4, 7
@@ -86,3 +87,33 @@ def test_feedback_core_in_train_mode_matches_the_naive_reference(persistent):
     expected_grads = torch.autograd.grad((expected * cotangent).sum(), params, allow_unused=True)
     for (name, _), g, e in zip(core.named_parameters(), grads, expected_grads):
         torch.testing.assert_close(g, e, atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_dropout_masks_have_nn_dropouts_distribution():
+    torch.manual_seed(0)
+    layer = Dropout(P).train()
+    y = layer(torch.ones(200_000))
+    kept = y != 0
+    assert torch.all(y[kept] == 1 / (1 - P))
+    # 200,000 draws: the dropped fraction's standard deviation is sqrt(P (1 - P) / n) = 0.0011
+    assert abs(1 - kept.float().mean().item() - P) < 0.006
+    assert torch.equal(layer.eval()(y), y)
+    with pytest.raises(ValueError, match=r"dropout must be in \[0, 1\), got 1.0"):
+        Dropout(1.0)
+
+
+def test_masks_drawn_ahead_are_handed_out_in_order_and_dropped_on_exit():
+    layer = Dropout(P).train()
+    x = torch.ones(3, 4)
+    torch.manual_seed(5)
+    with masks_ahead(layer, 4):
+        used = [layer(x) for _ in range(3)]  # one of the 4 drawn is left over
+    torch.manual_seed(5)
+    expected = draw_masks(4, (3, 4), P, x)
+    for t in range(3):
+        assert torch.equal(used[t], expected[t])
+    assert layer._masks is None and layer.ahead == 1  # nothing carries into the next call
+    torch.manual_seed(6)
+    after = layer(x)  # one mask at a time again
+    torch.manual_seed(6)
+    assert torch.equal(after, draw_masks(1, (3, 4), P, x)[0])
