@@ -5,8 +5,9 @@ itself and to the `span` steps before it, of its own episode only, with a learne
 position embedding added to the keys (one per distance 0 .. span, per layer). The cache is
 inputs computed with the weights of their time, as in Transformer-XL; keys and values are
 recomputed from it with the current weights, except when acting (no gradients) with weights
-unchanged since they were last computed: then the stored ones are reused and the call extends
-the state's buffers in place (append_log.py) instead of copying them.
+unchanged since acting last computed them (a learning call stores none): then the stored ones
+are reused and the call extends the state's buffers in place (append_log.py) instead of copying
+them.
 
 Letters: T steps, B envs, S span, L layers, D d_model, H heads.
 """
@@ -108,6 +109,9 @@ class TransformerCore(nn.Module):
         distance = distance.clamp(0, span)
         version = weights_version(self)
         reuse = not torch.is_grad_enabled() and state.version == version  # stored keys are current
+        # Keys stored by a learning call would be stale after its optimiser step: not stored,
+        # the state says so (version None), and the next call recomputes them.
+        store = not torch.is_grad_enabled()
         carried = slice(state.end - span, state.end)
 
         if reuse and state.log.can_extend(state.end, steps, state.inputs.shape[2]):
@@ -119,7 +123,7 @@ class TransformerCore(nn.Module):
                 keys[:, :, :, :span] = state.keys[:, :, :, carried]
                 values[:, :, :, :span] = state.values[:, :, :, carried]
             start, log = span, AppendLog(span)
-        old, new, window = slice(start - span, start), slice(start, start + steps), slice(start - span, start + steps)
+        new, window = slice(start, start + steps), slice(start - span, start + steps)
 
         for layer, (block, kv) in enumerate(zip(self.blocks, self.kv)):
             if reuse:  # only the new steps' keys and values, written beside the stored ones
@@ -128,14 +132,18 @@ class TransformerCore(nn.Module):
                 values[:, :, layer, new] = split_heads(v, c.n_heads)
                 k, v = keys[:, :, layer, window], values[:, :, layer, window]  # (B, H, S + T, E)
             else:  # all of them, with the current weights (and gradients, when learning)
-                context = torch.cat([inputs[:, layer, old], h], dim=1)  # (B, S + T, D)
-                k, v = kv(block.attention_input(context)).chunk(2, dim=-1)
+                # The carried steps apart: their inputs take no gradient, so backward skips the
+                # (B S, 2D) @ (2D, D) product that would compute one only to drop it. (Read from
+                # the state, which this call does not write: backward needs them as they were.)
+                carried_kv, new_kv = kv(block.attention_input(state.inputs[:, layer, carried])), kv(block.attention_input(h))
+                k, v = torch.cat([carried_kv, new_kv], dim=1).chunk(2, dim=-1)  # (B, S + T, D) each
                 k, v = split_heads(k, c.n_heads), split_heads(v, c.n_heads)
-                keys[:, :, layer, window] = k.detach()
-                values[:, :, layer, window] = v.detach()
+                if store:
+                    keys[:, :, layer, window] = k.detach()
+                    values[:, :, layer, window] = v.detach()
             inputs[:, layer, new] = h.detach()
             h = block(h, k, v, distance, visible)
 
         log.end = start + steps
         y = self.norm_out(h).transpose(0, 1)  # (T, B, D)
-        return y, TransformerState(inputs, keys, values, carried_valid(starts, span), start + steps, version, log)
+        return y, TransformerState(inputs, keys, values, carried_valid(starts, span), start + steps, version if store else None, log)
