@@ -86,14 +86,15 @@ class TransformerCore(nn.Module):
         valid = torch.zeros(batch_size, span, dtype=torch.bool, device=device)
         return TransformerState(inputs, keys, values, valid, span, None, AppendLog(span))
 
-    def _new_buffers(self, batch: int, capacity: int, like: torch.Tensor):
-        """Zeroed inputs (B, L, capacity, D), keys and values (B, H, L, capacity, E): with heads
-        before layers, one layer's (B, H) blocks are evenly strided, so attention reads them in
-        place (a batched matmul cannot flatten (B, H) otherwise, and would copy the window)."""
+    def _new_buffers(self, batch: int, capacity: int, like: torch.Tensor, key_capacity: int | None = None):
+        """Zeroed inputs (B, L, capacity, D), keys and values (B, H, L, key_capacity, E) (default:
+        capacity; 0 where none are stored): with heads before layers, one layer's (B, H) blocks
+        are evenly strided, so attention reads them in place (a batched matmul cannot flatten
+        (B, H) otherwise, and would copy the window)."""
         c = self.config
         layers = len(self.blocks)  # (a reservoir core's config counts its trained layers only)
         inputs = like.new_zeros(batch, layers, capacity, c.d_model)
-        keys = like.new_zeros(batch, c.n_heads, layers, capacity, c.d_model // c.n_heads)
+        keys = like.new_zeros(batch, c.n_heads, layers, capacity if key_capacity is None else key_capacity, c.d_model // c.n_heads)
         return inputs, keys, torch.zeros_like(keys)
 
     def forward(self, x: torch.Tensor, state: TransformerState, first: torch.Tensor) -> tuple[torch.Tensor, TransformerState]:
@@ -117,7 +118,8 @@ class TransformerCore(nn.Module):
         if reuse and state.log.can_extend(state.end, steps, state.inputs.shape[2]):
             inputs, keys, values, start, log = state.inputs, state.keys, state.values, state.end, state.log
         else:  # new buffers, starting with this state's window
-            inputs, keys, values = self._new_buffers(batch, capacity_for(span, steps), x)
+            capacity = capacity_for(span, steps)
+            inputs, keys, values = self._new_buffers(batch, capacity, x, capacity if store else 0)
             inputs[:, :, :span] = state.inputs[:, :, carried]
             if reuse:
                 keys[:, :, :, :span] = state.keys[:, :, :, carried]
