@@ -40,11 +40,12 @@ Everything else runs; the largest are transformer and reservoir-ffn learning at 
 about 30 s a repetition). Nothing is skipped on CUDA; a mode that runs out of GPU memory is
 reported as OOM. `--cores` and `--sizes` pick what runs.
 
-At the end, for B = 64 on CPU, it checks the targets: feedback acting >= 5x naive-feedback acting
-and feedback learning >= 3x naive-feedback learning; and prints feedback / transformer ratios.
+At the end, for B = 64 on CPU, it checks the targets whose two sides it measured: feedback acting
+>= 5x naive-feedback acting, feedback learning >= 3x naive-feedback learning and >= 0.8x
+transformer learning; and prints feedback / transformer ratios.
 
     python benchmarks/cores.py                                    # everything, about 7-8 minutes
-    python benchmarks/cores.py --cores feedback naive-feedback --sizes 64 --check   # the targets
+    python benchmarks/cores.py --cores feedback naive-feedback transformer --sizes 64 --check   # the targets
     python benchmarks/cores.py --seconds 0.5 --markdown bench.md  # quicker; also write the table
 """
 
@@ -88,7 +89,11 @@ CORES = {
 }
 SIZES = [1, 64, 1024]
 TARGET_B = 64
-TARGETS = {"acting": 5.0, "learning": 3.0}  # feedback / naive-feedback, at B = TARGET_B on CPU
+# (ours, reference, mode, at least): steps/s ratios at B = TARGET_B on CPU. Feedback learning
+# against our transformer: the paper's claim that the Feedback Transformer trains about as fast
+# where the data comes one step at a time anyway (issue 14: at least 0.8x).
+TARGETS = [("feedback", "naive-feedback", "acting", 5.0), ("feedback", "naive-feedback", "learning", 3.0),
+           ("feedback", "transformer", "learning", 0.8)]
 MODES = ("acting", "learning")
 WORKER_TIMEOUT_S = 900
 
@@ -287,17 +292,20 @@ def checks(results: dict, device: str) -> bool | None:
     if device != "cpu":
         print(f"\nCHECK not run: the targets are for CPU (this run: --device {device})")
         return None
-    if any(value(name, mode) is None for name in ("feedback", "naive-feedback") for mode in TARGETS):
-        print(f"\nCHECK not run: it needs feedback and naive-feedback at B = {TARGET_B} (--cores feedback naive-feedback --sizes {TARGET_B})")
+    measured = [(ours, reference, mode, target) for ours, reference, mode, target in TARGETS
+                if value(ours, mode) is not None and value(reference, mode) is not None]
+    if not measured:
+        print(f"\nCHECK not run: it needs feedback and naive-feedback or transformer at B = {TARGET_B} "
+              f"(--cores feedback naive-feedback transformer --sizes {TARGET_B})")
         return None
     print()
     ok = True
-    for mode, target in TARGETS.items():
-        ratio = value("feedback", mode) / value("naive-feedback", mode)
+    for ours, reference, mode, target in measured:
+        ratio = value(ours, mode) / value(reference, mode)
         ok &= ratio >= target
         print(
-            f"{'PASS' if ratio >= target else 'FAIL'}: B={TARGET_B} {mode} feedback / naive-feedback {ratio:,.1f}x "
-            f"({rate(value('feedback', mode))} vs {rate(value('naive-feedback', mode))} steps/s; target >= {target:g}x)"
+            f"{'PASS' if ratio >= target else 'FAIL'}: B={TARGET_B} {mode} {ours} / {reference} {ratio:,.2f}x "
+            f"({rate(value(ours, mode))} vs {rate(value(reference, mode))} steps/s; target >= {target:g}x)"
         )
     return ok
 
