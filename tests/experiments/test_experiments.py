@@ -61,6 +61,23 @@ def test_a_quick_experiment_writes_its_table_json_and_figures_and_resumes(tmp_pa
         mazes.main(argv)  # a run cannot be taken back to a smaller budget
 
 
+def test_an_experiment_on_a_third_party_env_has_no_oracle_column(tmp_path, monkeypatch):
+    pytest.importorskip("popgym")
+    env = "popgym:popgym-RepeatPreviousEasy-v0"
+    argv = ["--quick", "--envs", env, "--cores", "mlp", "--seeds", "2", "--frames", "512",
+            "--name", "third", "--runs-dir", str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--jobs", "2"]
+    monkeypatch.setattr(sys, "argv", ["mazes"] + argv)
+    mazes.main(argv)
+    result = json.loads((tmp_path / "out" / "third.json").read_text())["envs"][env]
+    assert "oracle" not in result and -1.0 <= result["random"]["return"] <= 1.0  # POPGym returns lie in [-1, 1]
+    for run in result["cores"]["mlp"]["per_seed"]:
+        assert run["final_training_return"] <= run["best_training_return"]  # the best of the curve's bins
+    row = next(line for line in (tmp_path / "out" / "third.md").read_text().splitlines() if line.startswith(f"| {env} | mlp |"))
+    assert row.split(" | ")[-2] == "-"  # the oracle column
+    assert (tmp_path / "out" / "third_popgym-popgym-RepeatPreviousEasy-v0.png").stat().st_size > 0
+    assert (tmp_path / "runs" / "popgym-popgym-RepeatPreviousEasy-v0" / "mlp" / "seed1" / "checkpoint.pt").exists()
+
+
 def test_a_curve_is_binned_by_frames_and_carried_over_empty_bins(tmp_path):
     from torch.utils.tensorboard import SummaryWriter
 
