@@ -21,7 +21,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from agents.cores.dropout import Dropout
-from agents.cores.sliding_window import GradientSink
 from agents.cores.step_linear import plain
 
 # A finite "minus infinity" for masked scores: softmax of an all-masked row stays finite.
@@ -61,11 +60,10 @@ class _OneRowMatmul(torch.autograd.Function):
     CPU runs several times slower than the memory it writes (the Feedback core reads its whole
     memory this way at every step, so its backward pass spent most of its time there).
 
-    With a `sink` (b a window of a buffer, sliding_window.py), b's gradient goes into that window
-    of the buffer's gradient, added with the other readers' of the window in one pass, and none
-    goes back through autograd: no temporary the size of the window, no sum over the layers
-    that read it. b stays an input, so backward still reaches the window's write only after
-    every read of it."""
+    With a `sink` (b a window of a buffer, sliding_window.py), b's gradient is added in place
+    into that window of the buffer's gradient and none goes back through autograd: no temporary
+    the size of the window, no sum over the layers that read it. b stays an input, so backward
+    still reaches the window's write only after every read of it."""
 
     @staticmethod
     def forward(ctx, a, b, sink):
@@ -78,15 +76,15 @@ class _OneRowMatmul(torch.autograd.Function):
         a, b = ctx.saved_tensors
         grad_a = grad @ b.transpose(-1, -2) if ctx.needs_input_grad[0] else None
         if ctx.sink is not None:
-            ctx.sink.add_outer(a, grad)  # (..., K, 1) * (..., 1, M), added with the other readers
+            ctx.sink.addcmul_(a.transpose(-1, -2), grad)  # (..., K, 1) * (..., 1, M)
             return grad_a, None, None
         grad_b = a.transpose(-1, -2) * grad if ctx.needs_input_grad[1] else None
         return grad_a, grad_b, None
 
 
-def matmul(a: torch.Tensor, b: torch.Tensor, sink: GradientSink | None = None) -> torch.Tensor:
+def matmul(a: torch.Tensor, b: torch.Tensor, sink: torch.Tensor | None = None) -> torch.Tensor:
     """a @ b, with the faster backward of _OneRowMatmul when a has one row and gradients are
-    on; `sink` (a GradientSink shaped like b) receives b's gradient instead of autograd."""
+    on; `sink` (shaped like b) receives b's gradient instead of autograd."""
     if a.shape[-2] != 1 or not torch.is_grad_enabled():
         return a @ b
     return _OneRowMatmul.apply(a, b, sink)
@@ -99,7 +97,7 @@ def attend(
     position_scores: torch.Tensor,
     visible: torch.Tensor,
     persistent: tuple[torch.Tensor, torch.Tensor] | None = None,
-    sinks: tuple[GradientSink, GradientSink] | None = None,
+    sinks: tuple[torch.Tensor, torch.Tensor] | None = None,
     dropout: Dropout | None = None,
 ) -> torch.Tensor:
     """Dot-product attention with relative-position scores and optional persistent vectors.
@@ -112,7 +110,7 @@ def attend(
     gets a zero vector, never NaN.
     """
     k_sink, v_sink = sinks if sinks is not None else (None, None)
-    k_sink = k_sink.transpose() if k_sink is not None else None
+    k_sink = k_sink.transpose(-1, -2) if k_sink is not None else None
     scores = matmul(q, k.transpose(-1, -2), k_sink).add_(position_scores)  # (B, H, Q, K)
     scores.masked_fill_(~visible[:, None], NEG_INF)
     if persistent is None:

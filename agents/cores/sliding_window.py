@@ -17,45 +17,13 @@ from __future__ import annotations
 import torch
 
 
-class GradientSink:
-    """Where a reader of a window (or of its transpose) puts the window's gradient, when that
-    is an outer product a^T g (a one-row matmul's): kept, then added into the buffer's gradient
-    together with the other readers' of the same window, as one batched matmul with inner size
-    the number of readers, when the write that made the window runs its backward (flush). The
-    layers of a Feedback step all read one window: one pass over its gradient instead of one
-    per layer."""
-
-    def __init__(self, target: torch.Tensor, pending: list):
-        self.target, self.pending = target, pending
-
-    def transpose(self) -> "GradientSink":
-        return GradientSink(self.target.transpose(-1, -2), self.pending)
-
-    def add_outer(self, a: torch.Tensor, grad: torch.Tensor) -> None:
-        """target (..., K, M) += a^T grad, for a (..., 1, K) and grad (..., 1, M), later."""
-        self.pending.append((self.target, a, grad))
-
-
-def flush(pending: list) -> None:
-    """Add the kept outer products into their targets, one batched matmul per target."""
-    by_target: dict[tuple, list] = {}
-    for target, a, grad in pending:
-        by_target.setdefault((target.data_ptr(), target.shape, target.stride()), []).append((target, a, grad))
-    pending.clear()
-    for entries in by_target.values():
-        target = entries[0][0]
-        a = torch.cat([a for _, a, _ in entries], dim=-2)  # (..., n, K)
-        grad = torch.cat([g for _, _, g in entries], dim=-2)  # (..., n, M)
-        target.view(-1, *target.shape[-2:]).baddbmm_(a.transpose(-1, -2).flatten(0, -3), grad.flatten(0, -3))
-
-
 class _WriteAndWindow(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, new, buffer, grad_buffer, start, window, pending):
+    def forward(ctx, new, buffer, grad_buffer, start, window):
         ctx.set_materialize_grads(False)  # readers that add into sink() send no gradient here
         length = new.shape[2]
         buffer[:, :, start : start + length] = new
-        ctx.grad_buffer, ctx.start, ctx.length, ctx.window, ctx.pending = grad_buffer, start, length, window, pending
+        ctx.grad_buffer, ctx.start, ctx.length, ctx.window = grad_buffer, start, length, window
         view = buffer[:, :, start + length - window : start + length]
         # a new tensor on the same storage: the buffer's version counter is not shared
         return torch.empty(0, dtype=buffer.dtype, device=buffer.device).set_(
@@ -65,10 +33,9 @@ class _WriteAndWindow(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_window):
         end = ctx.start + ctx.length
-        flush(ctx.pending)  # every later read of these slots has run its backward by now
         if grad_window is not None:
             ctx.grad_buffer[:, :, end - ctx.window : end] += grad_window
-        return ctx.grad_buffer[:, :, ctx.start : end].clone(), None, None, None, None, None
+        return ctx.grad_buffer[:, :, ctx.start : end].clone(), None, None, None, None
 
 
 class SlidingWindowBuffer:
@@ -80,19 +47,18 @@ class SlidingWindowBuffer:
         self.filled = filled
         self.window = window
         self.grad_buffer = torch.zeros_like(buffer) if torch.is_grad_enabled() else None
-        self.pending: list = []  # the sinks' outer products not yet added into grad_buffer
 
     def current(self) -> torch.Tensor:
         """The window (B, H, window, E) ending at the last slot written (a view, no gradients)."""
         return self.buffer[:, :, self.filled - self.window : self.filled]
 
-    def sink(self) -> GradientSink | None:
-        """Where a reader of the current window may put its gradient (into the view of the
+    def sink(self) -> torch.Tensor | None:
+        """Where a reader of the current window may add its gradient directly (a view of the
         gradient buffer shaped like the window), instead of returning it through autograd;
         None without gradients."""
         if self.grad_buffer is None:
             return None
-        return GradientSink(self.grad_buffer[:, :, self.filled - self.window : self.filled], self.pending)
+        return self.grad_buffer[:, :, self.filled - self.window : self.filled]
 
     def write(self, new: torch.Tensor) -> torch.Tensor:
         """Append new (B, H, n, E); return the window (B, H, window, E) ending with it."""
@@ -101,6 +67,6 @@ class SlidingWindowBuffer:
             self.buffer[:, :, self.filled : self.filled + n] = new
             self.filled += n
             return self.current()
-        out = _WriteAndWindow.apply(new, self.buffer, self.grad_buffer, self.filled, self.window, self.pending)
+        out = _WriteAndWindow.apply(new, self.buffer, self.grad_buffer, self.filled, self.window)
         self.filled += n
         return out
