@@ -144,7 +144,8 @@ class Trainer:
             distributed.sum_gradients([p for p in self.policy.parameters() if p.requires_grad])
         else:
             (loss * self.world.size).backward()  # DDP averages over ranks; the ranks' losses are to be summed
-        parts = ("policy_loss", "value_loss", "entropy")  # sums over this rank's steps / count: summed over ranks
+        # Sums over this rank's steps / count: summed over ranks (explained_variance stays this rank's).
+        parts = ("policy_loss", "value_loss", "entropy")
         for key, value in zip(parts, distributed.sum_tensor(torch.stack([stats[k] for k in parts]), "summing losses")):
             stats[key] = value
         if c.max_grad_norm > 0:
