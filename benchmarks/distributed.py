@@ -9,6 +9,9 @@ all-reduce per update at the paper's model sizes, on gloo (CPU).
    whose cores are all busy either way (the 2-core machine this was written on) the ratio
    measures the overhead of distributing (all-reduce, gathering episodes, lockstep waits), not a
    speed-up; with one GPU or many cores per rank the second rank adds its own hardware instead.
+   Run it on idle cores: on busy ones more threads than free cores slow torch's many small ops
+   several times over (here, loaded: a paper-size update took 0.25 s on 1 thread, 1.7-6 s on 2),
+   which would be charged to whichever side has more threads per process.
 2. The all-reduce of one update's flattened gradient (agents/distributed.sum_gradients, what
    the learner that keeps the acting graph does; DDP's buckets move the same bytes) between 2
    ranks, at the paper's maze sizes: the Feedback Transformer (d 256, 2 layers, 4 heads, span

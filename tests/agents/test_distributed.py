@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from agents.checkpoint import load_checkpoint
-from agents.distributed import World
+from agents import distributed
+from agents.distributed import TIMEOUT_VARIABLE, World, timeout_seconds
 from agents.train import Trainer
 from tests.agents.test_train import SMALL, small_config
 from tests.launch import start_ranks, torchrun
@@ -94,7 +95,14 @@ def test_a_killed_rank_ends_the_others_with_an_error_and_the_checkpoint_intact(t
     assert load_checkpoint(tmp_path, "a2c")["counters"]["updates"] >= 1
 
 
-def test_shares_must_divide_evenly():
+def test_bad_sizes_and_timeouts_name_the_value(tmp_path, monkeypatch):
     assert World(1, 3).share(6, "num_envs") == (2, 4)
-    with pytest.raises(ValueError, match=r"num_envs \(6\) must be divisible by the number of processes \(4\)"):
-        World(0, 4).share(6, "num_envs")
+    monkeypatch.setattr(distributed, "init", lambda: World(0, 4))  # as rank 0 of 4 would see it
+    with pytest.raises(ValueError, match=r"num_envs \(6\) must be divisible by the number of processes \(4\); use a multiple of 4"):
+        Trainer(small_config(tmp_path))
+    monkeypatch.setattr(distributed, "init", lambda: World(0, 2))
+    with pytest.raises(ValueError, match=r"num_actors \(4\) is per process and must be <= its share of num_envs \(3 = 6 / 2 processes\)"):
+        Trainer(small_config(tmp_path, num_actors=4))
+    monkeypatch.setenv(TIMEOUT_VARIABLE, "soon")
+    with pytest.raises(ValueError, match=f"{TIMEOUT_VARIABLE}='soon' must be a positive number of seconds"):
+        timeout_seconds()
