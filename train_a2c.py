@@ -4,6 +4,7 @@
     python train_a2c.py --env corridor --core lstm --total-steps 300000 --core-opt hidden_size=64
     python train_a2c.py --env minigrid:MiniGrid-MemoryS7-v0 --core feedback    # pip install -e ".[minigrid]"
     python train_a2c.py --resume runs/maze-feedback-20261121-120000 --total-steps 5000000
+    torchrun --nproc-per-node 2 train_a2c.py --env maze --core feedback --num-envs 128   # 64 envs a process
 
 Every field of agents/a2c_config.py:A2CConfig is a flag; core options go through
 `--core-opt KEY=VALUE` (repeatable, or comma separated), env options through `--env-opt`.
@@ -17,6 +18,7 @@ import json
 import signal
 import sys
 
+from agents import distributed
 from agents.a2c_config import A2CConfig, resolve_config
 from agents.actors import ActorError
 from agents.checkpoint import CheckpointError, checkpoint_path
@@ -43,7 +45,8 @@ def make_trainer(args: argparse.Namespace, parser: argparse.ArgumentParser) -> T
                 changed = sorted((set(given) - RESUMABLE_OVERRIDES) | ({"core_opt"} if args.core_opt else set()) | ({"env_opt"} if args.env_opt else set()))
                 parser.error(f"--resume keeps the run's config; {changed} cannot change (only {sorted(RESUMABLE_OVERRIDES)} can)")
             trainer = Trainer.from_checkpoint(args.resume, given)
-            print(f"resuming {trainer.config.run_dir} at step {trainer.global_step:,}: {trainer.resumed_how}")
+            if trainer.world.main:
+                print(f"resuming {trainer.config.run_dir} at step {trainer.global_step:,}: {trainer.resumed_how}")
             return trainer
         given["core_options"] = parse_core_options(given.get("core", A2CConfig.core), args.core_opt)
         given["env_options"] = parse_env_options(args.env_opt)
@@ -54,19 +57,24 @@ def make_trainer(args: argparse.Namespace, parser: argparse.ArgumentParser) -> T
 
 def main(argv: list[str] | None = None) -> None:
     """Ctrl-C at any point ends with exit code 130 and a line saying whether and how the run
-    can be resumed (agents/train.py: Trainer.train keeps the checkpoint whole)."""
+    can be resumed (agents/train.py: Trainer.train keeps the checkpoint whole). Under torchrun
+    every rank runs this; rank 0 prints the config, and a rank that dies ends the others with
+    an error (distributed.RankError) and the last checkpoint as it was."""
     parser = make_parser()
     trainer = None
     try:
         args = parser.parse_args(argv)
         trainer = make_trainer(args, parser)
-        print(json.dumps(trainer.config.to_dict(), indent=2))
+        if trainer.world.main:
+            print(json.dumps(trainer.config.to_dict(), indent=2))
         try:
             trainer.train()
-        except ActorError as error:
-            sys.exit(f"training stopped: {error}\nthe last checkpoint is in {trainer.config.run_dir}")
+        except (ActorError, distributed.RankError) as error:
+            where = f" (process {trainer.world.rank} of {trainer.world.size})" if trainer.world.size > 1 else ""
+            sys.exit(f"training stopped{where}: {error}\nthe last checkpoint is in {trainer.config.run_dir}")
         finally:
             trainer.close()
+            distributed.close()
     except KeyboardInterrupt:
         if trainer is not None and checkpoint_path(trainer.config.run_dir).is_file():
             exit_interrupted(f"at step {trainer.global_step:,}; continue with --resume {trainer.config.run_dir}")

@@ -54,11 +54,16 @@ def a2c_loss(
     valid: torch.Tensor,  # (T, B) bool
     value_coef: float,
     entropy_coef: float,
+    count: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Policy gradient + value_coef * squared error / 2 - entropy_coef * entropy, means over
-    valid steps. Also returns the parts and the explained variance (detached)."""
+    valid steps. Also returns the parts and the explained variance (detached).
+
+    `count` divides the sums instead of this rollout's valid steps: under torchrun, the valid
+    steps of all ranks, so the ranks' losses sum to the loss of the whole batch (a plain average
+    of per-rank means would weight a rank's steps by how few valid steps it had)."""
     weight = valid.to(values.dtype)
-    count = weight.sum().clamp(min=1.0)
+    count = (weight.sum() if count is None else count).clamp(min=1.0)
     distribution = Categorical(logits=logits)
     policy_loss = -(distribution.log_prob(actions) * advantages.detach() * weight).sum() / count
     value_loss = 0.5 * ((values - returns.detach()).square() * weight).sum() / count

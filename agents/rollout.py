@@ -54,11 +54,17 @@ class Episodes:
 
 
 class Actor:
-    """Steps `pool` with `policy`; the policy runs on `device`, the envs on the CPU."""
+    """Steps `pool` with `policy`; the policy runs on `device`, the envs on the CPU.
 
-    def __init__(self, pool, policy: Policy, device: torch.device):
+    `slots` = (first, total): the pool's envs are envs first .. first + B - 1 of a batch of
+    `total` (under torchrun each rank owns one share). Sampling draws its noise for the whole
+    batch and keeps this share's rows, so each rank's actions are exactly those that one process
+    stepping all `total` envs would take in these slots (the ranks' generators are seeded alike)."""
+
+    def __init__(self, pool, policy: Policy, device: torch.device, slots: tuple[int, int] | None = None):
         self.pool, self.policy, self.device = pool, policy, device
         self.num_envs = pool.num_envs
+        self.first_slot, self.total_envs = slots or (0, pool.num_envs)
         self.restart()
 
     def restart(self) -> None:
@@ -90,7 +96,10 @@ class Actor:
         if greedy:
             action = logits.argmax(-1)
         else:
-            action = torch.multinomial(torch.softmax(logits, -1), 1).squeeze(-1)
+            # torch.multinomial's own one-sample method (argmax of p / Exp(1) noise, the same
+            # draws on the CPU), with the noise drawn for every slot of the batch (see slots).
+            noise = torch.empty(self.total_envs, logits.shape[-1], device=logits.device).exponential_()  # (total, A)
+            action = (torch.softmax(logits, -1) / noise[self.first_slot : self.first_slot + self.num_envs]).argmax(-1)
         action = action.cpu().numpy()
         next_obs, reward, terminated, truncated, info = self.pool.step(action)
         record = dict(obs=self.obs, prev_action=self.prev_action, prev_reward=self.prev_reward, first=self.first,

@@ -10,6 +10,19 @@ forward), or from running the policy over the chunk again from the rollout's sta
 faster as measured by benchmarks/a2c.py (see KEEPS_ACTING_GRAPH). Checkpoints hold everything
 the next update depends on (weights, optimiser, counters, random generators, the envs, the core
 state and the actor's carry), so a resumed run makes the same updates as one never stopped.
+
+Under torchrun (agents/distributed.py) each rank steps its share of the `num_envs` envs (rank r:
+envs r B/N .. (r + 1) B/N - 1, seeded as one process seeds them) with its own actor workers, and
+the ranks' gradients are summed so that N ranks take exactly the update one process would take on
+the whole batch (to float rounding): the loss divides by the valid steps of all ranks, the
+running observation statistics see every rank's observations, and gradients are clipped after
+the sum. Recomputing learners wrap the policy in DistributedDataParallel, whose forward prepares
+the gradient all-reduce; the learner that keeps the acting graph never calls the policy's
+forward (the core is fed a step at a time through Policy.open while acting), which DDP's
+backward hooks rely on, so it sums the gradients itself after backward, as one flat all-reduce
+on the same engine. Rank 0 alone logs, shows progress and writes the checkpoint, which holds
+every rank's envs, actor carry and generators; ranks agree every update on stopping and saving,
+so none is left waiting in a collective.
 """
 
 from __future__ import annotations
@@ -25,6 +38,7 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
+from agents import distributed
 from agents.a2c import a2c_loss, gae_advantages
 from agents.a2c_config import KEEPS_ACTING_GRAPH, A2CConfig
 from agents.actors import ActorError, make_env_pool
@@ -55,11 +69,17 @@ def build_optimizer(config: A2CConfig, policy: Policy) -> torch.optim.Optimizer:
 class Trainer:
     def __init__(self, config: A2CConfig):
         self.config = config
-        self.device = resolve_device(config.device)
+        self.world = distributed.init()
+        self.device = distributed.device_for(resolve_device(config.device), self.world)
         if config.threads:
             torch.set_num_threads(config.threads)
-        seed_everything(config.seed)
-        self.pool = make_env_pool(config.env, config.num_envs, config.seed, config.num_actors, config.env_options)
+        seed_everything(config.seed)  # alike on every rank: the same initial weights and sampling noise
+        self.first_env, last_env = self.world.share(config.num_envs, "num_envs")
+        local_envs = last_env - self.first_env
+        if self.world.size > 1 and config.num_actors > local_envs:
+            raise ValueError(f"num_actors ({config.num_actors}) is per process and must be <= its share of num_envs "
+                             f"({local_envs} = {config.num_envs} / {self.world.size} processes)")
+        self.pool = make_env_pool(config.env, local_envs, config.seed + self.first_env, config.num_actors, config.env_options)
         try:
             self.policy = build_policy(config, self.pool.observation_space, self.pool.num_actions).to(self.device)
             self.optimizer = build_optimizer(config, self.policy)
@@ -74,7 +94,11 @@ class Trainer:
                     f"dropout={dropout} needs a learner that keeps the acting graph (--learner acting_graph, "
                     f"cores feedback or lstm), so acting and learning use the same masks; use --core-opt dropout=0 otherwise"
                 )
-            self.actor = Actor(self.pool, self.policy, self.device)
+            self.actor = Actor(self.pool, self.policy, self.device, (self.first_env, config.num_envs))
+            # The learner's forward, through DistributedDataParallel under torchrun (see the module docstring).
+            self.learner = self.policy if self.keep_graph else distributed.data_parallel(self.policy, self.world)
+            # Encoders with running statistics hold them in buffers; only then are observations gathered.
+            self.gathers_observations = self.world.size > 1 and any(True for _ in self.policy.encoder.buffers())
         except BaseException:
             self.pool.close()
             raise
@@ -92,6 +116,12 @@ class Trainer:
         rollout, episodes = self.actor.collect(c.rollout, self.keep_graph)
         self.policy.train()
         stats = self.learn(rollout)
+        parts = distributed.gather_to_main(episodes, "gathering episode statistics")
+        if parts is not None:  # rank 0 counts and logs the episodes of every rank
+            episodes = Episodes()
+            for part in parts:
+                for key, values in part.values.items():
+                    episodes.add(key, values)
         self.updates += 1
         self.global_step += c.rollout * c.num_envs
         self.episodes += len(episodes)
@@ -100,22 +130,35 @@ class Trainer:
     def learn(self, r: Rollout) -> dict[str, float]:
         c = self.config
         if r.logits is None:  # T + 1 steps: the last gives the bootstrap value
-            logits, values, _ = self.policy(r.obs, r.prev_action, r.prev_reward, r.first, r.start_state)
+            logits, values, _ = self.learner(r.obs, r.prev_action, r.prev_reward, r.first, r.start_state)
             logits = logits[:-1]
         else:
             logits, values = r.logits, r.values
         advantages = gae_advantages(r.reward, values, r.terminated, r.truncated, r.valid, c.gamma, c.gae_lambda)
         returns = advantages + values[:-1].detach()
-        loss, stats = a2c_loss(logits, values[:-1], r.action, advantages, returns, r.valid, c.value_coef, c.entropy_coef)
+        count = distributed.sum_tensor(r.valid.sum().to(values.dtype), "counting valid steps")  # over all ranks
+        loss, stats = a2c_loss(logits, values[:-1], r.action, advantages, returns, r.valid, c.value_coef, c.entropy_coef, count)
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        if self.keep_graph:
+            loss.backward()
+            distributed.sum_gradients([p for p in self.policy.parameters() if p.requires_grad])
+        else:
+            (loss * self.world.size).backward()  # DDP averages over ranks; the ranks' losses are to be summed
+        # Sums over this rank's steps / count: summed over ranks (explained_variance stays this rank's).
+        parts = ("policy_loss", "value_loss", "entropy")
+        for key, value in zip(parts, distributed.sum_tensor(torch.stack([stats[k] for k in parts]), "summing losses")):
+            stats[key] = value
         if c.max_grad_norm > 0:
             stats["grad_norm"] = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), c.max_grad_norm)
         for group in self.optimizer.param_groups:
             group["lr"] = self.learning_rate()
         self.optimizer.step()
         # After the step, so acting on this rollout and learning from it saw the same statistics.
-        self.policy.observe(r.obs[:-1][r.valid])
+        obs, valid = r.obs[:-1], r.valid
+        if self.gathers_observations:  # every rank's, in the order of one process's batch
+            shares = distributed.all_gather((obs.cpu(), valid.cpu()), "gathering observations")
+            obs, valid = (torch.cat(tensors, dim=1).to(self.device) for tensors in zip(*shares))
+        self.policy.observe(obs[valid])
         return stats
 
     def learning_rate(self) -> float:
@@ -130,35 +173,53 @@ class Trainer:
 
     # ---------------------------------------------------------------- checkpoints
 
-    def state_dict(self, with_envs: bool = True) -> dict[str, Any]:
+    def state_dict(self, with_envs: bool = True) -> dict[str, Any] | None:
         """Everything a resumed run needs. Without the envs (a worker died), resuming starts
-        fresh episodes."""
-        return {
-            "config": self.config.to_dict(),
-            "policy": self.policy.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "counters": {"updates": self.updates, "global_step": self.global_step, "episodes": self.episodes},
-            "recent_returns": list(self.recent_returns),
+        fresh episodes. Under torchrun, on rank 0 (None elsewhere; every rank must call it):
+        "envs", "actor" and "rng" are lists with every rank's own, in rank order."""
+        own = {
             "rng": rng_states(),
             "envs": {"shards": self.pool.num_shards, "state": self.pool.get_state()} if with_envs else None,
             "actor": self.actor.carry() if with_envs else None,
         }
+        if self.world.size > 1:
+            if own["actor"] is not None:
+                own["actor"]["state"] = move_state(own["actor"]["state"], "cpu")
+            parts = distributed.gather_to_main(own, "gathering the checkpoint")
+            if parts is None:
+                return None
+            own = {key: [part[key] for part in parts] for key in own}
+        return {
+            "config": self.config.to_dict(),
+            "world_size": self.world.size,
+            "policy": self.policy.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "counters": {"updates": self.updates, "global_step": self.global_step, "episodes": self.episodes},
+            "recent_returns": list(self.recent_returns),
+            **own,
+        }
 
-    def save(self, with_envs: bool = True) -> Path:
-        return save_checkpoint(checkpoint_path(self.config.run_dir), KIND, self.state_dict(with_envs))
+    def save(self, with_envs: bool = True) -> Path | None:
+        """Write the checkpoint (on rank 0; under torchrun every rank must call this)."""
+        payload = self.state_dict(with_envs)
+        path = None if payload is None else save_checkpoint(checkpoint_path(self.config.run_dir), KIND, payload)
+        distributed.wait_for_all("waiting for the checkpoint to be written")
+        return path
 
     @classmethod
     def from_checkpoint(cls, run_dir_or_file: str, overrides: dict[str, Any] | None = None) -> "Trainer":
         """Rebuild a run from its checkpoint, in the checkpoint's folder (a moved run folder
         stays where it is); `overrides` may change only fields that do not change what is
         learned (RESUMABLE_OVERRIDES)."""
-        payload = load_checkpoint(run_dir_or_file, KIND)
         overrides = overrides or {}
         bad = sorted(set(overrides) - RESUMABLE_OVERRIDES)
         if bad:
             raise CheckpointError(f"cannot change {bad} when resuming; only {sorted(RESUMABLE_OVERRIDES)} may change")
+        distributed.init()
+        # Rank 0 reads it and sends it to the others, whose machines need not hold the run folder.
         # The run continues in the folder its checkpoint was read from, wherever it was first made.
-        run_dir = str(checkpoint_path(run_dir_or_file).parent)
+        payload, run_dir = distributed.from_main(
+            lambda: (load_checkpoint(run_dir_or_file, KIND), str(checkpoint_path(run_dir_or_file).parent)), "reading the checkpoint")
         try:
             config = A2CConfig(**{**payload["config"], **overrides, "run_dir": run_dir})
         except TypeError as error:
@@ -180,22 +241,34 @@ class Trainer:
         counters = payload["counters"]
         self.updates, self.global_step, self.episodes = counters["updates"], counters["global_step"], counters["episodes"]
         self.recent_returns = list(payload["recent_returns"])
-        set_rng_states(payload["rng"])
-        saved_envs = payload["envs"]
+        saved_world = payload.get("world_size", 1)  # checkpoints from before torchrun: one process
+
+        def own(key: str) -> Any:  # this rank's part: a list by rank when several saved (rank 0's if another number)
+            return payload[key] if saved_world == 1 else payload[key][self.world.rank if saved_world == self.world.size else 0]
+
+        set_rng_states(own("rng"))
+        saved_envs = own("envs")
         shards = self.pool.num_shards
-        if saved_envs is not None and saved_envs["shards"] == shards:
+        if saved_world == self.world.size and saved_envs is not None and saved_envs["shards"] == shards:
             self.pool.set_state(saved_envs["state"])
-            carry = dict(payload["actor"])
+            carry = dict(own("actor"))
             carry["state"] = move_state(carry["state"], self.device)
             self.actor.load_carry(carry)
             self.resumed_how = "envs and memory continue where they were"
         else:
-            why = "the checkpoint has no env state" if saved_envs is None else f"env shards differ ({saved_envs['shards']} saved, {shards} now)"
-            self.pool.seed = self.config.seed + self.global_step  # fresh episodes, not a replay of the first ones
+            if saved_world != self.world.size:
+                why = f"the number of processes differs ({saved_world} saved, {self.world.size} now)"
+            elif saved_envs is None:
+                why = "the checkpoint has no env state"
+            else:
+                why = f"env shards differ ({saved_envs['shards']} saved, {shards} now)"
+            # Fresh episodes, not a replay of the first ones.
+            self.pool.seed = self.config.seed + self.global_step + self.first_env
             self.actor.restart()
             self.resumed_how = f"clean episode restart: {why}"
 
     def close(self) -> None:
+        """Stop the actor workers (the process group stays: the command line closes it)."""
         self.pool.close()
 
     # ---------------------------------------------------------------- the loop
@@ -204,50 +277,71 @@ class Trainer:
         """Train to total_steps with logging and checkpoints; always saves on the way out.
 
         The first Ctrl-C anywhere in here (opening the log too) lets the update under way
-        finish, saves, then raises KeyboardInterrupt; a second one stops at once."""
+        finish, saves, then raises KeyboardInterrupt; a second one stops at once. Under torchrun
+        only rank 0 logs; a Ctrl-C on any rank stops every rank after the same update."""
         c = self.config
         interrupt = StopOnInterrupt()
         with interrupt:
-            run_dir = Path(c.run_dir)
-            run_dir.mkdir(parents=True, exist_ok=True)
-            (run_dir / "config.json").write_text(json.dumps(c.to_dict(), indent=2) + "\n")
-            # A checkpoint is written after its update's logs, so a resumed run drops only what was
-            # logged after it: steps beyond global_step (the last saved update logged at it).
-            writer = SummaryWriter(str(run_dir), purge_step=self.global_step + 1 if self.global_step else None)
-            if self.global_step == 0:
-                writer.add_text("config", "```\n" + json.dumps(c.to_dict(), indent=2) + "\n```")
-            bar = tqdm(total=c.total_steps, initial=self.global_step, unit="frame", unit_scale=True, dynamic_ncols=True)
-            with_envs = True
+            writer = self._open_log() if self.world.main else None
+            bar = tqdm(total=c.total_steps, initial=self.global_step, unit="frame", unit_scale=True, dynamic_ncols=True,
+                       disable=not self.world.main)
+            with_envs, save_at_exit = True, True
             try:
                 self._loop(writer, bar, interrupt)
-            except (ActorError, KeyboardInterrupt):
+            except BaseException as error:
                 # A dead worker's envs cannot be saved; after a second Ctrl-C the workers may be
-                # mid-command. Either way the checkpoint keeps the rest, and resuming restarts episodes.
-                with_envs = False
+                # mid-command. Either way the checkpoint keeps the rest, and resuming restarts
+                # episodes. Under torchrun the other ranks are not at the save's collective (or
+                # are gone): the last checkpoint stands.
+                with_envs = not isinstance(error, (ActorError, KeyboardInterrupt))
+                save_at_exit = self.world.size == 1
                 raise
             finally:
                 bar.close()
-                path = self.save(with_envs)
-                writer.close()
-                tqdm.write(f"checkpoint: {path} (step {self.global_step:,})")
+                path = self.save(with_envs) if save_at_exit else None
+                if writer is not None:
+                    writer.close()
+                if path is not None:
+                    tqdm.write(f"checkpoint: {path} (step {self.global_step:,})")
         if interrupt.requested:
             raise KeyboardInterrupt
 
-    def _loop(self, writer: SummaryWriter, bar: tqdm, interrupt: "StopOnInterrupt") -> None:
-        """Update, log and checkpoint every save_every seconds until done or asked to stop."""
+    def _open_log(self) -> SummaryWriter:
+        """The run folder's config.json and TensorBoard writer (rank 0's job)."""
+        c = self.config
+        run_dir = Path(c.run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "config.json").write_text(json.dumps(c.to_dict(), indent=2) + "\n")
+        # A checkpoint is written after its update's logs, so a resumed run drops only what was
+        # logged after it: steps beyond global_step (the last saved update logged at it).
+        writer = SummaryWriter(str(run_dir), purge_step=self.global_step + 1 if self.global_step else None)
+        if self.global_step == 0:
+            writer.add_text("config", "```\n" + json.dumps(c.to_dict(), indent=2) + "\n```")
+        return writer
+
+    def _loop(self, writer: SummaryWriter | None, bar: tqdm, interrupt: "StopOnInterrupt") -> None:
+        """Update, log and checkpoint every save_every seconds until done or asked to stop.
+        Under torchrun the ranks agree before each update whether to stop or save (a Ctrl-C or a
+        clock on any rank), so all take the same branch; frames count every rank's envs."""
         c = self.config
         last_save = time.monotonic()
-        while self.global_step < c.total_steps and not interrupt.requested:
+        while self.global_step < c.total_steps:
+            stop, save = distributed.any_rank([interrupt.requested, time.monotonic() - last_save >= c.save_every],
+                                              "agreeing to stop or save")
+            if stop:
+                interrupt.requested = True
+                return
+            if save and self.updates:
+                self.save()
+                last_save = time.monotonic()
             started = time.perf_counter()
             stats, episodes = self.update()
             frames_per_second = c.rollout * c.num_envs / (time.perf_counter() - started)
-            self.log(writer, stats, episodes, frames_per_second)
+            if writer is not None:
+                self.log(writer, stats, episodes, frames_per_second)
             bar.update(c.rollout * c.num_envs)
             mean_return = np.mean(self.recent_returns) if self.recent_returns else float("nan")
             bar.set_postfix(SPS=f"{frames_per_second:,.0f}", ret=f"{mean_return:.3f}", refresh=False)
-            if time.monotonic() - last_save >= c.save_every:
-                self.save()
-                last_save = time.monotonic()
 
     def log(self, writer: SummaryWriter, stats: dict[str, torch.Tensor], episodes: Episodes, frames_per_second: float) -> None:
         step = self.global_step

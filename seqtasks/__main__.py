@@ -5,6 +5,7 @@
     python -m seqtasks --task adding --seq-length 1000 --variable-length --core ffattn
     python -m seqtasks --task copy --core transformer --core-opt span=50,dropout=0.1
     python -m seqtasks --resume runs/seq-random_walk-feedback-20250101-120000
+    torchrun --nproc-per-node 2 -m seqtasks --task random_walk --core feedback   # the batch's rows split in two
 
 Every field of seqtasks.config.SeqConfig is a flag (--help lists them with their defaults).
 The resolved config is printed and saved in the run folder; the last line printed is one JSON
@@ -19,6 +20,7 @@ import signal
 import sys
 import time
 
+from agents import distributed
 from agents.checkpoint import CheckpointError, checkpoint_path
 from agents.config_cli import add_config_arguments, given_fields, parse_core_options
 from agents.device import resolve_device
@@ -46,7 +48,8 @@ def make_run(args: argparse.Namespace, parser: argparse.ArgumentParser, quiet: b
             if args.core_opt:
                 raise ValueError("--resume continues a run with its saved core options; drop --core-opt")
             run = Run.resume(args.resume, given)
-            print(f"resuming {args.resume} at update {run.update}", file=sys.stderr)
+            if run.world.main:
+                print(f"resuming {args.resume} at update {run.update}", file=sys.stderr)
             return run
         cuda = resolve_device(given.get("device", SeqConfig.device)).type == "cuda"
         config, preset = resolve_config(given, cuda)
@@ -60,7 +63,7 @@ def make_run(args: argparse.Namespace, parser: argparse.ArgumentParser, quiet: b
         run = Run.create(config, core_options, run_dir)
     except (ValueError, CheckpointError) as error:
         parser.error(str(error))
-    if quiet:
+    if quiet or not run.world.main:
         return run
     reason = "a GPU is used" if cuda else "no GPU is used"
     print(f"preset {preset} ({'chosen' if given.get('preset', 'auto') != 'auto' else 'auto: ' + reason}); run folder {run.run_dir}", file=sys.stderr)
@@ -70,14 +73,21 @@ def make_run(args: argparse.Namespace, parser: argparse.ArgumentParser, quiet: b
 
 def main(argv: list[str] | None = None) -> dict:
     """Ctrl-C at any point ends with exit code 130 and a line saying whether and how the run
-    can be resumed (seqtasks/train.py: Run.train keeps the checkpoint whole)."""
+    can be resumed (seqtasks/train.py: Run.train keeps the checkpoint whole). Under torchrun
+    every rank runs this and rank 0 prints; a rank that dies ends the others with an error."""
     parser = build_parser()
     run = None
     try:
         args = parser.parse_args(argv)
         run = make_run(args, parser)
-        results = run.train(progress=not args.no_progress)
-        print(json.dumps(results))
+        try:
+            results = run.train(progress=not args.no_progress)
+        except distributed.RankError as error:
+            sys.exit(f"training stopped (process {run.world.rank} of {run.world.size}): {error}\nthe last checkpoint is in {run.run_dir}")
+        finally:
+            distributed.close()
+        if run.world.main:
+            print(json.dumps(results))
     except KeyboardInterrupt:
         if run is not None and checkpoint_path(run.run_dir).is_file():
             exit_interrupted(f"at update {run.update}; resume with python -m seqtasks --resume {run.run_dir}")

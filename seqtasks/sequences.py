@@ -3,7 +3,8 @@
 Each training epoch visits the training sequences in a fresh order (derived from the seed and
 the epoch), `batch_size` at a time; the loss is the squared error of the prediction at each
 sequence's end. Evaluation reports the squared error and the fraction within the paper's
-tolerance (metrics.TOLERANCE).
+tolerance (metrics.TOLERANCE). Under torchrun each rank trains on its share of every batch
+(`rows`), so the ranks together train on exactly the batch of one process.
 
 Letters: K sequences in a batch, L steps of the longest, C = 2 input channels.
 """
@@ -19,10 +20,10 @@ from seqtasks.metrics import within_tolerance
 
 
 class SequenceRegime:
-    def __init__(self, config, splits: dict[str, Sequences], device: torch.device):
+    def __init__(self, config, splits: dict[str, Sequences], device: torch.device, rows: slice = slice(None)):
         if len(splits["train"]) < config.batch_size:
             raise ValueError(f"n_train ({len(splits['train'])}) must be >= batch_size ({config.batch_size})")
-        self.config, self.splits, self.device = config, splits, device
+        self.config, self.splits, self.device, self.rows = config, splits, device, rows
         self.epoch, self.batch = 0, 0
 
     def _tensors(self, split: str, chosen: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -34,7 +35,7 @@ class SequenceRegime:
         """The squared error of the next training batch, and its count of sequences."""
         size = self.config.batch_size
         order = np.random.default_rng([self.config.seed, 1, self.epoch]).permutation(len(self.splits["train"]))
-        chosen = order[self.batch * size : (self.batch + 1) * size]
+        chosen = order[self.batch * size : (self.batch + 1) * size][self.rows]
         self.batch += 1
         if (self.batch + 1) * size > len(order):  # no full batch left: next epoch
             self.epoch, self.batch = self.epoch + 1, 0

@@ -6,7 +6,9 @@ block of `bptt` steps of all rows, time-major (T, B), and the model's memory is 
 block to the next (detached: truncated backpropagation through time), reset only at the start
 of an epoch. Memory is never reset between episodes: the model sees the episode boundaries in
 its input (reset symbol, END, a new run of digits) and must learn them, as in the paper. The
-loss covers only the tokens with a target.
+loss covers only the tokens with a target. Under torchrun each rank trains on its share of the
+rows (`rows`), so the ranks together train on exactly the rows of one process; evaluation is not
+split (every rank evaluates the whole split, see seqtasks/train.py).
 
 Letters: T steps per block, B rows, W steps per row, N tokens, V output tokens.
 """
@@ -18,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from agents.cores.state import move_state
+from agents.distributed import unwrap
 from seqtasks.data import IGNORE, Episodes
 from seqtasks.metrics import sequence_accuracy, token_accuracy
 
@@ -54,11 +57,11 @@ def block_loss(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tenso
 class StreamRegime:
     """Training blocks and evaluation of a token task (see the module docstring)."""
 
-    def __init__(self, config, splits: dict[str, Episodes], device: torch.device):
+    def __init__(self, config, splits: dict[str, Episodes], device: torch.device, rows: slice = slice(None)):
         for name, episodes in splits.items():
             if len(episodes) < config.batch_size:
                 raise ValueError(f"n_{name} ({len(episodes)}) must be >= batch_size ({config.batch_size}): each row of a stream holds whole episodes")
-        self.config, self.splits, self.device = config, splits, device
+        self.config, self.splits, self.device, self.rows = config, splits, device, rows
         self.epoch, self.block, self.state = 0, 0, None
         self._stream = None
         self._eval_streams: dict[str, TokenStream] = {}
@@ -72,10 +75,10 @@ class StreamRegime:
     def train_loss(self, model) -> tuple[torch.Tensor, int]:
         """The loss of the next training block, and its count of tokens with a target."""
         stream, T = self._training_stream(), self.config.bptt
-        if self.state is None:
-            self.state = model.initial_state(self.config.batch_size, self.device)
         window = slice(self.block * T, (self.block + 1) * T)
-        inputs, targets = stream.inputs[window], stream.targets[window]  # (T, B)
+        inputs, targets = stream.inputs[window, self.rows], stream.targets[window, self.rows]  # (T, B) of this rank's rows
+        if self.state is None:
+            self.state = unwrap(model).initial_state(inputs.shape[1], self.device)
         first = torch.zeros_like(inputs, dtype=torch.bool)
         first[0] = self.block == 0
         logits, self.state = model(inputs, self.state, first)

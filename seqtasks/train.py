@@ -15,6 +15,16 @@ A checkpoint holds everything the run depends on: weights, optimiser and schedul
 best weights so far, the data position (epoch, block, the carried memory), the validation history
 and every random generator's state, so a resumed run makes the same updates as one never
 stopped. The data is not stored: it is regenerated from the seed.
+
+Under torchrun (agents/distributed.py) each rank trains on its share of the batch's rows (the
+streams' rows, the sequences of a batch) with the model wrapped in DistributedDataParallel; each
+rank's loss is weighted by its share of the batch's targets, so the averaged gradient is that of
+the mean over the whole batch, as one process computes it (to float rounding; dropout masks are
+drawn per rank, so with dropout the ranks are a statistically equal run, not the same one). The
+ranks agree after every update on stopping (Ctrl-C, out of time) and saving. Evaluation is not
+split: every rank evaluates the whole split (no longer than one process would) and rank 0's
+numbers are used, so every rank takes the same early-stop decision; rank 0 alone logs and
+writes config.json, checkpoints (with every rank's carried memory) and results.json.
 """
 
 from __future__ import annotations
@@ -29,7 +39,9 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
+from agents import distributed
 from agents.checkpoint import CheckpointError, checkpoint_path, load_checkpoint, save_checkpoint
+from agents.cores.state import move_state
 from agents.device import resolve_device
 from agents.interrupt import StopOnInterrupt, held_interrupt
 from agents.seeding import rng_states, seed_everything, set_rng_states
@@ -59,15 +71,17 @@ def warmup_schedule(config: SeqConfig, optimizer: torch.optim.Optimizer) -> torc
 class Run:
     def __init__(self, config: SeqConfig, core_options: dict, run_dir: Path, payload: dict | None = None):
         self.config, self.core_options, self.run_dir = config, core_options, Path(run_dir)
-        self.device = resolve_device(config.device)
+        self.world = distributed.init()
+        self.device = distributed.device_for(resolve_device(config.device), self.world)
         if config.threads:
             torch.set_num_threads(config.threads)
         seed_everything(config.seed)
         self.task = make_task(config.task, config)
         splits = make_splits(self.task, {"train": config.n_train, "valid": config.n_valid, "test": config.n_test}, config.seed)
         regime_class = StreamRegime if self.task.kind == "tokens" else SequenceRegime
-        self.regime = regime_class(config, splits, self.device)
+        self.regime = regime_class(config, splits, self.device, slice(*self.world.share(config.batch_size, "batch_size")))
         self.model = build_model(config, self.task, core_options).to(self.device)
+        self.train_model = distributed.data_parallel(self.model, self.world)  # for the training forward
         self.optimizer = make_optimizer(config, self.model)
         self.schedule = warmup_schedule(config, self.optimizer)
         self.update, self.best_accuracy, self.evals_since_best, self.stopped_early = 0, -1.0, 0, False
@@ -80,8 +94,9 @@ class Run:
     @classmethod
     def create(cls, config: SeqConfig, core_options: dict, run_dir: str | Path) -> Run:
         run = cls(config, core_options, Path(run_dir))
-        run.run_dir.mkdir(parents=True, exist_ok=True)
-        (run.run_dir / "config.json").write_text(json.dumps(run.describe(), indent=2) + "\n")
+        if run.world.main:
+            run.run_dir.mkdir(parents=True, exist_ok=True)
+            (run.run_dir / "config.json").write_text(json.dumps(run.describe(), indent=2) + "\n")
         return run
 
     @classmethod
@@ -92,7 +107,9 @@ class Run:
         refused = sorted(set(overrides) - set(RESUME_OVERRIDES))
         if refused:
             raise ValueError(f"--resume continues a run with its saved config; it cannot change {refused} (only {list(RESUME_OVERRIDES)})")
-        payload = load_checkpoint(run_dir, KIND, map_location="cpu")
+        distributed.init()
+        # Rank 0 reads it and sends it to the others, whose machines need not hold the run folder.
+        payload = distributed.from_main(lambda: load_checkpoint(run_dir, KIND, map_location="cpu"), "reading the checkpoint")
         try:
             config = SeqConfig(**{**payload["config"], **overrides})
             core_options = payload["core_options"]
@@ -109,36 +126,54 @@ class Run:
             self.optimizer.load_state_dict(payload["optimizer"])
             self.schedule.load_state_dict(payload["schedule"])
             self.best_model = payload["best_model"]
-            self.regime.load_state_dict(payload["regime"])
+            saved_world = payload.get("world_size", 1)  # checkpoints from before torchrun: one process
+            regime = payload["regime"] if saved_world == 1 else payload["regime"][self.world.rank if saved_world == self.world.size else 0]
+            if saved_world != self.world.size:  # the carried memory has other rows: start it afresh
+                regime = {**regime, "state": None}
+                print(f"the carried memory restarts: the number of processes differs ({saved_world} saved, {self.world.size} now)")
+            self.regime.load_state_dict(regime)
             counters = payload["counters"]
             self.update, self.best_accuracy = counters["update"], counters["best_accuracy"]
             self.evals_since_best, self.stopped_early = counters["evals_since_best"], counters["stopped_early"]
             self.train_seconds, self.history = counters["train_seconds"], payload["history"]
-            set_rng_states(payload["rng"])
+            set_rng_states(payload["rng"] if saved_world == 1 else payload["rng"][self.world.rank if saved_world == self.world.size else 0])
         except (KeyError, RuntimeError, ValueError, TypeError) as error:
             raise CheckpointError(f"checkpoint in {str(self.run_dir)!r} does not match its run's model or config: {error}") from error
 
-    def save(self) -> Path:
-        counters = {"update": self.update, "best_accuracy": self.best_accuracy, "evals_since_best": self.evals_since_best,
-                    "stopped_early": self.stopped_early, "train_seconds": self.train_seconds}
-        return save_checkpoint(self.run_dir / "checkpoint.pt", KIND, {
-            **self.describe(),
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "schedule": self.schedule.state_dict(),
-            "best_model": self.best_model,
-            "regime": self.regime.state_dict(),
-            "counters": counters,
-            "history": self.history,
-            "rng": rng_states(),
-        })
+    def save(self) -> Path | None:
+        """Write the checkpoint (on rank 0; under torchrun every rank must call this): "regime"
+        and "rng" are lists of every rank's own when there are several."""
+        own = {"regime": self.regime.state_dict(), "rng": rng_states()}
+        if self.world.size > 1:
+            if own["regime"].get("state") is not None:
+                own["regime"]["state"] = move_state(own["regime"]["state"], "cpu")
+            parts = distributed.gather_to_main(own, "gathering the checkpoint")
+            own = None if parts is None else {key: [part[key] for part in parts] for key in own}
+        path = None
+        if own is not None:
+            counters = {"update": self.update, "best_accuracy": self.best_accuracy, "evals_since_best": self.evals_since_best,
+                        "stopped_early": self.stopped_early, "train_seconds": self.train_seconds}
+            path = save_checkpoint(self.run_dir / "checkpoint.pt", KIND, {
+                **self.describe(),
+                "world_size": self.world.size,
+                "model": self.model.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "schedule": self.schedule.state_dict(),
+                "best_model": self.best_model,
+                "counters": counters,
+                "history": self.history,
+                **own,
+            })
+        distributed.wait_for_all("waiting for the checkpoint to be written")
+        return path
 
     def _validate(self, writer: SummaryWriter) -> bool:
         """Validate, keep the best weights; True when training should stop early."""
         metrics = self.regime.evaluate(self.model, "valid")
+        metrics = distributed.from_main(lambda: metrics, "sharing validation results")  # one decision for all ranks
         self.history.append({"update": self.update, "seconds": round(self.train_seconds, 3), **metrics})
         for name, value in metrics.items():
-            writer.add_scalar(f"eval/valid_{name}", value, self.update)
+            self._scalar(writer, f"eval/valid_{name}", value)
         if metrics["accuracy"] > self.best_accuracy:
             self.best_accuracy, self.evals_since_best = metrics["accuracy"], 0
             self.best_model = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
@@ -148,12 +183,14 @@ class Run:
         return self.best_accuracy >= 1.0 or (patience > 0 and self.evals_since_best >= patience)
 
     def step(self) -> tuple[torch.Tensor, int]:
-        """One update: the next batch's loss (returned detached, with its count of targets),
-        backward, gradient clip, optimiser and schedule steps."""
+        """One update: the next batch's loss (returned detached, with its count of targets, over
+        all ranks), backward, gradient clip, optimiser and schedule steps."""
         started = time.perf_counter()
-        loss, count = self.regime.train_loss(self.model)
+        loss, count = self.regime.train_loss(self.train_model)
+        total = int(distributed.sum_tensor(torch.tensor(count), "counting targets"))
+        share = count / max(total, 1)  # this rank's part of the batch's mean: 1 in one process
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        (loss * (share * self.world.size)).backward()  # DDP averages the ranks' gradients; their shares add up
         if self.config.grad_clip > 0:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
         self.optimizer.step()
@@ -162,10 +199,17 @@ class Run:
         # No device sync here: on a GPU the clock runs ahead of queued kernels by a few updates at
         # most, which validation (it copies results to the host) catches up.
         self.train_seconds += time.perf_counter() - started
-        return loss.detach(), count
+        return distributed.sum_tensor(loss.detach() * share, "summing the loss"), total
 
     def _out_of_time(self, started: float) -> bool:
-        return self.config.max_minutes > 0 and time.monotonic() - started >= 60 * self.config.max_minutes
+        """Whether max_minutes have passed (on any rank: every rank calls this at the same points)."""
+        if self.config.max_minutes <= 0:
+            return False
+        return distributed.any_rank([time.monotonic() - started >= 60 * self.config.max_minutes], "agreeing on the time")[0]
+
+    def _scalar(self, writer: SummaryWriter | None, tag: str, value: float) -> None:
+        if writer is not None:  # rank 0's
+            writer.add_scalar(tag, value, self.update)
 
     def train(self, progress: bool = True) -> dict:
         """Train until max_updates or an early stop, then test the best weights; returns the
@@ -181,40 +225,52 @@ class Run:
         with interrupt:
             # The checkpoint is written after its update's logs, so a resumed run drops only what
             # was logged after it: updates beyond self.update.
-            writer = SummaryWriter(str(self.run_dir), purge_step=self.update + 1 if self.update else None)
-            bar = tqdm(total=c.max_updates, initial=self.update, disable=not progress, desc=f"{c.task}/{c.core}", unit="upd")
+            writer = SummaryWriter(str(self.run_dir), purge_step=self.update + 1 if self.update else None) if self.world.main else None
+            bar = tqdm(total=c.max_updates, initial=self.update, disable=not (progress and self.world.main), desc=f"{c.task}/{c.core}", unit="upd")
             self.model.train()
+            save_at_exit = True
             try:
                 self._loop(writer, bar, interrupt)
+            except BaseException:
+                # Under torchrun the other ranks are not at the save's collective (or are gone):
+                # the last checkpoint stands.
+                save_at_exit = self.world.size == 1
+                raise
             finally:  # Ctrl-C and errors too: the run can be resumed from here
                 bar.close()
-                self.save()
-                writer.flush()
+                if save_at_exit:
+                    self.save()
+                if writer is not None:
+                    writer.flush()
         if interrupt.requested:
             raise KeyboardInterrupt
         results = self._test(writer)
-        writer.close()
+        if writer is not None:
+            writer.close()
         return results
 
     def _loop(self, writer: SummaryWriter, bar: tqdm, interrupt: StopOnInterrupt) -> None:
         """Update, log, validate and checkpoint until done, stopped early, out of time or asked to stop."""
         c = self.config
         started, last_save, items = time.monotonic(), time.monotonic(), 0
-        while not self.stopped_early and self.update < c.max_updates and not self._out_of_time(started) and not interrupt.requested:
+        stop = distributed.any_rank([interrupt.requested], "agreeing to stop")[0]  # a Ctrl-C on any rank stops all
+        while not self.stopped_early and self.update < c.max_updates and not self._out_of_time(started) and not stop:
             loss, count = self.step()
             items += count
             bar.update(1)
             if self.update % c.log_every == 0:
                 rate = items / (time.monotonic() - started)
-                writer.add_scalar("losses/train", loss.item(), self.update)
-                writer.add_scalar("charts/learning_rate", self.schedule.get_last_lr()[0], self.update)
-                writer.add_scalar("charts/targets_per_second", rate, self.update)
+                self._scalar(writer, "losses/train", loss.item())
+                self._scalar(writer, "charts/learning_rate", self.schedule.get_last_lr()[0])
+                self._scalar(writer, "charts/targets_per_second", rate)
                 bar.set_postfix(loss=f"{loss.item():.4f}", best=f"{self.best_accuracy:.3f}", tps=f"{rate:.0f}")
             if self.update % c.eval_every == 0 or self.update == c.max_updates or self._out_of_time(started):
                 self.stopped_early = self._validate(writer)
-            if time.monotonic() - last_save >= c.save_every:
+            stop, save = distributed.any_rank([interrupt.requested, time.monotonic() - last_save >= c.save_every], "agreeing to stop or save")
+            if save:
                 self.save()
                 last_save = time.monotonic()
+        interrupt.requested = interrupt.requested or stop
 
     def _test(self, writer: SummaryWriter) -> dict:
         """Metrics of the best validated weights on valid and test; writes results.json."""
@@ -232,8 +288,10 @@ class Run:
             "test": self.regime.evaluate(self.model, "test"),
         }
         results["history"] = self.history
+        results = distributed.from_main(lambda: results, "sharing test results")
         for name, value in results["test"].items():
-            writer.add_scalar(f"eval/test_{name}", value, self.update)
-        with held_interrupt():  # never a half-written file
-            (self.run_dir / "results.json").write_text(json.dumps(results) + "\n")
+            self._scalar(writer, f"eval/test_{name}", value)
+        if self.world.main:
+            with held_interrupt():  # never a half-written file
+                (self.run_dir / "results.json").write_text(json.dumps(results) + "\n")
         return results

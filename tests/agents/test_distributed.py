@@ -1,0 +1,108 @@
+"""Several processes under torchrun (CPU, gloo): two ranks train exactly as one process on the
+same global batch, resume exactly, and a killed rank ends the others with an error."""
+
+import os
+import signal
+import time
+
+import pytest
+import torch
+
+from agents.checkpoint import load_checkpoint
+from agents import distributed
+from agents.distributed import TIMEOUT_VARIABLE, World, timeout_seconds
+from agents.train import Trainer
+from tests.agents.test_train import SMALL, small_config
+from tests.launch import start_ranks, torchrun
+from tests.trained import trained_parameters
+
+# Adam divides by sqrt(v) + eps: a gradient that is zero but for rounding (a key bias, which
+# softmax ignores) would have its float noise, which the order of the ranks' sums changes, made
+# into a step of the learning rate's size. eps 1e-4 keeps such noise at its own size and leaves
+# the real gradients (1e-3 and up here) normalised as usual.
+EPS = 1e-4
+# float32 has 24 bits (eps 1.2e-7). Two ranks sum the gradient in another order than one
+# process (each rank's half, then the halves): a few roundings per gradient entry, carried
+# through 3-6 Adam steps of lr 1e-3. 1e-5 relative (about 80 eps) with 1e-6 absolute for entries
+# near zero is far above that and far below a wrong update (a missing rank's share, a mean of
+# means or unsynchronised statistics change the weights in the third digit).
+TOLERANCE = {"rtol": 1e-5, "atol": 1e-6}
+
+
+def flags(run_dir, core, updates, **extra):
+    """train_a2c.py flags for small_config(run_dir, core, updates, **extra)."""
+    given = {"env": "corridor", "core": core, "num_envs": 6, "rollout": 8, "total_steps": updates * 48, "seed": 3,
+             "threads": 1, "optimizer_eps": EPS, "run_dir": run_dir, **extra}
+    argv = ["train_a2c.py", "--env-opt", "length=3,max_episode_steps=7",
+            "--core-opt", ",".join(f"{k}={v}" for k, v in SMALL[core].items())]
+    return argv + [f"--{key.replace('_', '-')}={value}" for key, value in given.items()]
+
+
+def assert_close_parameters(one: dict, two: dict) -> None:
+    assert one.keys() == two.keys()
+    for key in one:
+        torch.testing.assert_close(two[key], one[key], **TOLERANCE, msg=key)
+
+
+def test_two_ranks_train_and_resume_as_one_process(tmp_path):
+    """Feedback keeps the acting graph (gradients summed by hand); episodes of at most 7 steps
+    in rollouts of 8, so the resume happens mid-episode with memory carried."""
+    run = str(tmp_path / "two")
+    first = torchrun(2, *flags(run, "feedback", 3))
+    assert first.returncode == 0, first.stderr[-3000:]
+    saved = load_checkpoint(run, "a2c")
+    assert saved["world_size"] == 2 and len(saved["envs"]) == 2 and saved["counters"]["global_step"] == 144
+    assert_close_parameters(trained_parameters(small_config(tmp_path / "one3", optimizer_eps=EPS)), saved["policy"])
+
+    resumed = torchrun(2, "train_a2c.py", "--resume", run, "--total-steps", "288")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"resuming {run} at step 144: envs and memory continue" in resumed.stdout
+    straight = trained_parameters(small_config(tmp_path / "one6", updates=6, optimizer_eps=EPS))
+    assert_close_parameters(straight, load_checkpoint(run, "a2c")["policy"])
+
+    elsewhere = Trainer.from_checkpoint(run)  # one process: the ranks' envs do not fit
+    try:
+        assert elsewhere.resumed_how == "clean episode restart: the number of processes differs (2 saved, 1 now)"
+        elsewhere.update()
+    finally:
+        elsewhere.close()
+
+
+def test_two_ranks_with_ddp_train_as_one_process(tmp_path):
+    """The LSTM recomputing the chunk: the learner's forward goes through DistributedDataParallel."""
+    run = str(tmp_path / "two")
+    result = torchrun(2, *flags(run, "lstm", 3, learner="recompute"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    one = trained_parameters(small_config(tmp_path / "one", "lstm", learner="recompute", optimizer_eps=EPS))
+    assert_close_parameters(one, load_checkpoint(run, "a2c")["policy"])
+
+
+def test_a_killed_rank_ends_the_others_with_an_error_and_the_checkpoint_intact(tmp_path):
+    ranks = start_ranks(2, *flags(str(tmp_path), "feedback", 100_000, save_every=0.001))
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "checkpoint.pt").exists():  # a checkpoint after each update
+            assert time.monotonic() < deadline and ranks[0].poll() is None, ranks[0].communicate()[1][-3000:]
+            time.sleep(0.1)
+        os.kill(ranks[1].pid, signal.SIGKILL)
+        _, errors = ranks[0].communicate(timeout=60)  # the collective timeout is 20 s
+    finally:
+        for rank in ranks:
+            rank.kill()
+            rank.communicate()
+    assert ranks[0].returncode == 1
+    assert "training stopped (process 0 of 2): another process of this run died or stopped answering" in errors
+    assert load_checkpoint(tmp_path, "a2c")["counters"]["updates"] >= 1
+
+
+def test_bad_sizes_and_timeouts_name_the_value(tmp_path, monkeypatch):
+    assert World(1, 3).share(6, "num_envs") == (2, 4)
+    monkeypatch.setattr(distributed, "init", lambda: World(0, 4))  # as rank 0 of 4 would see it
+    with pytest.raises(ValueError, match=r"num_envs \(6\) must be divisible by the number of processes \(4\); use a multiple of 4"):
+        Trainer(small_config(tmp_path))
+    monkeypatch.setattr(distributed, "init", lambda: World(0, 2))
+    with pytest.raises(ValueError, match=r"num_actors \(4\) is per process and must be <= its share of num_envs \(3 = 6 / 2 processes\)"):
+        Trainer(small_config(tmp_path, num_actors=4))
+    monkeypatch.setenv(TIMEOUT_VARIABLE, "soon")
+    with pytest.raises(ValueError, match=f"{TIMEOUT_VARIABLE}='soon' must be a positive number of seconds"):
+        timeout_seconds()
