@@ -141,6 +141,26 @@ def gather_to_main(value: Any, what: str) -> list[Any] | None:
     return out
 
 
+def gather_parts(own: dict[str, Any], world: World, what: str) -> dict[str, Any] | None:
+    """This rank's parts of a checkpoint (key -> value), as rank 0 saves them: `own` itself in
+    one process; under torchrun, on rank 0, each key's values of every rank in rank order (None
+    on the others). Every rank must call it."""
+    if world.size == 1:
+        return own
+    parts = gather_to_main(own, what)
+    return None if parts is None else {key: [part[key] for part in parts] for key in own}
+
+
+def own_part(payload: dict[str, Any], key: str, world: World) -> Any:
+    """This rank's part of a checkpoint's `key` (see gather_parts): the value itself when one
+    process saved it (checkpoints from before torchrun too), this rank's when as many processes
+    as now did, rank 0's when another number did (the caller then restarts what depends on it)."""
+    saved = payload.get("world_size", 1)
+    if saved == 1:
+        return payload[key]
+    return payload[key][world.rank if saved == world.size else 0]
+
+
 def all_gather(value: Any, what: str) -> list[Any]:
     """Every rank's `value` on every rank, in rank order; [value] in one process."""
     if not dist.is_initialized():

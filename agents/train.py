@@ -182,13 +182,11 @@ class Trainer:
             "envs": {"shards": self.pool.num_shards, "state": self.pool.get_state()} if with_envs else None,
             "actor": self.actor.carry() if with_envs else None,
         }
-        if self.world.size > 1:
-            if own["actor"] is not None:
-                own["actor"]["state"] = move_state(own["actor"]["state"], "cpu")
-            parts = distributed.gather_to_main(own, "gathering the checkpoint")
-            if parts is None:
-                return None
-            own = {key: [part[key] for part in parts] for key in own}
+        if self.world.size > 1 and own["actor"] is not None:
+            own["actor"]["state"] = move_state(own["actor"]["state"], "cpu")
+        own = distributed.gather_parts(own, self.world, "gathering the checkpoint")
+        if own is None:
+            return None
         return {
             "config": self.config.to_dict(),
             "world_size": self.world.size,
@@ -242,16 +240,12 @@ class Trainer:
         self.updates, self.global_step, self.episodes = counters["updates"], counters["global_step"], counters["episodes"]
         self.recent_returns = list(payload["recent_returns"])
         saved_world = payload.get("world_size", 1)  # checkpoints from before torchrun: one process
-
-        def own(key: str) -> Any:  # this rank's part: a list by rank when several saved (rank 0's if another number)
-            return payload[key] if saved_world == 1 else payload[key][self.world.rank if saved_world == self.world.size else 0]
-
-        set_rng_states(own("rng"))
-        saved_envs = own("envs")
+        set_rng_states(distributed.own_part(payload, "rng", self.world))
+        saved_envs = distributed.own_part(payload, "envs", self.world)
         shards = self.pool.num_shards
         if saved_world == self.world.size and saved_envs is not None and saved_envs["shards"] == shards:
             self.pool.set_state(saved_envs["state"])
-            carry = dict(own("actor"))
+            carry = dict(distributed.own_part(payload, "actor", self.world))
             carry["state"] = move_state(carry["state"], self.device)
             self.actor.load_carry(carry)
             self.resumed_how = "envs and memory continue where they were"

@@ -127,7 +127,7 @@ class Run:
             self.schedule.load_state_dict(payload["schedule"])
             self.best_model = payload["best_model"]
             saved_world = payload.get("world_size", 1)  # checkpoints from before torchrun: one process
-            regime = payload["regime"] if saved_world == 1 else payload["regime"][self.world.rank if saved_world == self.world.size else 0]
+            regime = distributed.own_part(payload, "regime", self.world)
             if saved_world != self.world.size:  # the carried memory has other rows: start it afresh
                 regime = {**regime, "state": None}
                 print(f"the carried memory restarts: the number of processes differs ({saved_world} saved, {self.world.size} now)")
@@ -136,7 +136,7 @@ class Run:
             self.update, self.best_accuracy = counters["update"], counters["best_accuracy"]
             self.evals_since_best, self.stopped_early = counters["evals_since_best"], counters["stopped_early"]
             self.train_seconds, self.history = counters["train_seconds"], payload["history"]
-            set_rng_states(payload["rng"] if saved_world == 1 else payload["rng"][self.world.rank if saved_world == self.world.size else 0])
+            set_rng_states(distributed.own_part(payload, "rng", self.world))
         except (KeyError, RuntimeError, ValueError, TypeError) as error:
             raise CheckpointError(f"checkpoint in {str(self.run_dir)!r} does not match its run's model or config: {error}") from error
 
@@ -144,11 +144,9 @@ class Run:
         """Write the checkpoint (on rank 0; under torchrun every rank must call this): "regime"
         and "rng" are lists of every rank's own when there are several."""
         own = {"regime": self.regime.state_dict(), "rng": rng_states()}
-        if self.world.size > 1:
-            if own["regime"].get("state") is not None:
-                own["regime"]["state"] = move_state(own["regime"]["state"], "cpu")
-            parts = distributed.gather_to_main(own, "gathering the checkpoint")
-            own = None if parts is None else {key: [part[key] for part in parts] for key in own}
+        if self.world.size > 1 and own["regime"].get("state") is not None:
+            own["regime"]["state"] = move_state(own["regime"]["state"], "cpu")
+        own = distributed.gather_parts(own, self.world, "gathering the checkpoint")
         path = None
         if own is not None:
             counters = {"update": self.update, "best_accuracy": self.best_accuracy, "evals_since_best": self.evals_since_best,
