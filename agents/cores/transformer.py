@@ -109,10 +109,10 @@ class TransformerCore(nn.Module):
         visible = (distance >= 0) & (distance <= span) & (key_index[None, None, :] >= starts.T[:, :, None])  # (B, T, S + T)
         distance = distance.clamp(0, span)
         version = weights_version(self)
-        reuse = not torch.is_grad_enabled() and state.version == version  # stored keys are current
         # Keys stored by a learning call would be stale after its optimiser step: not stored,
         # the state says so (version None), and the next call recomputes them.
         store = not torch.is_grad_enabled()
+        reuse = store and state.version == version  # stored keys are current
         carried = slice(state.end - span, state.end)
 
         if reuse and state.log.can_extend(state.end, steps, state.inputs.shape[2]):
