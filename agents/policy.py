@@ -95,7 +95,9 @@ class Policy(nn.Module):
 
 
 class PolicyRun:
-    """A policy call advanced a step at a time: step(...) -> logits, value; finish() -> state."""
+    """A policy call advanced a step at a time: step(...) -> logits, value to act on (no
+    gradients); outputs() -> all steps' logits and values with gradients (the core hands its
+    outputs over at once: the Feedback core's backward then runs as one pass); finish() -> state."""
 
     def __init__(self, policy: Policy, core_run):
         self.policy, self.core_run = policy, core_run
@@ -103,6 +105,12 @@ class PolicyRun:
     def step(self, obs, prev_action, prev_reward, first):
         """obs (B, N), prev_action (B,), prev_reward (B,), first (B,) -> logits (B, A), value (B,)."""
         y = self.core_run.step(self.policy.encode(obs, prev_action, prev_reward), first)
+        with torch.no_grad():
+            return self.policy.actor(y), self.policy.critic(y).squeeze(-1)
+
+    def outputs(self):
+        """logits (T, B, A), value (T, B) of the steps taken, with gradients when opened with them."""
+        y = self.core_run.outputs()
         return self.policy.actor(y), self.policy.critic(y).squeeze(-1)
 
     def finish(self):

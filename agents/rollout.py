@@ -132,15 +132,13 @@ class Actor:
         logits and values, so it need not run the chunk again."""
         start_state = self.state
         run = self.policy.open(self.state, steps) if keep_graph else None
-        records, episodes, logits, values = [], Episodes(), [], []
+        records, episodes = [], Episodes()
         for _ in range(steps):
             if run is None:
                 record, ended = self.step()
             else:
-                step_logits, step_value = run.step(*(tensor[0] for tensor in self.inputs()))
-                logits.append(step_logits)
-                values.append(step_value)
-                record, ended = self._act(step_logits.detach(), greedy=False)
+                step_logits, _ = run.step(*(tensor[0] for tensor in self.inputs()))
+                record, ended = self._act(step_logits, greedy=False)
             records.append(record)
             for key, ended_values in ended.values.items():
                 episodes.add(key, ended_values)
@@ -160,11 +158,11 @@ class Actor:
             start_state=start_state,
         )
         if run is not None:
+            rollout.logits, values = run.outputs()
             self.state = run.finish()
             with torch.no_grad():  # the bootstrap value; the state it makes is not kept
                 _, bootstrap, _ = self.policy(*self.inputs(), self.state)
-            rollout.logits = torch.stack(logits)
-            rollout.values = torch.cat([torch.stack(values), bootstrap])
+            rollout.values = torch.cat([values, bootstrap])
         return rollout, episodes
 
     def carry(self) -> dict[str, Any]:

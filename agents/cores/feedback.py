@@ -6,9 +6,14 @@ the residual path). The step's memory vector is a softmax-weighted sum of all it
 outputs, m_t = sum_{l=0..L} softmax(w)_l x_t^l, so even the lowest layer of the next step reads
 the highest representations of the past. That makes the steps sequential; each is kept cheap:
 
+- a call's steps run without autograd (feedback_step.py: a step is a few dozen tensor
+  operations), keeping what the backward pass needs; one autograd node (`_Call`) hands the
+  outputs to autograd, and its backward walks the steps in reverse by hand, forming each
+  weight's gradient once per call. `fused=False` runs the same step code under plain autograd
+  instead: the reference the hand-written backward is tested against;
 - keys and values are projected once per step from m_t (shared by all layers by default;
   `shared_kv=False` gives each layer its own projection) and written into a preallocated
-  buffer read through a sliding window (sliding_window.py): no step copies the memory;
+  buffer that each step reads through a window of the last S slots: no step copies the memory;
 - the state carries raw memory vectors, normalised when read (pre-norm), never stored normed;
 - at the start of a call the carried memory's keys and values are recomputed with the current
   weights, except when acting (no gradients) with unchanged weights: then the stored ones are
@@ -28,11 +33,13 @@ import torch
 from torch import nn
 
 from agents.cores.append_log import AppendLog, capacity_for
-from agents.cores.attention import AttentionBlock, init_value_path, split_heads
+from agents.cores.attention import AttentionBlock, init_value_path
 from agents.cores.checks import check_bool
-from agents.cores.dropout import masks_ahead
-from agents.cores.sliding_window import SlidingWindowBuffer
-from agents.cores.step_linear import StepLinears, plain
+from agents.cores.dropout import draw_masks
+from agents.cores.feedback_step import (
+    NEG_INF, GroupWeights, LayerTape, LayerWeights, layer_backward, layer_forward, layer_norm_input_grad, project,
+    projection_gradients, weight_gradients,
+)
 from agents.cores.transformer import TransformerConfig
 from agents.cores.weights_version import track_loads, weights_version
 
@@ -42,18 +49,20 @@ class FeedbackConfig(TransformerConfig):
     """The Transformer's options (span: past steps in memory, the current one not included), and:"""
 
     shared_kv: bool = True  # one key/value projection of the memory for all layers
+    fused: bool = True  # steps outside autograd with a hand-written backward; False: plain autograd (slower)
 
     def __post_init__(self):
         super().__post_init__()
         check_bool("shared_kv", self.shared_kv)
+        check_bool("fused", self.fused)
 
 
 class FeedbackState(NamedTuple):
     """Buffers of `capacity` slots; slots [end - S, end) hold the last S steps."""
 
     memory: torch.Tensor  # (B, capacity, D) raw memory vectors
-    keys: torch.Tensor  # (B, H, G, capacity, E) keys and values of that memory ...
-    values: torch.Tensor
+    keys: torch.Tensor  # (B, H, G, E, capacity) keys of that memory, transposed (the forward's layout) ...
+    values: torch.Tensor  # (B, H, G, capacity, E) ... and values
     valid: torch.Tensor  # (B, S) bool: which of the last S steps belong to the episode running now
     end: int
     version: tuple | None  # ... made by the weights with this weights_version
@@ -83,6 +92,28 @@ class FeedbackCore(nn.Module):
         """softmax(w): how much each layer (0 = input embedding) contributes to the memory."""
         return torch.softmax(self.layer_logits, dim=0)
 
+    def call_weights(self) -> tuple[torch.Tensor, list[LayerWeights], list[GroupWeights]]:
+        """The weights as a call's steps use them: softmax(w), each layer's, each key/value
+        group's. The derived ones (scaled query, position rows by window slot, scaled persistent
+        vectors) are made here once per call, with autograd when it is on."""
+        c = self.config
+        scale = (c.d_model // c.n_heads) ** -0.5
+        distance = torch.arange(c.span, 0, -1, device=self.layer_logits.device)  # window slot s is S - s steps back
+        layers = []
+        for block in self.blocks:
+            persistent = block.persistent() if block.persistent is not None else (None, None)
+            ff = (block.norm_ff.weight, block.norm_ff.bias, block.ff.fc1.weight, block.ff.fc1.bias, block.ff.fc2.weight,
+                  block.ff.fc2.bias) if block.ff is not None else (None,) * 6
+            layers.append(LayerWeights(
+                block.norm_attn.weight, block.norm_attn.bias, block.query.weight * scale, block.query.bias * scale,
+                block.out.weight, block.out.bias, block.position[distance], *persistent, *ff,
+            ))
+        groups = [
+            GroupWeights(getattr(norm, "weight", None), getattr(norm, "bias", None), kv.weight, kv.bias)
+            for norm, kv in zip(self.memory_norm, self.kv)
+        ]
+        return self.layer_weights, layers, groups
+
     def initial_state(self, batch_size: int, device: torch.device | str) -> FeedbackState:
         span = self.config.span
         memory, keys, values = self._new_buffers(batch_size, capacity_for(span, 0), torch.zeros(0, device=device))
@@ -90,103 +121,182 @@ class FeedbackCore(nn.Module):
         return FeedbackState(memory, keys, values, valid, span, None, AppendLog(span))
 
     def _new_buffers(self, batch: int, capacity: int, like: torch.Tensor):
-        """Zeroed memory (B, capacity, D), keys and values (B, H, G, capacity, E) (heads before
-        groups: see TransformerCore._new_buffers)."""
+        """Zeroed memory (B, capacity, D), keys (B, H, G, E, capacity) and values (B, H, G,
+        capacity, E) (heads before groups: see TransformerCore._new_buffers)."""
         c = self.config
         memory = like.new_zeros(batch, capacity, c.d_model)
-        keys = like.new_zeros(batch, c.n_heads, self.groups, capacity, c.d_model // c.n_heads)
-        return memory, keys, torch.zeros_like(keys)
-
-    def _keys_values(self, group: int, memory: torch.Tensor, linear=plain) -> tuple[torch.Tensor, torch.Tensor]:
-        """(B, n, D) raw memory -> keys and values (B, H, n, E), normalised as they are read."""
-        k, v = linear(self.kv[group], self.memory_norm[group](memory)).chunk(2, dim=-1)
-        return split_heads(k, self.config.n_heads), split_heads(v, self.config.n_heads)
+        values = like.new_zeros(batch, c.n_heads, self.groups, capacity, c.d_model // c.n_heads)
+        return memory, values.transpose(-1, -2).contiguous(), values
 
     def forward(self, x: torch.Tensor, state: FeedbackState, first: torch.Tensor) -> tuple[torch.Tensor, FeedbackState]:
         """x: (T, B, input_dim), first: (T, B) bool -> y: (T, B, D), the state after step T - 1."""
-        steps, batch = first.shape
+        steps = first.shape[0]
         run = FeedbackRun(self, state, steps, x)
-        embedded = self.embed(x).unbind(0)  # T x (B, D): one backward op for all steps, not one per step
-        with masks_ahead(self, steps):  # each dropout draws its T masks at once
-            outputs = [run.advance(embedded[t], first[t]) for t in range(steps)]
-        y = self.norm_out(torch.cat(outputs, dim=1)).transpose(0, 1)  # (T, B, D)
-        return y, run.finish()
+        embedded = self.embed(x)  # (T, B, D): one product for all steps
+        with torch.set_grad_enabled(run.autograd):
+            for t in range(steps):
+                run.advance(embedded[t], first[t])
+        return run.outputs(embedded), run.finish()
 
     def open(self, state: FeedbackState, steps: int) -> "FeedbackRun":
-        """A call fed one step at a time, for inputs that depend on earlier outputs (acting
-        with the graph kept): run.step(x_t, first_t) -> y_t, then run.finish() -> state.
+        """A call fed one step at a time, for inputs that depend on earlier outputs (acting):
+        run.step(x_t, first_t) -> y_t, then run.outputs() -> y (T, B, D) with gradients to the
+        inputs and the weights (when opened with gradients on) and run.finish() -> state.
         Equals forward() over the same inputs."""
         return FeedbackRun(self, state, steps, state.memory)
 
 
+class StepTape(NamedTuple):
+    """What one step of a recording run keeps for the backward pass."""
+
+    layers: list[LayerTape]
+    m: torch.Tensor  # (B, D) the step's memory vector
+    stats: list  # per key/value group: its norm's (mean, rstd) of m, or None
+    seen: torch.Tensor  # (B, 1, 1) 1.0 where some window slot was visible
+    masks: list  # per layer: this step's dropout masks, or None
+
+
 class FeedbackRun:
-    """The state of one call over at most `steps` steps, advanced a step at a time."""
+    """The state of one call over at most `steps` steps, advanced a step at a time.
+
+    Three ways to run, by the grad mode when the run begins: without gradients (acting: nothing
+    kept); with gradients and `fused` (the default: steps without autograd, each keeping its
+    StepTape, and `outputs` hands them to autograd through `_Call`); with gradients, not fused
+    (the reference: autograd through every step, the windows grown by concatenation)."""
 
     def __init__(self, core: FeedbackCore, state: FeedbackState, steps: int, like: torch.Tensor):
         self.core, c = core, core.config
         batch, span = state.valid.shape
         self.steps, self.t = steps, 0
+        self.recording = torch.is_grad_enabled() and c.fused
+        self.autograd = torch.is_grad_enabled() and not c.fused
         self.slot = torch.arange(span, device=like.device)
-        self.distance = (span - self.slot)[None, :]  # (1, S): window slot s is S - s steps back
         # The buffer index (counting the carried span from 0) where each env's episode began.
         self.episode_start = span - state.valid.sum(dim=1)  # (B,); S when nothing carried is valid
         self.version = weights_version(core)
+        self.mix, self.layers, self.groups = core.call_weights()
+        self.masks = self._draw_masks(batch, steps, like)
         reuse = not torch.is_grad_enabled() and state.version == self.version  # stored keys are current
         window = slice(state.end - span, state.end)
-        groups = range(core.groups)
-
         if reuse and state.log.can_extend(state.end, steps, state.memory.shape[1]):
             memory, keys, values, start, log = state.memory, state.keys, state.values, state.end, state.log
-            self.key_buffers = [SlidingWindowBuffer(keys[:, :, g], start, span) for g in groups]
-            self.value_buffers = [SlidingWindowBuffer(values[:, :, g], start, span) for g in groups]
-            self.key_windows = [b.current() for b in self.key_buffers]  # (B, H, S, E) each
-            self.value_windows = [b.current() for b in self.value_buffers]
         else:  # new buffers, starting with this state's memory and its keys and values
             memory, keys, values = core._new_buffers(batch, capacity_for(span, steps), like)
             memory[:, :span] = state.memory[:, window]
             start, log = span, AppendLog(span)
-            self.key_buffers = [SlidingWindowBuffer(keys[:, :, g], 0, span) for g in groups]
-            self.value_buffers = [SlidingWindowBuffer(values[:, :, g], 0, span) for g in groups]
-            self.key_windows, self.value_windows = [], []
-            for g in groups:
-                if reuse:
-                    k, v = state.keys[:, :, g, window], state.values[:, :, g, window]
-                else:  # recomputed with the current weights (and gradients, when learning)
-                    k, v = core._keys_values(g, state.memory[:, window])
-                self.key_windows.append(self.key_buffers[g].write(k))
-                self.value_windows.append(self.value_buffers[g].write(v))
         self.memory, self.keys, self.values, self.start, self.log = memory, keys, values, start, log
-        self.weights = core.layer_weights
-        self.positions = [block.positions_by_key(self.distance[0]) for block in core.blocks]  # (E, S) each, the same every step
-        self.linear = StepLinears(torch.is_grad_enabled())
+        groups = range(core.groups)
+        self.group_keys, self.group_values = [keys[:, :, g] for g in groups], [values[:, :, g] for g in groups]  # (B, H, E, capacity), (B, H, capacity, E)
+        if self.recording:  # backward reads keys as rows and values transposed (feedback_step.py)
+            self.key_rows, self.value_columns = values.new_zeros(values.shape), keys.new_zeros(keys.shape)
+            self.group_key_rows, self.group_value_columns = [self.key_rows[:, :, g] for g in groups], [self.value_columns[:, :, g] for g in groups]
+        if start == span:  # new buffers: the carried window's keys and values
+            with torch.no_grad():
+                for g in range(core.groups):
+                    if reuse:
+                        keys[:, :, g, :, :span], values[:, :, g, :span] = state.keys[:, :, g, :, window], state.values[:, :, g, window]
+                    else:  # recomputed with the current weights
+                        self._write(g, memory[:, :span], 0)
+        if self.autograd:  # the reference reads windows with gradients, grown a step at a time
+            kv = [self._split(project(group, state.memory[:, window])[0]) for group in self.groups]
+            self.key_windows, self.value_windows = [k.transpose(-1, -2) for k, _ in kv], [v for _, v in kv]
+        self.inputs: list[torch.Tensor] = []  # what step() was given, for outputs()
+        self.tops: list[torch.Tensor] = []  # (B, D) the top layer's output per step, before the final norm
+        self.tapes: list[StepTape] = []
+        self.zero, self.neg_inf = like.new_zeros(()), like.new_full((), NEG_INF)
+
+    def _draw_masks(self, batch: int, steps: int, like: torch.Tensor) -> list:
+        """Per layer, the dropout masks of all steps, (attention (T, B, H, S [+ N]), ReLU (T, B, F)),
+        drawn layer by layer, attention first, in one draw each (dropout.py); [] without dropout."""
+        core, c = self.core, self.core.config
+        if not core.training or c.dropout == 0:
+            return []
+        masks = []
+        for block, w in zip(core.blocks, self.layers):
+            keys = c.span + (w.persistent_k.shape[1] if w.persistent_k is not None else 0)
+            attention = draw_masks(steps, (batch, c.n_heads, 1, keys), c.dropout, like)[:, :, :, 0]
+            relu = draw_masks(steps, (batch, 1, block.ff.fc1.out_features), c.dropout, like)[:, :, 0] if block.ff is not None else None
+            masks.append((attention, relu))
+        return masks
+
+    def _split(self, kv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, n, 2 D) projected memory -> keys and values (B, H, n, E)."""
+        c = self.core.config
+        batch, length, _ = kv.shape
+        k, v = kv.view(batch, length, 2, c.n_heads, c.d_model // c.n_heads).permute(2, 0, 3, 1, 4)
+        return k, v
+
+    def _write(self, g: int, memory: torch.Tensor, slot: int) -> tuple:
+        """Project memory (B, n, D) with group g and write its keys and values into slots
+        [slot, slot + n) (and their backward layouts, when recording); returns the projection
+        (B, n, 2 D) and its norm statistics."""
+        kv, stats = project(self.groups[g], memory)
+        n = memory.shape[1]
+        with torch.no_grad():  # the buffers hold values only; the reference's windows carry the graph
+            k, v = self._split(kv)
+            self.group_keys[g].narrow(-1, slot, n).copy_(k.transpose(-1, -2))
+            self.group_values[g].narrow(2, slot, n).copy_(v)
+            if self.recording:
+                self.group_key_rows[g].narrow(2, slot, n).copy_(k)
+                self.group_value_columns[g].narrow(-1, slot, n).copy_(v.transpose(-1, -2))
+        return kv, stats
 
     def step(self, x: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
-        """x: (B, input_dim), first: (B,) bool -> y: (B, D)."""
-        return self.core.norm_out(self.advance(self.core.embed(x), first))[:, 0]
+        """x: (B, input_dim), first: (B,) bool -> y: (B, D), with gradients only in the
+        reference (fused=False); outputs() gives all steps' with gradients either way."""
+        if self.recording:
+            self.inputs.append(x)
+        with torch.set_grad_enabled(self.autograd):
+            return self.core.norm_out(self.advance(self.core.embed(x), first))
 
     def advance(self, embedded: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
-        """One step from its embedding (B, D): the top layer's output (B, 1, D) before the
-        final norm; the step's memory vector and its keys and values go into the buffers."""
-        core, c, t = self.core, self.core.config, self.t
+        """One step from its embedding (B, D): the top layer's output (B, D) before the final
+        norm; the step's memory vector and its keys and values go into the buffers."""
+        c, t = self.core.config, self.t
         if t == self.steps:
             raise RuntimeError(f"this run was opened for {self.steps} steps")
-        span = c.span
+        span, lo = c.span, self.start + self.t - c.span  # the window: buffer slots [lo, lo + S)
         self.episode_start = torch.where(first, span + t, self.episode_start)
-        visible = ((t + self.slot)[None, :] >= self.episode_start[:, None])[:, None, :]  # (B, 1, S)
-        h = embedded[:, None, :]  # (B, 1, D)
-        m = self.weights[0] * h
-        for layer, block in enumerate(core.blocks):
-            group = 0 if c.shared_kv else layer
-            sinks = (self.key_buffers[group].sink(), self.value_buffers[group].sink())  # gradients straight to the buffers
-            h = block(h, self.key_windows[group], self.value_windows[group], self.distance, visible, sinks, self.linear, self.positions[layer])
-            m = m + self.weights[layer + 1] * h
-        self.memory[:, self.start + t] = m[:, 0].detach()
-        for g in range(core.groups):
-            k, v = core._keys_values(g, m, self.linear)  # (B, H, 1, E) each
-            self.key_windows[g] = self.key_buffers[g].write(k)
-            self.value_windows[g] = self.value_buffers[g].write(v)
+        visible = (t + self.slot)[None, :] >= self.episode_start[:, None]  # (B, S)
+        bias = torch.where(visible, self.zero, self.neg_inf)[:, None, :]  # (B, 1, S)
+        seen = visible.any(dim=1).to(embedded.dtype)[:, None, None]  # (B, 1, 1)
+        masks = [(attention[t], None if relu is None else relu[t]) for attention, relu in self.masks] or [None] * c.n_layers
+        h, m, tapes = embedded, self.mix[0] * embedded, []
+        for layer, w in enumerate(self.layers):
+            g = 0 if c.shared_kv else layer
+            if self.autograd:
+                k_t, v = self.key_windows[g], self.value_windows[g]
+            else:
+                k_t, v = self.group_keys[g][..., lo : lo + span], self.group_values[g][:, :, lo : lo + span]
+            h, tape = layer_forward(h, k_t, v, bias, seen, w, masks[layer], c.pre_norm)
+            m = m + self.mix[layer + 1] * h
+            tapes.append(tape)
+        slot = self.start + t
+        self.memory[:, slot] = m.detach()
+        stats = []
+        for g in range(len(self.groups)):
+            kv, group_stats = self._write(g, m[:, None], slot)
+            stats.append(group_stats)
+            if self.autograd:
+                k, v = self._split(kv)
+                self.key_windows[g] = torch.cat([self.key_windows[g][..., 1:], k.transpose(-1, -2)], dim=-1)
+                self.value_windows[g] = torch.cat([self.value_windows[g][:, :, 1:], v], dim=2)
+        if self.recording:
+            self.tapes.append(StepTape(tapes, m, [None if s is None else (s[0][:, 0], s[1][:, 0]) for s in stats], seen, masks))
+        self.tops.append(h)
         self.t += 1
         return h
+
+    def outputs(self, embedded: torch.Tensor | None = None) -> torch.Tensor:
+        """(T, B, D) the outputs of the steps taken (after the final norm). A recording run
+        hands them to autograd here, with gradients to `embedded` (the steps' embedded inputs,
+        (T, B, D); by default embed(the inputs step() was given)) and the weights."""
+        if not self.recording:
+            return self.core.norm_out(torch.stack(self.tops))
+        if embedded is None:
+            embedded = self.core.embed(torch.stack(self.inputs))
+        y = _Call.apply(embedded, self, self.mix, *[x for w in self.layers for x in w], *[x for w in self.groups for x in w])
+        return self.core.norm_out(y)
 
     def finish(self) -> FeedbackState:
         """The state after the steps taken (detached, like forward's)."""
@@ -195,3 +305,67 @@ class FeedbackRun:
         index = torch.arange(self.t, self.t + span, device=self.slot.device)  # buffer index of the last S slots
         valid = index[None, :] >= self.episode_start[:, None]
         return FeedbackState(self.memory, self.keys, self.values, valid, end, self.version, self.log)
+
+    def backward(self, grad_y: torch.Tensor) -> tuple:
+        """The steps in reverse, by hand: grad_y (T, B, D) at the tops -> the gradients of the
+        embedded inputs, softmax(w), and every weight of call_weights (in _Call's input order).
+
+        A step's memory slot is read by the S steps after it, so when the reverse walk reaches
+        step t the gradient at its keys and values is complete; from it comes the gradient at
+        m_t, which joins the gradients flowing down step t's layers."""
+        c, steps = self.core.config, self.t
+        span, (batch, width) = c.span, grad_y.shape[1:]
+        # per group (B, H, E, S + T): gradients at every slot's keys and values, transposed
+        shape = (batch, c.n_heads, width // c.n_heads, span + steps)
+        grad_keys, grad_values = [grad_y.new_zeros(shape) for _ in self.groups], [grad_y.new_zeros(shape) for _ in self.groups]
+        mix = self.mix.detach().unbind(0)
+        d_embedded, d_memory = torch.empty_like(grad_y), torch.empty_like(grad_y)
+        layer_grads = [[] for _ in self.layers]
+        for t in reversed(range(steps)):
+            tape = self.tapes[t]
+            dm = None
+            for g, w in enumerate(self.groups):
+                d_kv = torch.cat([grad_keys[g][..., span + t].reshape(batch, width), grad_values[g][..., span + t].reshape(batch, width)], dim=1)
+                d_normed = torch.mm(d_kv, w.kv_w)
+                dg = d_normed if w.norm_w is None else layer_norm_input_grad(d_normed, tape.m, tape.stats[g], w.norm_w)
+                dm = dg if dm is None else dm + dg
+            d_memory[t] = dm
+            dh = torch.addcmul(grad_y[t], dm, mix[-1])
+            for layer in reversed(range(len(self.layers))):
+                g = 0 if c.shared_kv else layer
+                window = slice(t, t + span)
+                dh, grads = layer_backward(
+                    dh, self.group_key_rows[g][:, :, window], self.group_value_columns[g][..., window], grad_keys[g][..., window],
+                    grad_values[g][..., window], tape.seen, self.layers[layer], tape.layers[layer], tape.masks[layer], c.pre_norm,
+                )
+                layer_grads[layer].append(grads)
+                dh = torch.addcmul(dh, dm, mix[layer])
+            d_embedded[t] = dh
+        # softmax(w): layer l's output reaches m_t times w_l (l = 0: the embedded input)
+        inputs = [torch.stack([tape.layers[layer].h for tape in self.tapes]) for layer in range(len(self.layers))]
+        d_mix = torch.stack([(d_memory * h).sum() for h in [*inputs, torch.stack(self.tops)]])
+        d_layers = [
+            weight_gradients(w, [tape.layers[layer] for tape in self.tapes], grads[::-1], c.pre_norm)
+            for layer, (w, grads) in enumerate(zip(self.layers, layer_grads))
+        ]
+        memory = self.memory[:, : span + steps].reshape(-1, width)  # every slot the call read
+        rows = lambda grad: grad.permute(0, 3, 1, 2).reshape(-1, width)  # noqa: E731  (B (S + T), D)
+        d_groups = [
+            projection_gradients(w, memory, torch.cat([rows(dk), rows(dv)], dim=1)) for w, dk, dv in zip(self.groups, grad_keys, grad_values)
+        ]
+        return (d_embedded, None, d_mix, *[x for w in d_layers for x in w], *[x for w in d_groups for x in w])
+
+
+class _Call(torch.autograd.Function):
+    """A recording run's outputs handed to autograd: forward returns the tops its steps computed
+    (they ran before, without autograd); backward is FeedbackRun.backward. The weights are inputs
+    so that autograd sends their gradients on (to the parameters they were derived from)."""
+
+    @staticmethod
+    def forward(ctx, embedded, run, *weights):
+        ctx.run = run
+        return torch.stack(run.tops)  # (T, B, D)
+
+    @staticmethod
+    def backward(ctx, grad_y):
+        return ctx.run.backward(grad_y)

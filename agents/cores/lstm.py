@@ -65,7 +65,8 @@ class LSTMCore(nn.Module):
 
     def open(self, state: LSTMState, steps: int) -> "LSTMRun":
         """A call fed one step at a time (inputs that depend on earlier outputs, as when acting
-        with the graph kept): run.step(x_t, first_t) -> y_t, then run.finish() -> state."""
+        with the graph kept): run.step(x_t, first_t) -> y_t, run.outputs() -> all steps' y
+        (T, B, H) and run.finish() -> state."""
         return LSTMRun(self, state, steps)
 
     def _one_step(self, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]):
@@ -88,6 +89,7 @@ class LSTMRun:
     def __init__(self, core: LSTMCore, state: LSTMState, steps: int):
         self.core, self.steps, self.t = core, steps, 0
         self.h, self.c = state.h.transpose(0, 1), state.c.transpose(0, 1)  # (L, B, H)
+        self.ys: list[torch.Tensor] = []
 
     def step(self, x: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
         """x: (B, I), first: (B,) bool -> y: (B, H)."""
@@ -97,7 +99,12 @@ class LSTMRun:
         carried = (torch.where(reset, 0.0, self.h), torch.where(reset, 0.0, self.c))
         y, (self.h, self.c) = self.core._one_step(x[None], carried)
         self.t += 1
+        self.ys.append(y[0])
         return y[0]
+
+    def outputs(self) -> torch.Tensor:
+        """(T, B, H) the outputs of the steps taken, with their graph."""
+        return torch.stack(self.ys)
 
     def finish(self) -> LSTMState:
         """The state after the steps taken (detached, like forward's)."""

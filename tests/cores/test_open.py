@@ -1,4 +1,5 @@
-"""Cores fed one step at a time within one call (core.open) equal forward() over the same inputs."""
+"""Cores fed one step at a time within one call (core.open) equal forward() over the same inputs:
+the steps' outputs, the outputs handed over with gradients at the end (run.outputs()), the state."""
 
 import pytest
 import torch
@@ -28,10 +29,12 @@ def test_open_equals_forward_in_outputs_state_and_gradients(name):
 
     run = core.open(state, T)
     y_steps = torch.stack([run.step(x[t], first[t]) for t in range(T)])
-    (y_steps * weights).sum().backward()
+    y_run = run.outputs()
+    (y_run * weights).sum().backward()
     stepped = run.finish()
 
-    torch.testing.assert_close(y_steps, y)
+    torch.testing.assert_close(y_steps, y.detach())
+    torch.testing.assert_close(y_run, y)
     assert not any(isinstance(a, torch.Tensor) and a.requires_grad for a in stepped)
     with torch.no_grad():  # the two states continue alike
         x_next, first_next = torch.randn(4, B, 5), torch.rand(4, B) < 0.3

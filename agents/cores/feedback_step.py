@@ -1,0 +1,277 @@
+"""One step of the Feedback Transformer's layers as plain tensor code, and its backward by hand.
+
+The Feedback core (feedback.py) runs its steps one after another. Built from modules under
+autograd, a step is about a hundred small operations and as many autograd nodes, and on a CPU (or
+as kernel launches on a GPU) their count, not their arithmetic, sets the speed. Here a step is a
+few dozen ATen calls on tensors the caller hands in:
+
+- `layer_forward` runs one layer for one step and returns what its backward needs (a
+  `LayerTape`); called under autograd it is also the plain-autograd reference (`fused=False`);
+- `layer_backward` walks the same layer back: input gradient by formula (layer norm and softmax
+  backward by ATen's own kernels), the key and value windows' gradients added in place into the
+  call's gradient buffers, and the gradients that weights need (`LayerGrads`) handed back so
+  that each weight's gradient is one product over all steps of the call (`weight_gradients`).
+
+Shapes are static within a call and nothing reads a value back to the host, so a call can be
+captured in a CUDA graph or traced by torch.compile with no graph break.
+
+Letters: B envs, D model width, H heads, E head width (D / H), S span (window slots), N
+persistent vectors per head, F feed-forward width, R rows of all steps of a call (T B).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+aten = torch.ops.aten
+EPS = 1e-5  # nn.LayerNorm's default, which every norm of the core uses
+NEG_INF = -1e9  # as attention.py: a masked score; an all-masked row stays finite
+
+
+class LayerWeights(NamedTuple):
+    """One layer's weights as a call uses them (some derived with autograd once per call)."""
+
+    norm_attn_w: Tensor  # pre-norm: normalises the layer input; post-norm: the attention residual
+    norm_attn_b: Tensor
+    query_w: Tensor  # (D, D), scaled by E^-0.5 (so is the bias)
+    query_b: Tensor
+    out_w: Tensor  # (D, D)
+    out_b: Tensor
+    positions: Tensor  # (S, E) the position embedding of window slot s (S - s steps back)
+    persistent_k: Tensor | None  # (H, N, E) scaled persistent keys and values, or None
+    persistent_v: Tensor | None
+    norm_ff_w: Tensor | None  # the feed-forward sublayer, None with persistent vectors
+    norm_ff_b: Tensor | None
+    fc1_w: Tensor | None  # (F, D)
+    fc1_b: Tensor | None
+    fc2_w: Tensor | None  # (D, F)
+    fc2_b: Tensor | None
+
+
+class LayerTape(NamedTuple):
+    """What one layer's step keeps for its backward (None where the variant has no such value)."""
+
+    h: Tensor  # (B, D) layer input
+    stats_a: tuple | None  # pre-norm: (mean, rstd) of the attention norm of h
+    a: Tensor  # (B, D) what the query reads: norm(h) (pre) or h (post)
+    q: Tensor  # (B, D) scaled query
+    p: Tensor  # (B, H, S [+ N]) attention weights (softmax output, times "anything seen")
+    pd: Tensor  # p after dropout (p itself without)
+    c: Tensor  # (B, D) attention context
+    z: Tensor  # (B, D) h + attention output
+    stats_z: tuple | None  # post-norm: (mean, rstd) of norm(z)
+    h_mid: Tensor  # (B, D) after the attention sublayer
+    f: Tensor | None  # (B, D) the feed-forward input
+    stats_f: tuple | None  # pre-norm: (mean, rstd) of norm(h_mid)
+    u: Tensor | None  # (B, F) ReLU output ...
+    ud: Tensor | None  # ... after dropout
+    z2: Tensor | None  # (B, D) h_mid + feed-forward output
+    stats_z2: tuple | None  # post-norm: (mean, rstd) of norm(z2)
+
+
+class LayerGrads(NamedTuple):
+    """One layer's step gradients that the weights' gradients are made of (see weight_gradients)."""
+
+    dq: Tensor  # (B, D) at the query projection's output
+    dz: Tensor  # (B, D) at the attention output projection's output
+    ds: Tensor  # (B, H, S [+ N]) at the attention scores
+    dc: Tensor  # (B, D) at the context
+    d_norm_attn: Tensor  # (B, D) at the attention norm's output
+    du: Tensor | None  # (B, F) at fc1's output
+    dz2: Tensor | None  # (B, D) at fc2's output
+    d_norm_ff: Tensor | None  # (B, D) at the feed-forward norm's output
+
+
+def layer_norm(x: Tensor, weight: Tensor, bias: Tensor) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+    """x (R, D) -> normalised (R, D), (mean, rstd) (R, 1) each."""
+    y, mean, rstd = aten.native_layer_norm(x, [x.shape[-1]], weight, bias, EPS)
+    return y, (mean, rstd)
+
+
+def layer_norm_input_grad(grad: Tensor, x: Tensor, stats: tuple, weight: Tensor) -> Tensor:
+    """The gradient at the input x of layer_norm, from the gradient at its output."""
+    return aten.native_layer_norm_backward(grad, x, [x.shape[-1]], stats[0], stats[1], weight, None, [True, False, False])[0]
+
+
+def layer_forward(
+    h: Tensor, k_t: Tensor, v: Tensor, bias: Tensor, seen: Tensor, w: LayerWeights, masks: tuple | None, pre_norm: bool
+) -> tuple[Tensor, LayerTape]:
+    """One layer, one step. h (B, D) the layer input; k_t (B, H, E, S) the memory window's keys,
+    transposed, and v (B, H, S, E) its values (a one-row product is fastest when the other
+    factor's rows run along the output, so the forward pass reads keys as (E, S)); bias (B, 1, S) 0 where a slot is visible, NEG_INF where not; seen (B, 1, 1) 1.0
+    where any slot is visible (else the attention reads nothing, not a uniform mean); masks:
+    dropout masks, scaled, (attention (B, H, S [+ N]), ReLU (B, F)) or None -> (B, D), tape."""
+    batch, width = h.shape
+    heads, span, head_width = v.shape[1], v.shape[2], v.shape[3]
+    if pre_norm:
+        a, stats_a = layer_norm(h, w.norm_attn_w, w.norm_attn_b)
+    else:
+        a, stats_a = h, None
+    q = torch.addmm(w.query_b, a, w.query_w.t())  # (B, D)
+    qh = q.view(batch, heads, 1, head_width)
+    scores = torch.matmul(qh, w.positions.t()).view(batch, heads, span) + bias  # (B, H, S) position terms and mask
+    scores = torch.matmul(qh, k_t).view(batch, heads, span) + scores
+    if w.persistent_k is not None:  # always visible, no position term
+        scores = torch.cat([scores, torch.matmul(qh, w.persistent_k.transpose(-1, -2)).view(batch, heads, -1)], dim=-1)
+        p = torch.softmax(scores, dim=-1)
+    else:
+        p = torch.softmax(scores, dim=-1) * seen
+    pd = p * masks[0] if masks is not None else p
+    c = torch.matmul(pd[..., None, :span], v)  # (B, H, 1, E)
+    if w.persistent_k is not None:
+        c = c + torch.matmul(pd[..., None, span:], w.persistent_v)
+    c = c.view(batch, width)
+    z = torch.addmm(w.out_b, c, w.out_w.t()) + h
+    if pre_norm:
+        h_mid, stats_z = z, None
+    else:
+        h_mid, stats_z = layer_norm(z, w.norm_attn_w, w.norm_attn_b)
+    f = stats_f = u = ud = z2 = stats_z2 = None
+    out = h_mid
+    if w.fc1_w is not None:
+        if pre_norm:
+            f, stats_f = layer_norm(h_mid, w.norm_ff_w, w.norm_ff_b)
+        else:
+            f = h_mid
+        u = torch.relu(torch.addmm(w.fc1_b, f, w.fc1_w.t()))  # (B, F)
+        ud = u * masks[1] if masks is not None else u
+        out = z2 = torch.addmm(w.fc2_b, ud, w.fc2_w.t()) + h_mid
+        if not pre_norm:
+            out, stats_z2 = layer_norm(z2, w.norm_ff_w, w.norm_ff_b)
+    return out, LayerTape(h, stats_a, a, q, p, pd, c, z, stats_z, h_mid, f, stats_f, u, ud, z2, stats_z2)
+
+
+def layer_backward(
+    grad: Tensor, k: Tensor, v_t: Tensor, grad_k_t: Tensor, grad_v_t: Tensor, seen: Tensor, w: LayerWeights,
+    tape: LayerTape, masks: tuple | None, pre_norm: bool,
+) -> tuple[Tensor, LayerGrads]:
+    """layer_forward backwards: grad (B, D) at the layer output -> the gradient at its input h,
+    and the step's LayerGrads. k (B, H, S, E) the window's keys and v_t (B, H, E, S) its values
+    transposed (the layouts that make backward's one-row products fast); the window's key and
+    value gradients are added into grad_k_t and grad_v_t (B, H, E, S), views of the call's
+    gradient buffers."""
+    batch, width = grad.shape
+    heads, span, head_width = k.shape[1], k.shape[2], k.shape[3]
+    du = dz2 = d_norm_ff = None
+    d_mid = grad
+    if w.fc1_w is not None:
+        if pre_norm:
+            dz2 = grad
+        else:
+            d_norm_ff = grad
+            dz2 = layer_norm_input_grad(grad, tape.z2, tape.stats_z2, w.norm_ff_w)
+        dud = torch.mm(dz2, w.fc2_w)  # (B, F)
+        if masks is not None:
+            dud = dud * masks[1]
+        du = aten.threshold_backward(dud, tape.u, 0)
+        df = torch.mm(du, w.fc1_w)
+        if pre_norm:
+            d_norm_ff = df
+            d_mid = layer_norm_input_grad(df, tape.h_mid, tape.stats_f, w.norm_ff_w) + dz2
+        else:
+            d_mid = df + dz2
+    if pre_norm:
+        dz = d_mid
+    else:
+        d_norm_attn = d_mid
+        dz = layer_norm_input_grad(d_mid, tape.z, tape.stats_z, w.norm_attn_w)
+    dc = torch.mm(dz, w.out_w).view(batch, heads, 1, head_width)
+    dpd = torch.matmul(dc, v_t).view(batch, heads, span)  # (B, H, S)
+    grad_v_t.addcmul_(dc.transpose(-1, -2), tape.pd[..., None, :span])  # (B, H, E, 1) * (B, H, 1, S)
+    if w.persistent_k is not None:
+        dpd = torch.cat([dpd, torch.matmul(dc, w.persistent_v.transpose(-1, -2)).view(batch, heads, -1)], dim=-1)
+    if masks is not None:
+        dpd = dpd * masks[0]
+    if w.persistent_k is None:
+        dpd = dpd * seen
+    ds = aten._softmax_backward_data(dpd, tape.p, -1, tape.p.dtype)  # (B, H, S [+ N])
+    ds_keys = ds[..., None, :span]  # (B, H, 1, S)
+    qh = tape.q.view(batch, heads, 1, head_width)
+    grad_k_t.addcmul_(qh.transpose(-1, -2), ds_keys)
+    dq = torch.matmul(ds_keys, k) + torch.matmul(ds_keys, w.positions)  # (B, H, 1, E)
+    if w.persistent_k is not None:
+        dq = dq + torch.matmul(ds[..., None, span:], w.persistent_k)
+    dq = dq.view(batch, width)
+    da = torch.mm(dq, w.query_w)
+    if pre_norm:
+        d_norm_attn = da
+        dh = layer_norm_input_grad(da, tape.h, tape.stats_a, w.norm_attn_w) + dz
+    else:
+        dh = da + dz
+    return dh, LayerGrads(dq, dz, ds, dc.view(batch, width), d_norm_attn, du, dz2, d_norm_ff)
+
+
+def _linear_grads(grads: list[Tensor], inputs: list[Tensor]) -> tuple[Tensor, Tensor]:
+    """A Linear's weight and bias gradients over all steps: one (out, R) @ (R, in) product."""
+    g, x = torch.cat(grads), torch.cat(inputs)
+    return g.t() @ x, g.sum(0)
+
+
+def _norm_grads(grads: list[Tensor], inputs: list[Tensor], stats: list[tuple], weight: Tensor, bias: Tensor) -> tuple[Tensor, Tensor]:
+    """A LayerNorm's weight and bias gradients over all steps, in one call."""
+    mean, rstd = torch.cat([s[0] for s in stats]), torch.cat([s[1] for s in stats])
+    x = torch.cat(inputs)
+    _, dw, db = aten.native_layer_norm_backward(torch.cat(grads), x, [x.shape[-1]], mean, rstd, weight, bias, [False, True, True])
+    return dw, db
+
+
+def weight_gradients(w: LayerWeights, tapes: list[LayerTape], grads: list[LayerGrads], pre_norm: bool) -> LayerWeights:
+    """The gradients of one layer's weights over the steps of a call, from each step's tape and
+    LayerGrads (in any order, the same for both): one product per weight."""
+    pick = lambda items, name: [getattr(item, name) for item in items]  # noqa: E731
+    heads = w.persistent_k.shape[0] if w.persistent_k is not None else tapes[0].p.shape[1]
+    span, head_width = w.positions.shape
+    dq_w, dq_b = _linear_grads(pick(grads, "dq"), pick(tapes, "a"))
+    dout_w, dout_b = _linear_grads(pick(grads, "dz"), pick(tapes, "c"))
+    ds = torch.cat(pick(grads, "ds"))  # (R, H, S [+ N])
+    q = torch.cat(pick(tapes, "q")).view(-1, heads, head_width)  # (R, H, E)
+    d_positions = ds[..., :span].reshape(-1, span).t() @ q.reshape(-1, head_width)  # (S, E)
+    if pre_norm:
+        norm_attn = _norm_grads(pick(grads, "d_norm_attn"), pick(tapes, "h"), pick(tapes, "stats_a"), w.norm_attn_w, w.norm_attn_b)
+    else:
+        norm_attn = _norm_grads(pick(grads, "d_norm_attn"), pick(tapes, "z"), pick(tapes, "stats_z"), w.norm_attn_w, w.norm_attn_b)
+    d_pk = d_pv = None
+    if w.persistent_k is not None:
+        d_pk = torch.einsum("rhn,rhe->hne", ds[..., span:], q)
+        pd = torch.cat(pick(tapes, "pd"))[..., span:]
+        d_pv = torch.einsum("rhn,rhe->hne", pd, torch.cat(pick(grads, "dc")).view(-1, heads, head_width))
+    norm_ff, fc1, fc2 = (None, None), (None, None), (None, None)
+    if w.fc1_w is not None:
+        fc1 = _linear_grads(pick(grads, "du"), pick(tapes, "f"))
+        fc2 = _linear_grads(pick(grads, "dz2"), pick(tapes, "ud"))
+        if pre_norm:
+            norm_ff = _norm_grads(pick(grads, "d_norm_ff"), pick(tapes, "h_mid"), pick(tapes, "stats_f"), w.norm_ff_w, w.norm_ff_b)
+        else:
+            norm_ff = _norm_grads(pick(grads, "d_norm_ff"), pick(tapes, "z2"), pick(tapes, "stats_z2"), w.norm_ff_w, w.norm_ff_b)
+    return LayerWeights(*norm_attn, dq_w, dq_b, dout_w, dout_b, d_positions, d_pk, d_pv, *norm_ff, *fc1, *fc2)
+
+
+class GroupWeights(NamedTuple):
+    """A key/value projection of the memory (shared by all layers, or one per layer)."""
+
+    norm_w: Tensor | None  # pre-norm: the memory is normalised as it is read; None under post-norm
+    norm_b: Tensor | None
+    kv_w: Tensor  # (2 D, D): keys, then values
+    kv_b: Tensor
+
+
+def project(w: GroupWeights, m: Tensor) -> tuple[Tensor, tuple | None]:
+    """Raw memory (..., D) -> keys and values (..., 2 D), and the norm's (mean, rstd) if any."""
+    if w.norm_w is None:
+        return torch.nn.functional.linear(m, w.kv_w, w.kv_b), None
+    normed, stats = layer_norm(m, w.norm_w, w.norm_b)
+    return torch.nn.functional.linear(normed, w.kv_w, w.kv_b), stats
+
+
+def projection_gradients(w: GroupWeights, memory: Tensor, grad_kv: Tensor) -> GroupWeights:
+    """The projection's weight gradients over every slot a call read: memory (R, D) raw, grad_kv
+    (R, 2 D) at the keys and values."""
+    if w.norm_w is None:
+        normed, norm = memory, (None, None)
+    else:
+        normed, stats = layer_norm(memory, w.norm_w, w.norm_b)
+        norm = _norm_grads([torch.mm(grad_kv, w.kv_w)], [memory], [stats], w.norm_w, w.norm_b)
+    return GroupWeights(*norm, grad_kv.t() @ normed, grad_kv.sum(0))
