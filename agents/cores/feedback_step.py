@@ -111,16 +111,16 @@ def layer_forward(
     else:
         a, stats_a = h, None
     q = torch.addmm(w.query_b, a, w.query_w.t())  # (B, D)
-    qh = q.view(batch, heads, 1, head_width)
-    scores = torch.matmul(qh, w.positions.t()).view(batch, heads, span) + bias  # (B, H, S) position terms and mask
-    scores = torch.matmul(qh, k_t).view(batch, heads, span) + scores
+    rows = q.view(batch * heads, 1, head_width)  # one query row per env and head
+    scores = (torch.mm(rows.view(-1, head_width), w.positions.t()).view(batch, heads, span) + bias).view(-1, 1, span)  # position terms and mask
+    scores = torch.baddbmm(scores, rows, k_t.flatten(0, 1)).view(batch, heads, span)  # (B, H, S)
     if w.persistent_k is not None:  # always visible, no position term
-        scores = torch.cat([scores, torch.matmul(qh, w.persistent_k.transpose(-1, -2)).view(batch, heads, -1)], dim=-1)
-        p = torch.softmax(scores, dim=-1)
+        persistent_scores = torch.matmul(rows.view(batch, heads, 1, head_width), w.persistent_k.transpose(-1, -2))
+        p = torch.softmax(torch.cat([scores, persistent_scores.view(batch, heads, -1)], dim=-1), dim=-1)
     else:
         p = torch.softmax(scores, dim=-1) * seen
     pd = p * masks[0] if masks is not None else p
-    c = torch.matmul(pd[..., None, :span], v)  # (B, H, 1, E)
+    c = torch.bmm(pd[..., :span].reshape(-1, 1, span), v.flatten(0, 1)).view(batch, heads, 1, head_width)
     if w.persistent_k is not None:
         c = c + torch.matmul(pd[..., None, span:], w.persistent_v)
     c = c.view(batch, width)
@@ -179,7 +179,7 @@ def layer_backward(
         d_norm_attn = d_mid
         dz = layer_norm_input_grad(d_mid, tape.z, tape.stats_z, w.norm_attn_w)
     dc = torch.mm(dz, w.out_w).view(batch, heads, 1, head_width)
-    dpd = torch.matmul(dc, v_t).view(batch, heads, span)  # (B, H, S)
+    dpd = torch.bmm(dc.view(-1, 1, head_width), v_t.flatten(0, 1)).view(batch, heads, span)  # (B, H, S)
     grad_v_t.addcmul_(dc.transpose(-1, -2), tape.pd[..., None, :span])  # (B, H, E, 1) * (B, H, 1, S)
     if w.persistent_k is not None:
         dpd = torch.cat([dpd, torch.matmul(dc, w.persistent_v.transpose(-1, -2)).view(batch, heads, -1)], dim=-1)
@@ -189,11 +189,11 @@ def layer_backward(
         dpd = dpd * seen
     ds = aten._softmax_backward_data(dpd, tape.p, -1, tape.p.dtype)  # (B, H, S [+ N])
     ds_keys = ds[..., None, :span]  # (B, H, 1, S)
-    qh = tape.q.view(batch, heads, 1, head_width)
-    grad_k_t.addcmul_(qh.transpose(-1, -2), ds_keys)
-    dq = torch.matmul(ds_keys, k) + torch.matmul(ds_keys, w.positions)  # (B, H, 1, E)
+    grad_k_t.addcmul_(tape.q.view(batch, heads, head_width, 1), ds_keys)
+    dq = torch.bmm(ds_keys.reshape(-1, 1, span), k.flatten(0, 1)).view(-1, head_width)  # (B H, E)
+    dq = dq.addmm_(ds_keys.reshape(-1, span), w.positions)
     if w.persistent_k is not None:
-        dq = dq + torch.matmul(ds[..., None, span:], w.persistent_k)
+        dq = dq + torch.matmul(ds[..., None, span:], w.persistent_k).view(-1, head_width)
     dq = dq.view(batch, width)
     da = torch.mm(dq, w.query_w)
     if pre_norm:
