@@ -62,6 +62,7 @@ def test_the_pages_show_the_main_commands():
     assert 'pip install -e ".[dev]"' in shown and "python -m pytest -q" in shown, shown
 
 
+@pytest.mark.filterwarnings("ignore:html5lib's sanitizer is deprecated:DeprecationWarning")  # tensorboard's vendored bleach
 @pytest.mark.parametrize("where, command", COMMANDS, ids=[f"{w}: {c[:60]}" for w, c in COMMANDS])
 def test_shown_command_parses(where, command, monkeypatch, capsys):
     words = shlex.split(command)
