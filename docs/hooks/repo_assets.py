@@ -1,7 +1,7 @@
 """MkDocs hook: publish the repository's assets/ folder (figures, GIFs, per-seed JSON) as assets/
 of the site, as if it lay at docs/assets/: pages link to `assets/NAME.png` (from docs/) or
-`../assets/NAME.png` (from docs/experiments/), and `mkdocs build --strict` checks every such link. Nothing is copied into
-docs/, and no symlink is needed, so a fresh clone builds as it is.
+`../assets/NAME.png` (from docs/experiments/), and `mkdocs build --strict` checks every such
+link. Nothing is copied into docs/, and no symlink is needed, so a fresh clone builds as it is.
 
 The experiment tables (assets/NAME.md) are not pages: each experiment page includes its table with
 pymdownx.snippets (`--8<-- "NAME.md"`), so a table lives in one file.
