@@ -8,6 +8,7 @@ on import. Each id has a single env (`entry_point`) and a native batched one
 
 import importlib
 
+import gymnasium
 from gymnasium.envs.registration import register, registry
 
 # Short names (as the command lines take them) -> registered ids.
@@ -46,8 +47,19 @@ def env_id(name: str) -> str:
         return name
     raise ValueError(
         f"unknown env {name!r}; choose from {sorted(ENV_IDS)}, {sorted(ENV_IDS.values())} or any registered Gymnasium id "
-        f"(module:EnvId imports the module that registers it first, e.g. minigrid:MiniGrid-MemoryS7-v0)"
+        f"(module:EnvId imports the module that registers it first, e.g. minigrid:MiniGrid-MemoryS7-v0). "
+        f"Gymnasium says: {_gymnasium_hint(bare)}"
     )
+
+
+def _gymnasium_hint(bare: str) -> str:
+    """Gymnasium's own message for an id it does not have, which names a renamed version
+    ("Please use `Taxi-v4` instead.") or a near name ("Did you mean: `CartPole`?")."""
+    try:
+        gymnasium.spec(bare)
+    except gymnasium.error.Error as error:
+        return str(error)
+    raise AssertionError(f"{bare!r} is not in the registry, yet gymnasium.spec found it")
 
 
 def is_native(name: str) -> bool:

@@ -211,3 +211,19 @@ def test_env_id_takes_any_registered_id_and_the_module_form():
         envs.env_id("nowhere:X-v0")
     with pytest.raises(ValueError, match="unknown env 'gymnasium:Nope-v0'"):
         envs.env_id("gymnasium:Nope-v0")
+
+
+@pytest.mark.parametrize(
+    "name, hint",
+    [
+        ("Taxi-v3", "Please use `Taxi-v4` instead."),  # renamed in Gymnasium 1.4
+        ("CartPole-v9", "It provides versioned environments: [ `v0`, `v1` ]."),
+        ("CartPol-v1", "Did you mean: `CartPole`?"),
+    ],
+)
+def test_env_id_passes_on_gymnasiums_hint_beside_our_choices(name, hint):
+    with pytest.raises(ValueError) as error:
+        envs.env_id(name)
+    message = str(error.value)
+    assert message.startswith(f"unknown env {name!r}; choose from ['corridor', 'maze', 'maze_easy', 'water_maze']")
+    assert message.endswith(hint)
