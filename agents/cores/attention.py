@@ -21,7 +21,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from agents.cores.dropout import Dropout
-from agents.cores.step_linear import plain
 
 # A finite "minus infinity" for masked scores: softmax of an all-masked row stays finite.
 NEG_INF = -1e9
@@ -54,42 +53,6 @@ def split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
     return x.view(*lead, length, heads, width // heads).transpose(-3, -2)
 
 
-class _OneRowMatmul(torch.autograd.Function):
-    """a @ b for a (..., 1, K), b (..., K, M), whose backward forms b's gradient, an outer
-    product, by broadcasting: autograd would use a batched matmul with inner size 1, which on
-    CPU runs several times slower than the memory it writes (the Feedback core reads its whole
-    memory this way at every step, so its backward pass spent most of its time there).
-
-    With a `sink` (b a window of a buffer, sliding_window.py), b's gradient is added in place
-    into that window of the buffer's gradient and none goes back through autograd: no temporary
-    the size of the window, no sum over the layers that read it. b stays an input, so backward
-    still reaches the window's write only after every read of it."""
-
-    @staticmethod
-    def forward(ctx, a, b, sink):
-        ctx.save_for_backward(a, b)
-        ctx.sink = sink
-        return a @ b
-
-    @staticmethod
-    def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        grad_a = grad @ b.transpose(-1, -2) if ctx.needs_input_grad[0] else None
-        if ctx.sink is not None:
-            ctx.sink.addcmul_(a.transpose(-1, -2), grad)  # (..., K, 1) * (..., 1, M)
-            return grad_a, None, None
-        grad_b = a.transpose(-1, -2) * grad if ctx.needs_input_grad[1] else None
-        return grad_a, grad_b, None
-
-
-def matmul(a: torch.Tensor, b: torch.Tensor, sink: torch.Tensor | None = None) -> torch.Tensor:
-    """a @ b, with the faster backward of _OneRowMatmul when a has one row and gradients are
-    on; `sink` (shaped like b) receives b's gradient instead of autograd."""
-    if a.shape[-2] != 1 or not torch.is_grad_enabled():
-        return a @ b
-    return _OneRowMatmul.apply(a, b, sink)
-
-
 def attend(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -97,33 +60,30 @@ def attend(
     position_scores: torch.Tensor,
     visible: torch.Tensor,
     persistent: tuple[torch.Tensor, torch.Tensor] | None = None,
-    sinks: tuple[torch.Tensor, torch.Tensor] | None = None,
     dropout: Dropout | None = None,
 ) -> torch.Tensor:
     """Dot-product attention with relative-position scores and optional persistent vectors.
 
     q: (B, H, Q, E), already scaled by 1 / sqrt(E); k, v: (B, H, K, E); position_scores:
     (B, H, Q, K) q . p(distance); visible: (B, Q, K) bool; persistent: keys and values
-    (H, N, E), always visible, no position term; sinks: where k's and v's gradients go, when
-    they are windows of a buffer (see matmul); dropout: applied to the attention weights, the
+    (H, N, E), always visible, no position term; dropout: applied to the attention weights, the
     persistent vectors' included (Fan et al.). Returns (B, H, Q, E). A query that sees nothing
-    gets a zero vector, never NaN.
+    gets a zero vector, never NaN. (The Feedback core's steps do the same by hand:
+    feedback_step.py.)
     """
-    k_sink, v_sink = sinks if sinks is not None else (None, None)
-    k_sink = k_sink.transpose(-1, -2) if k_sink is not None else None
-    scores = matmul(q, k.transpose(-1, -2), k_sink).add_(position_scores)  # (B, H, Q, K)
+    scores = (q @ k.transpose(-1, -2)).add_(position_scores)  # (B, H, Q, K)
     scores.masked_fill_(~visible[:, None], NEG_INF)
     if persistent is None:
         weights = torch.softmax(scores, dim=-1) * visible.any(dim=-1)[:, None, :, None]
         if dropout is not None:
             weights = dropout(weights)
-        return matmul(weights, v, v_sink)
+        return weights @ v
     pk, pv = persistent
     persistent_scores = torch.einsum("bhqe,hne->bhqn", q, pk)  # (B, H, Q, N)
     weights = torch.softmax(torch.cat([scores, persistent_scores], dim=-1), dim=-1)  # (B, H, Q, K + N)
     if dropout is not None:
         weights = dropout(weights)
-    context = matmul(weights[..., : k.shape[-2]], v, v_sink)
+    context = weights[..., : k.shape[-2]] @ v
     return context + torch.einsum("bhqn,hne->bhqe", weights[..., k.shape[-2] :], pv)
 
 
@@ -157,12 +117,11 @@ class FeedForward(nn.Module):
         self.fc2 = nn.Linear(d_ff, d_model)
         self.dropout = maybe_dropout(dropout)
 
-    def forward(self, x: torch.Tensor, linear=plain) -> torch.Tensor:
-        """`linear(layer, x)` applies fc1 and fc2 (step_linear.py)."""
-        hidden = F.relu(linear(self.fc1, x), inplace=True)  # (..., F)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        hidden = F.relu(self.fc1(x), inplace=True)  # (..., F)
         if self.dropout is not None:
             hidden = self.dropout(hidden)
-        return linear(self.fc2, hidden)
+        return self.fc2(hidden)
 
 
 VALUE_INITS = ("pytorch", "orthogonal")
@@ -215,34 +174,24 @@ class AttentionBlock(nn.Module):
         """What the attention reads: the normalised input under pre-norm, the input itself under post-norm."""
         return self.norm_attn(h) if self.pre_norm else h
 
-    def positions_by_key(self, distance: torch.Tensor) -> torch.Tensor:
-        """(E, K) the position embedding of each key, for one query row's distances (K,)."""
-        return self.position[distance].T
-
-    def forward(
-        self, h: torch.Tensor, k: torch.Tensor, v: torch.Tensor, distance: torch.Tensor, visible: torch.Tensor, sinks=None,
-        linear=plain, positions: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+    def forward(self, h: torch.Tensor, k: torch.Tensor, v: torch.Tensor, distance: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
         """h: (B, Q, D) layer input at the query steps; k, v: (B, H, K, E); distance: (Q, K) long,
-        clipped to [0, P - 1] (where not visible, any value); visible: (B, Q, K); sinks: see
-        attend; linear(layer, x) applies the projections (a step loop defers their weight
-        gradients, step_linear.py); positions: positions_by_key(distance[0]) for one query row,
-        when the caller has it already (a step loop: the same at every step). -> (B, Q, D)."""
+        clipped to [0, P - 1] (where not visible, any value); visible: (B, Q, K). -> (B, Q, D)."""
         batch, queries, width = h.shape
-        q = split_heads(linear(self.query, self.attention_input(h)), self.heads)  # (B, H, Q, E)
+        q = split_heads(self.query(self.attention_input(h)), self.heads)  # (B, H, Q, E)
         q = q * q.shape[-1] ** -0.5
         if queries == 1:  # one row of distances: look the embeddings up, no gather
-            position_scores = q @ (positions if positions is not None else self.positions_by_key(distance[0]))  # (B, H, 1, K)
+            position_scores = q @ self.position[distance[0]].T  # (B, H, 1, K)
         else:
             position_scores = (q @ self.position.T).gather(-1, distance.expand(batch, self.heads, *distance.shape))
         persistent = self.persistent() if self.persistent is not None else None
-        context = attend(q, k, v, position_scores, visible, persistent, sinks, self.attention_dropout)  # (B, H, Q, E)
+        context = attend(q, k, v, position_scores, visible, persistent, self.attention_dropout)  # (B, H, Q, E)
         context = context.transpose(1, 2).reshape(batch, queries, width)
-        h = h + linear(self.out, context)
+        h = h + self.out(context)
         if not self.pre_norm:
             h = self.norm_attn(h)
         if self.ff is None:
             return h
         if self.pre_norm:
-            return h + self.ff(self.norm_ff(h), linear)
-        return self.norm_ff(h + self.ff(h, linear))
+            return h + self.ff(self.norm_ff(h))
+        return self.norm_ff(h + self.ff(h))

@@ -2,17 +2,20 @@
 
 The Transformer and Feedback cores store the keys and values they compute in their state, and an
 acting call (no gradients) reuses them while `weights_version(core)` is the one stored beside
-them. Tensor version counters cannot tell when weights change: a fused optimiser
-(Adam(fused=True)) or a write through `p.data` updates a parameter without bumping its counter.
-So every parameter carries an explicit tag, replaced by a fresh one
+them. Two signals make that version:
 
-- after every step of every torch optimiser, for the parameters it holds (one global post-hook,
-  registered when this module is imported: no trainer has to remember it);
-- when load_state_dict writes a core's weights, itself or through a module that holds it (a
-  post-hook each caching core registers with `track_loads`);
-- by `mark_weights_changed(module)`: whoever changes weights any other way (`p.data`, an
-  in-place edit under no_grad, nn.init, replacing a parameter) must call it, on the core or a
-  module that holds it.
+- each parameter's tensor version counter (`p._version`), which every in-place edit bumps: an
+  optimiser's in-place update, `p.add_` or `p.copy_` under torch.no_grad(), Polyak averaging,
+  nn.init;
+- an explicit tag per parameter, for the changes the counter misses: a fused optimiser
+  (Adam(fused=True)) and a write through `p.data` update a parameter without bumping it. The tag
+  is replaced by a fresh one
+  - after every step of every torch optimiser, for the parameters it holds (one global
+    post-hook, registered when this module is imported: no trainer has to remember it);
+  - when load_state_dict writes a core's weights, itself or through a module that holds it (a
+    post-hook each caching core registers with `track_loads`);
+  - by `mark_weights_changed(module)`: whoever changes weights through `p.data` or replaces a
+    parameter object must call it, on the core or a module that holds it.
 
 A tag pairs a random token drawn once per process with a counter, so a state restored from a
 checkpoint that another process wrote never matches a version here, nor does one core's match
@@ -48,7 +51,7 @@ def weights_version(module: nn.Module) -> tuple:
     parameters = module.__dict__.get("_tracked_parameters")
     if parameters is None:
         parameters = module.__dict__["_tracked_parameters"] = list(module.parameters())
-    return tuple(_tag(p) for p in parameters)
+    return tuple((_tag(p), p._version) for p in parameters)
 
 
 def mark_weights_changed(module: nn.Module) -> None:

@@ -14,7 +14,7 @@ import torch
 
 from agents.cores import make_core
 from agents.cores.attention import AttentionBlock, split_heads
-from agents.cores.dropout import Dropout, draw_masks, masks_ahead
+from agents.cores.dropout import Dropout, draw_masks
 
 sys.path.insert(0, str(Path(__file__).parent))
 from naive_cores import NaiveFeedback, attention_layer  # noqa: E402
@@ -33,7 +33,7 @@ def replayed_masks(seed: int, queries: int, persistent: int) -> tuple[torch.Tens
     return weights, relu
 
 
-@pytest.mark.parametrize("queries", [1, 3])  # 1: the one-row matmul of the Feedback core's steps
+@pytest.mark.parametrize("queries", [1, 3])  # 1: an acting step, one row of distances
 @pytest.mark.parametrize("persistent", [0, 2])
 @pytest.mark.parametrize("pre_norm", [True, False])
 def test_dropout_falls_on_attention_weights_and_relu_activations(queries, persistent, pre_norm):
@@ -100,20 +100,3 @@ def test_dropout_masks_have_nn_dropouts_distribution():
     assert torch.equal(layer.eval()(y), y)
     with pytest.raises(ValueError, match=r"dropout must be in \[0, 1\), got 1.0"):
         Dropout(1.0)
-
-
-def test_masks_drawn_ahead_are_handed_out_in_order_and_dropped_on_exit():
-    layer = Dropout(P).train()
-    x = torch.ones(3, 4)
-    torch.manual_seed(5)
-    with masks_ahead(layer, 4):
-        used = [layer(x) for _ in range(3)]  # one of the 4 drawn is left over
-    torch.manual_seed(5)
-    expected = draw_masks(4, (3, 4), P, x)
-    for t in range(3):
-        assert torch.equal(used[t], expected[t])
-    assert layer._masks is None and layer.ahead == 1  # nothing carries into the next call
-    torch.manual_seed(6)
-    after = layer(x)  # one mask at a time again
-    torch.manual_seed(6)
-    assert torch.equal(after, draw_masks(1, (3, 4), P, x)[0])

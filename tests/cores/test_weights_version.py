@@ -1,7 +1,8 @@
 """Acting (no gradients) reuses the keys and values carried in a Feedback or Transformer state
 only while the weights that made them are unchanged: after an optimiser step (fused ones
-included), a load_state_dict or a marked manual edit, an acting call equals a call with
-gradients, which always recomputes them from the carried memory."""
+included), a load_state_dict, an in-place edit under no_grad (unmarked) or a marked write through
+`p.data`, an acting call equals a call with gradients, which always recomputes them from the
+carried memory."""
 
 import subprocess
 import sys
@@ -86,6 +87,27 @@ def test_a_marked_manual_edit_makes_acting_recompute(name, edit):
             with torch.no_grad():
                 p.mul_(1.5)
     mark_weights_changed(core)
+    assert_acting_is_current(core, state, x, first, before)
+
+
+@pytest.mark.parametrize("name", CACHING)
+@pytest.mark.parametrize("edit", ["add_", "copy_", "polyak", "init"])
+def test_an_unmarked_in_place_edit_makes_acting_recompute(name, edit):
+    """In-place edits bump the tensors' version counters, which the weights version includes:
+    nobody has to call mark_weights_changed for them."""
+    core, state, x, first = core_and_state(name)
+    before = acting(core, state, x, first)
+    target, _, _, _ = core_and_state(name, seed=1)
+    with torch.no_grad():
+        for p, q in zip(core.parameters(), target.parameters()):
+            if edit == "add_":
+                p.add_(0.5 * torch.randn_like(p))
+            elif edit == "copy_":
+                p.copy_(q)
+            elif edit == "polyak":  # as a target network follows its online network
+                p.mul_(0.5).add_(q, alpha=0.5)
+            elif p.dim() >= 2:
+                nn.init.orthogonal_(p)
     assert_acting_is_current(core, state, x, first, before)
 
 
