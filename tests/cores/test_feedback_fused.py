@@ -90,7 +90,7 @@ def test_gradcheck_through_the_hand_written_backward():
     def call(x, *weights):
         return torch.func.functional_call(core, dict(zip(names, weights)), (x, state, first))[0]
 
-    assert torch.autograd.gradcheck(call, (x, *leaves))
+    assert torch.autograd.gradcheck(call, (x, *leaves), fast_mode=True)  # fast mode: random projections of the Jacobian
 
 
 @pytest.mark.parametrize("pre_norm", [True, False])
