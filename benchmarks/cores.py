@@ -9,11 +9,14 @@ The cores, built as in the paper's maze runs (input_dim 256, float32):
   naive-feedback,         the step-by-step references of tests/cores/naive_cores.py (memory grown
   naive-transformer       with torch.cat, every key and value recomputed each step), wrapping a
                           feedback / transformer core built as above: the baselines
+  feedback-cpu, lstm-cpu  the A2C CPU preset's cores (feedback: 2 layers, d_model 64, 4 heads,
+                          span 64; lstm: 1 x 128), learning calls of T = 32 (the preset's rollout)
 and for each core and batch size B (envs) it measures, side by side in one run:
   acting    env steps/s of T = 1 calls under torch.no_grad() with core.eval(), each call passed the
             state the last returned, from a full memory: B * calls / seconds;
-  learning  env steps/s of one T = 100 call from a full carried state, forward and backward of a
-            scalar loss (y * a fixed random tensor).mean(): 100 * B / seconds per repetition;
+  learning  env steps/s of one T = 100 call (T = 32 for the -cpu rows) from a full carried state,
+            forward and backward of a scalar loss (y * a fixed random tensor).mean(): T * B /
+            seconds per repetition;
   memory    the peak of each, above the memory in use once the core and its inputs are built
             (so the carried state counts, the weights and inputs do not): on CPU peak RSS
             (ru_maxrss), on CUDA torch.cuda.max_memory_allocated.
@@ -42,10 +45,11 @@ reported as OOM. `--cores` and `--sizes` pick what runs.
 
 At the end, for B = 64 on CPU, it checks the targets whose two sides it measured: feedback acting
 >= 5x naive-feedback acting, feedback learning >= 3x naive-feedback learning and >= 0.8x
-transformer learning; and prints feedback / transformer ratios.
+transformer learning, feedback-cpu learning >= 1/3 of lstm-cpu's (a learning step at most 3
+times the LSTM's: issue 21); and prints feedback / transformer ratios.
 
     python benchmarks/cores.py                                    # everything, about 7-8 minutes
-    python benchmarks/cores.py --cores feedback naive-feedback transformer --sizes 64 --check   # the targets
+    python benchmarks/cores.py --cores feedback naive-feedback transformer feedback-cpu lstm-cpu --sizes 64 --check   # the targets
     python benchmarks/cores.py --seconds 0.5 --markdown bench.md  # quicker; also write the table
 """
 
@@ -74,7 +78,8 @@ from machine import cpu_model  # noqa: E402
 from naive_cores import NaiveFeedback, NaiveTransformer  # noqa: E402
 
 INPUT_DIM = 256
-LEARN_STEPS = 100  # T of a learning call
+LEARN_STEPS = 100  # T of a learning call (the paper's rollout) ...
+CPU_LEARN_STEPS = 32  # ... and of the -cpu rows (the CPU preset's)
 ATTENTION = dict(n_layers=2, d_model=256, n_heads=4, span=200)
 # row name -> (make_core name, options, naive reference wrapping that core or None)
 CORES = {
@@ -86,6 +91,8 @@ CORES = {
     "mlp": ("mlp", dict(hidden_size=256, n_layers=2), None),
     "naive-feedback": ("feedback", ATTENTION, NaiveFeedback),
     "naive-transformer": ("transformer", ATTENTION, NaiveTransformer),
+    "feedback-cpu": ("feedback", dict(n_layers=2, d_model=64, n_heads=4, span=64), None),
+    "lstm-cpu": ("lstm", dict(n_layers=1, hidden_size=128), None),
 }
 SIZES = [1, 64, 1024]
 TARGET_B = 64
@@ -93,7 +100,7 @@ TARGET_B = 64
 # against our transformer: the paper's claim that the Feedback Transformer trains about as fast
 # where the data comes one step at a time anyway (issue 14: at least 0.8x).
 TARGETS = [("feedback", "naive-feedback", "acting", 5.0), ("feedback", "naive-feedback", "learning", 3.0),
-           ("feedback", "transformer", "learning", 0.8)]
+           ("feedback", "transformer", "learning", 0.8), ("feedback-cpu", "lstm-cpu", "learning", 1 / 3)]
 MODES = ("acting", "learning")
 WORKER_TIMEOUT_S = 900
 
@@ -194,9 +201,10 @@ def measure(name: str, batch: int, device: torch.device, seconds: float, modes: 
     step, module = build(name, device)
     x1 = torch.randn(1, batch, INPUT_DIM, device=device)
     first1 = torch.zeros(1, batch, dtype=torch.bool, device=device)
-    x = torch.randn(LEARN_STEPS, batch, INPUT_DIM, device=device)
-    first = torch.zeros(LEARN_STEPS, batch, dtype=torch.bool, device=device)
-    weight = torch.randn(LEARN_STEPS, batch, module.output_dim, device=device)
+    steps = CPU_LEARN_STEPS if name.endswith("-cpu") else LEARN_STEPS
+    x = torch.randn(steps, batch, INPUT_DIM, device=device)
+    first = torch.zeros(steps, batch, dtype=torch.bool, device=device)
+    weight = torch.randn(steps, batch, module.output_dim, device=device)
     sync()
     base = memory.current()
     state = full_state(name, step, module, batch, device)
@@ -230,7 +238,7 @@ def measure(name: str, batch: int, device: torch.device, seconds: float, modes: 
 
         try:
             reps, elapsed = time_calls(learn, seconds, sync)
-            result.update(learning=LEARN_STEPS * batch * reps / elapsed, learning_reps=reps, learning_peak=memory.peak() - base)
+            result.update(learning=steps * batch * reps / elapsed, learning_reps=reps, learning_peak=memory.peak() - base)
         except torch.OutOfMemoryError:
             result.update(learning_error="OOM")
     result["exact_peak_reset"] = memory.exact_reset
@@ -295,8 +303,8 @@ def checks(results: dict, device: str) -> bool | None:
     measured = [(ours, reference, mode, target) for ours, reference, mode, target in TARGETS
                 if value(ours, mode) is not None and value(reference, mode) is not None]
     if not measured:
-        print(f"\nCHECK not run: it needs feedback and naive-feedback or transformer at B = {TARGET_B} "
-              f"(--cores feedback naive-feedback transformer --sizes {TARGET_B})")
+        print(f"\nCHECK not run: it needs both sides of a target at B = {TARGET_B} "
+              f"(--cores feedback naive-feedback transformer feedback-cpu lstm-cpu --sizes {TARGET_B})")
         return None
     print()
     ok = True
@@ -305,8 +313,10 @@ def checks(results: dict, device: str) -> bool | None:
         ok &= ratio >= target
         print(
             f"{'PASS' if ratio >= target else 'FAIL'}: B={TARGET_B} {mode} {ours} / {reference} {ratio:,.2f}x "
-            f"({rate(value(ours, mode))} vs {rate(value(reference, mode))} steps/s; target >= {target:g}x)"
+            f"({rate(value(ours, mode))} vs {rate(value(reference, mode))} steps/s; target >= {target:.2f}x)"
         )
+        if mode == "learning":  # the same as milliseconds a step of B envs
+            print(f"      {ours} {TARGET_B / value(ours, mode) * 1e3:.2f} ms a step, {reference} {TARGET_B / value(reference, mode) * 1e3:.2f} ms")
     return ok
 
 

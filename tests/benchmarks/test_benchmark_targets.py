@@ -83,14 +83,17 @@ def test_ffattn_target_is_chunked_over_dense_at_2000_steps():
 
 def test_a2c_targets_compare_within_the_run():
     fps = {"feedback": 2305.0, "transformer": 3127.0, "lstm": 4628.0, a2c.PEER: 4000.0}
-    ours, peer = a2c.targets(fps, peer_missing="")
+    ours, peer = a2c.targets(fps, peer_missing="", sizes="paper")
     assert ours.passed and ours.ratio == pytest.approx(2305 / 3127)
     assert peer.passed and peer.ratio == pytest.approx(4628 / 4000)
-    assert not a2c.targets({**fps, a2c.PEER: 5000.0}, "")[1].passed
+    assert not a2c.targets({**fps, a2c.PEER: 5000.0}, "", "paper")[1].passed
+    (cpu,) = a2c.targets({"feedback": 2305.0, "lstm": 4628.0}, "", sizes="cpu")  # the CPU preset: feedback against the LSTM
+    assert not cpu.passed and cpu.ratio == pytest.approx(2305 / 4628)
+    assert a2c.targets({"feedback": 3000.0, "lstm": 4628.0}, "", sizes="cpu")[0].passed  # 0.65 >= 0.6
 
 
 def test_a2c_peer_target_is_skipped_without_sb3_contrib():
-    _, peer = a2c.targets({"lstm": 4628.0}, peer_missing="sb3-contrib is not installed")
+    _, peer = a2c.targets({"lstm": 4628.0}, peer_missing="sb3-contrib is not installed", sizes="paper")
     assert peer.ratio is None and peer.line().endswith("sb3-contrib is not installed")
 
 
