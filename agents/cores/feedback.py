@@ -38,7 +38,7 @@ from agents.cores.checks import check_bool
 from agents.cores.dropout import draw_masks
 from agents.cores.feedback_step import (
     NEG_INF, GroupWeights, LayerTape, LayerWeights, layer_backward, layer_forward, layer_norm_input_grad, project,
-    projection_gradients, weight_gradients,
+    projection_gradients,
 )
 from agents.cores.transformer import TransformerConfig
 from agents.cores.weights_version import track_loads, weights_version
@@ -319,8 +319,8 @@ class FeedbackRun:
         shape = (batch, c.n_heads, width // c.n_heads, span + steps)
         grad_keys, grad_values = [grad_y.new_zeros(shape) for _ in self.groups], [grad_y.new_zeros(shape) for _ in self.groups]
         mix = self.mix.detach().unbind(0)
-        d_embedded, d_memory = torch.empty_like(grad_y), torch.empty_like(grad_y)
-        layer_grads = [[] for _ in self.layers]
+        d_embedded, d_mix = torch.empty_like(grad_y), []
+        d_layers = [LayerWeights(*(None if x is None else torch.zeros_like(x) for x in w)) for w in self.layers]
         for t in reversed(range(steps)):
             tape = self.tapes[t]
             dm = None
@@ -329,25 +329,20 @@ class FeedbackRun:
                 d_normed = torch.mm(d_kv, w.kv_w)
                 dg = d_normed if w.norm_w is None else layer_norm_input_grad(d_normed, tape.m, tape.stats[g], w.norm_w)
                 dm = dg if dm is None else dm + dg
-            d_memory[t] = dm
+            dm_flat = dm.view(-1)
+            d_mix.append(torch.stack([torch.dot(dm_flat, layer.h.view(-1)) for layer in tape.layers] + [torch.dot(dm_flat, self.tops[t].view(-1))]))
             dh = torch.addcmul(grad_y[t], dm, mix[-1])
             for layer in reversed(range(len(self.layers))):
                 g = 0 if c.shared_kv else layer
                 window = slice(t, t + span)
-                dh, grads = layer_backward(
+                dh = layer_backward(
                     dh, self.group_key_rows[g][:, :, window], self.group_value_columns[g][..., window], grad_keys[g][..., window],
                     grad_values[g][..., window], tape.seen, self.layers[layer], tape.layers[layer], tape.masks[layer], c.pre_norm,
+                    d_layers[layer],
                 )
-                layer_grads[layer].append(grads)
                 dh = torch.addcmul(dh, dm, mix[layer])
             d_embedded[t] = dh
-        # softmax(w): layer l's output reaches m_t times w_l (l = 0: the embedded input)
-        inputs = [torch.stack([tape.layers[layer].h for tape in self.tapes]) for layer in range(len(self.layers))]
-        d_mix = torch.stack([(d_memory * h).sum() for h in [*inputs, torch.stack(self.tops)]])
-        d_layers = [
-            weight_gradients(w, [tape.layers[layer] for tape in self.tapes], grads[::-1], c.pre_norm)
-            for layer, (w, grads) in enumerate(zip(self.layers, layer_grads))
-        ]
+        d_mix = torch.stack(d_mix).sum(0)  # softmax(w): layer l's output reaches m_t times w_l (l = 0: the embedded input)
         memory = self.memory[:, : span + steps].reshape(-1, width)  # every slot the call read
         rows = lambda grad: grad.permute(0, 3, 1, 2).reshape(-1, width)  # noqa: E731  (B (S + T), D)
         d_groups = [

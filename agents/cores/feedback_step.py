@@ -9,8 +9,9 @@ few dozen ATen calls on tensors the caller hands in:
   `LayerTape`); called under autograd it is also the plain-autograd reference (`fused=False`);
 - `layer_backward` walks the same layer back: input gradient by formula (layer norm and softmax
   backward by ATen's own kernels), the key and value windows' gradients added in place into the
-  call's gradient buffers, and the gradients that weights need (`LayerGrads`) handed back so
-  that each weight's gradient is one product over all steps of the call (`weight_gradients`).
+  call's gradient buffers, each weight's gradient added in place into an accumulator (one
+  (out, B) @ (B, in) product a step: at the CPU preset's sizes the gradients stay in cache, and
+  no step's inputs need gathering into one product at the end, which cost more).
 
 Shapes are static within a call and nothing reads a value back to the host, so a call can be
 captured in a CUDA graph or traced by torch.compile with no graph break.
@@ -72,19 +73,6 @@ class LayerTape(NamedTuple):
     stats_z2: tuple | None  # post-norm: (mean, rstd) of norm(z2)
 
 
-class LayerGrads(NamedTuple):
-    """One layer's step gradients that the weights' gradients are made of (see weight_gradients)."""
-
-    dq: Tensor  # (B, D) at the query projection's output
-    dz: Tensor  # (B, D) at the attention output projection's output
-    ds: Tensor  # (B, H, S [+ N]) at the attention scores
-    dc: Tensor  # (B, D) at the context
-    d_norm_attn: Tensor  # (B, D) at the attention norm's output
-    du: Tensor | None  # (B, F) at fc1's output
-    dz2: Tensor | None  # (B, D) at fc2's output
-    d_norm_ff: Tensor | None  # (B, D) at the feed-forward norm's output
-
-
 def layer_norm(x: Tensor, weight: Tensor, bias: Tensor) -> tuple[Tensor, tuple[Tensor, Tensor]]:
     """x (R, D) -> normalised (R, D), (mean, rstd) (R, 1) each."""
     y, mean, rstd = aten.native_layer_norm(x, [x.shape[-1]], weight, bias, EPS)
@@ -94,6 +82,20 @@ def layer_norm(x: Tensor, weight: Tensor, bias: Tensor) -> tuple[Tensor, tuple[T
 def layer_norm_input_grad(grad: Tensor, x: Tensor, stats: tuple, weight: Tensor) -> Tensor:
     """The gradient at the input x of layer_norm, from the gradient at its output."""
     return aten.native_layer_norm_backward(grad, x, [x.shape[-1]], stats[0], stats[1], weight, None, [True, False, False])[0]
+
+
+def layer_norm_grads(grad: Tensor, x: Tensor, stats: tuple, weight: Tensor, bias: Tensor, acc_w: Tensor, acc_b: Tensor) -> Tensor:
+    """layer_norm backwards: the gradient at the input x; its weight's and bias's are added into acc_w, acc_b."""
+    dx, dw, db = aten.native_layer_norm_backward(grad, x, [x.shape[-1]], stats[0], stats[1], weight, bias, [True, True, True])
+    acc_w.add_(dw)
+    acc_b.add_(db)
+    return dx
+
+
+def linear_grads(grad: Tensor, x: Tensor, acc_w: Tensor, acc_b: Tensor) -> None:
+    """Add a Linear's weight and bias gradients, from its input x (R, in) and output gradient (R, out)."""
+    acc_w.addmm_(grad.t(), x)
+    acc_b.add_(grad.sum(0))
 
 
 def layer_forward(
@@ -146,107 +148,63 @@ def layer_forward(
 
 def layer_backward(
     grad: Tensor, k: Tensor, v_t: Tensor, grad_k_t: Tensor, grad_v_t: Tensor, seen: Tensor, w: LayerWeights,
-    tape: LayerTape, masks: tuple | None, pre_norm: bool,
-) -> tuple[Tensor, LayerGrads]:
-    """layer_forward backwards: grad (B, D) at the layer output -> the gradient at its input h,
-    and the step's LayerGrads. k (B, H, S, E) the window's keys and v_t (B, H, E, S) its values
-    transposed (the layouts that make backward's one-row products fast); the window's key and
-    value gradients are added into grad_k_t and grad_v_t (B, H, E, S), views of the call's
-    gradient buffers."""
+    tape: LayerTape, masks: tuple | None, pre_norm: bool, acc: LayerWeights,
+) -> Tensor:
+    """layer_forward backwards: grad (B, D) at the layer output -> the gradient at its input h.
+    k (B, H, S, E) the window's keys and v_t (B, H, E, S) its values transposed (the layouts that
+    make backward's one-row products fast); the window's key and value gradients are added into
+    grad_k_t and grad_v_t (B, H, E, S), views of the call's gradient buffers, and the weights'
+    gradients into `acc` (shaped like w)."""
     batch, width = grad.shape
     heads, span, head_width = k.shape[1], k.shape[2], k.shape[3]
-    du = dz2 = d_norm_ff = None
     d_mid = grad
     if w.fc1_w is not None:
         if pre_norm:
             dz2 = grad
         else:
-            d_norm_ff = grad
-            dz2 = layer_norm_input_grad(grad, tape.z2, tape.stats_z2, w.norm_ff_w)
+            dz2 = layer_norm_grads(grad, tape.z2, tape.stats_z2, w.norm_ff_w, w.norm_ff_b, acc.norm_ff_w, acc.norm_ff_b)
+        linear_grads(dz2, tape.ud, acc.fc2_w, acc.fc2_b)
         dud = torch.mm(dz2, w.fc2_w)  # (B, F)
         if masks is not None:
             dud = dud * masks[1]
         du = aten.threshold_backward(dud, tape.u, 0)
+        linear_grads(du, tape.f, acc.fc1_w, acc.fc1_b)
         df = torch.mm(du, w.fc1_w)
         if pre_norm:
-            d_norm_ff = df
-            d_mid = layer_norm_input_grad(df, tape.h_mid, tape.stats_f, w.norm_ff_w) + dz2
+            d_mid = layer_norm_grads(df, tape.h_mid, tape.stats_f, w.norm_ff_w, w.norm_ff_b, acc.norm_ff_w, acc.norm_ff_b) + dz2
         else:
             d_mid = df + dz2
     if pre_norm:
         dz = d_mid
     else:
-        d_norm_attn = d_mid
-        dz = layer_norm_input_grad(d_mid, tape.z, tape.stats_z, w.norm_attn_w)
+        dz = layer_norm_grads(d_mid, tape.z, tape.stats_z, w.norm_attn_w, w.norm_attn_b, acc.norm_attn_w, acc.norm_attn_b)
+    linear_grads(dz, tape.c, acc.out_w, acc.out_b)
     dc = torch.mm(dz, w.out_w).view(batch, heads, 1, head_width)
     dpd = torch.bmm(dc.view(-1, 1, head_width), v_t.flatten(0, 1)).view(batch, heads, span)  # (B, H, S)
     grad_v_t.addcmul_(dc.transpose(-1, -2), tape.pd[..., None, :span])  # (B, H, E, 1) * (B, H, 1, S)
     if w.persistent_k is not None:
         dpd = torch.cat([dpd, torch.matmul(dc, w.persistent_v.transpose(-1, -2)).view(batch, heads, -1)], dim=-1)
+        acc.persistent_v.add_(torch.einsum("bhn,bhe->hne", tape.pd[..., span:], dc.view(batch, heads, head_width)))
     if masks is not None:
         dpd = dpd * masks[0]
     if w.persistent_k is None:
         dpd = dpd * seen
     ds = aten._softmax_backward_data(dpd, tape.p, -1, tape.p.dtype)  # (B, H, S [+ N])
     ds_keys = ds[..., None, :span]  # (B, H, 1, S)
+    rows = tape.q.view(-1, head_width)  # (B H, E)
     grad_k_t.addcmul_(tape.q.view(batch, heads, head_width, 1), ds_keys)
+    acc.positions.addmm_(ds_keys.reshape(-1, span).t(), rows)
     dq = torch.bmm(ds_keys.reshape(-1, 1, span), k.flatten(0, 1)).view(-1, head_width)  # (B H, E)
     dq = dq.addmm_(ds_keys.reshape(-1, span), w.positions)
     if w.persistent_k is not None:
         dq = dq + torch.matmul(ds[..., None, span:], w.persistent_k).view(-1, head_width)
+        acc.persistent_k.add_(torch.einsum("bhn,bhe->hne", ds[..., span:], rows.view(batch, heads, head_width)))
     dq = dq.view(batch, width)
+    linear_grads(dq, tape.a, acc.query_w, acc.query_b)
     da = torch.mm(dq, w.query_w)
     if pre_norm:
-        d_norm_attn = da
-        dh = layer_norm_input_grad(da, tape.h, tape.stats_a, w.norm_attn_w) + dz
-    else:
-        dh = da + dz
-    return dh, LayerGrads(dq, dz, ds, dc.view(batch, width), d_norm_attn, du, dz2, d_norm_ff)
-
-
-def _linear_grads(grads: list[Tensor], inputs: list[Tensor]) -> tuple[Tensor, Tensor]:
-    """A Linear's weight and bias gradients over all steps: one (out, R) @ (R, in) product."""
-    g, x = torch.cat(grads), torch.cat(inputs)
-    return g.t() @ x, g.sum(0)
-
-
-def _norm_grads(grads: list[Tensor], inputs: list[Tensor], stats: list[tuple], weight: Tensor, bias: Tensor) -> tuple[Tensor, Tensor]:
-    """A LayerNorm's weight and bias gradients over all steps, in one call."""
-    mean, rstd = torch.cat([s[0] for s in stats]), torch.cat([s[1] for s in stats])
-    x = torch.cat(inputs)
-    _, dw, db = aten.native_layer_norm_backward(torch.cat(grads), x, [x.shape[-1]], mean, rstd, weight, bias, [False, True, True])
-    return dw, db
-
-
-def weight_gradients(w: LayerWeights, tapes: list[LayerTape], grads: list[LayerGrads], pre_norm: bool) -> LayerWeights:
-    """The gradients of one layer's weights over the steps of a call, from each step's tape and
-    LayerGrads (in any order, the same for both): one product per weight."""
-    pick = lambda items, name: [getattr(item, name) for item in items]  # noqa: E731
-    heads = w.persistent_k.shape[0] if w.persistent_k is not None else tapes[0].p.shape[1]
-    span, head_width = w.positions.shape
-    dq_w, dq_b = _linear_grads(pick(grads, "dq"), pick(tapes, "a"))
-    dout_w, dout_b = _linear_grads(pick(grads, "dz"), pick(tapes, "c"))
-    ds = torch.cat(pick(grads, "ds"))  # (R, H, S [+ N])
-    q = torch.cat(pick(tapes, "q")).view(-1, heads, head_width)  # (R, H, E)
-    d_positions = ds[..., :span].reshape(-1, span).t() @ q.reshape(-1, head_width)  # (S, E)
-    if pre_norm:
-        norm_attn = _norm_grads(pick(grads, "d_norm_attn"), pick(tapes, "h"), pick(tapes, "stats_a"), w.norm_attn_w, w.norm_attn_b)
-    else:
-        norm_attn = _norm_grads(pick(grads, "d_norm_attn"), pick(tapes, "z"), pick(tapes, "stats_z"), w.norm_attn_w, w.norm_attn_b)
-    d_pk = d_pv = None
-    if w.persistent_k is not None:
-        d_pk = torch.einsum("rhn,rhe->hne", ds[..., span:], q)
-        pd = torch.cat(pick(tapes, "pd"))[..., span:]
-        d_pv = torch.einsum("rhn,rhe->hne", pd, torch.cat(pick(grads, "dc")).view(-1, heads, head_width))
-    norm_ff, fc1, fc2 = (None, None), (None, None), (None, None)
-    if w.fc1_w is not None:
-        fc1 = _linear_grads(pick(grads, "du"), pick(tapes, "f"))
-        fc2 = _linear_grads(pick(grads, "dz2"), pick(tapes, "ud"))
-        if pre_norm:
-            norm_ff = _norm_grads(pick(grads, "d_norm_ff"), pick(tapes, "h_mid"), pick(tapes, "stats_f"), w.norm_ff_w, w.norm_ff_b)
-        else:
-            norm_ff = _norm_grads(pick(grads, "d_norm_ff"), pick(tapes, "z2"), pick(tapes, "stats_z2"), w.norm_ff_w, w.norm_ff_b)
-    return LayerWeights(*norm_attn, dq_w, dq_b, dout_w, dout_b, d_positions, d_pk, d_pv, *norm_ff, *fc1, *fc2)
+        return layer_norm_grads(da, tape.h, tape.stats_a, w.norm_attn_w, w.norm_attn_b, acc.norm_attn_w, acc.norm_attn_b) + dz
+    return da + dz
 
 
 class GroupWeights(NamedTuple):
@@ -272,6 +230,7 @@ def projection_gradients(w: GroupWeights, memory: Tensor, grad_kv: Tensor) -> Gr
     if w.norm_w is None:
         normed, norm = memory, (None, None)
     else:
-        normed, stats = layer_norm(memory, w.norm_w, w.norm_b)
-        norm = _norm_grads([torch.mm(grad_kv, w.kv_w)], [memory], [stats], w.norm_w, w.norm_b)
+        normed, (mean, rstd) = layer_norm(memory, w.norm_w, w.norm_b)
+        _, *norm = aten.native_layer_norm_backward(torch.mm(grad_kv, w.kv_w), memory, [memory.shape[-1]], mean, rstd, w.norm_w,
+                                                   w.norm_b, [False, True, True])
     return GroupWeights(*norm, grad_kv.t() @ normed, grad_kv.sum(0))
