@@ -109,6 +109,7 @@ def test_step_code_compiles_with_no_graph_break(pre_norm, persistent):
     seen = torch.ones(B, 1, 1, dtype=torch.float64)
     k_t, v = torch.randn(B, H, E, S, dtype=torch.float64), torch.randn(B, H, S, E, dtype=torch.float64)
     masks = (torch.rand(B, H, S + persistent, dtype=torch.float64), torch.rand(B, 32, dtype=torch.float64) if not persistent else None)
+    torch._dynamo.reset()  # each variant traced afresh (guards cached from another variant's tapes misfire)
     forward = torch.compile(layer_forward, fullgraph=True, backend="eager", dynamic=False)
     backward = torch.compile(layer_backward, fullgraph=True, backend="eager", dynamic=False)
     with torch.no_grad():
@@ -116,8 +117,13 @@ def test_step_code_compiles_with_no_graph_break(pre_norm, persistent):
         expected, expected_tape = layer_forward(h, k_t, v, bias, seen, layer, masks, pre_norm)
         torch.testing.assert_close(out, expected)
         grads = [torch.zeros(B, H, E, S, dtype=torch.float64) for _ in range(4)]
-        dh, _ = backward(h, k_t.transpose(-1, -2), v.transpose(-1, -2), grads[0], grads[1], seen, layer, tape, masks, pre_norm)
-        dh_eager, _ = layer_backward(h, k_t.transpose(-1, -2), v.transpose(-1, -2), grads[2], grads[3], seen, layer, expected_tape, masks, pre_norm)
+        accumulators = [type(layer)(*(None if w is None else torch.zeros_like(w) for w in layer)) for _ in range(2)]
+        dh = backward(h, k_t.transpose(-1, -2), v.transpose(-1, -2), grads[0], grads[1], seen, layer, tape, masks, pre_norm, accumulators[0])
+        dh_eager = layer_backward(h, k_t.transpose(-1, -2), v.transpose(-1, -2), grads[2], grads[3], seen, layer, expected_tape, masks,
+                                  pre_norm, accumulators[1])
     torch.testing.assert_close(dh, dh_eager)
     torch.testing.assert_close(grads[0], grads[2])
     torch.testing.assert_close(grads[1], grads[3])
+    for compiled, eager in zip(*accumulators):
+        if eager is not None:
+            torch.testing.assert_close(compiled, eager)
