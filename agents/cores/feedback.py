@@ -92,10 +92,21 @@ class FeedbackCore(nn.Module):
         """softmax(w): how much each layer (0 = input embedding) contributes to the memory."""
         return torch.softmax(self.layer_logits, dim=0)
 
-    def call_weights(self) -> tuple[torch.Tensor, list[LayerWeights], list[GroupWeights]]:
+    def call_weights(self, version: tuple | None = None) -> tuple[torch.Tensor, list[LayerWeights], list[GroupWeights]]:
         """The weights as a call's steps use them: softmax(w), each layer's, each key/value
         group's. The derived ones (scaled query, position rows by window slot, scaled persistent
-        vectors) are made here once per call, with autograd when it is on."""
+        vectors) are made here once per call, with autograd when it is on; without, they are
+        kept for later calls while the weights_version stays `version` (acting: T = 1 calls)."""
+        cached = self.__dict__.get("_call_weights")
+        if version is not None and not torch.is_grad_enabled():
+            if cached is not None and cached[0] == version:
+                return cached[1]
+        weights = self._derive_weights()
+        if version is not None and not torch.is_grad_enabled():
+            self.__dict__["_call_weights"] = (version, weights)
+        return weights
+
+    def _derive_weights(self) -> tuple[torch.Tensor, list[LayerWeights], list[GroupWeights]]:
         c = self.config
         scale = (c.d_model // c.n_heads) ** -0.5
         distance = torch.arange(c.span, 0, -1, device=self.layer_logits.device)  # window slot s is S - s steps back
@@ -116,17 +127,19 @@ class FeedbackCore(nn.Module):
 
     def initial_state(self, batch_size: int, device: torch.device | str) -> FeedbackState:
         span = self.config.span
-        memory, keys, values = self._new_buffers(batch_size, capacity_for(span, 0), torch.zeros(0, device=device))
+        memory, keys, values = self._new_buffers(batch_size, capacity_for(span, 0), torch.zeros(0, device=device), torch.zeros)
         valid = torch.zeros(batch_size, span, dtype=torch.bool, device=device)
         return FeedbackState(memory, keys, values, valid, span, None, AppendLog(span))
 
-    def _new_buffers(self, batch: int, capacity: int, like: torch.Tensor):
-        """Zeroed memory (B, capacity, D), keys (B, H, G, E, capacity) and values (B, H, G,
-        capacity, E) (heads before groups: see TransformerCore._new_buffers)."""
+    def _new_buffers(self, batch: int, capacity: int, like: torch.Tensor, make=torch.empty):
+        """Memory (B, capacity, D), keys (B, H, G, E, capacity) and values (B, H, G, capacity, E)
+        (heads before groups: see TransformerCore._new_buffers), made by `make` (zeros for an
+        initial state, whose slots are read; a run writes every slot before reading it)."""
         c = self.config
-        memory = like.new_zeros(batch, capacity, c.d_model)
-        values = like.new_zeros(batch, c.n_heads, self.groups, capacity, c.d_model // c.n_heads)
-        return memory, values.transpose(-1, -2).contiguous(), values
+        options = dict(dtype=like.dtype, device=like.device)
+        memory = make(batch, capacity, c.d_model, **options)
+        keys = make(batch, c.n_heads, self.groups, c.d_model // c.n_heads, capacity, **options)
+        return memory, keys, make(batch, c.n_heads, self.groups, capacity, c.d_model // c.n_heads, **options)
 
     def forward(self, x: torch.Tensor, state: FeedbackState, first: torch.Tensor) -> tuple[torch.Tensor, FeedbackState]:
         """x: (T, B, input_dim), first: (T, B) bool -> y: (T, B, D), the state after step T - 1."""
@@ -174,7 +187,7 @@ class FeedbackRun:
         # The buffer index (counting the carried span from 0) where each env's episode began.
         self.episode_start = span - state.valid.sum(dim=1)  # (B,); S when nothing carried is valid
         self.version = weights_version(core)
-        self.mix, self.layers, self.groups = core.call_weights()
+        self.mix, self.layers, self.groups = core.call_weights(self.version)
         self.masks = self._draw_masks(batch, steps, like)
         reuse = not torch.is_grad_enabled() and state.version == self.version  # stored keys are current
         window = slice(state.end - span, state.end)
@@ -188,7 +201,7 @@ class FeedbackRun:
         groups = range(core.groups)
         self.group_keys, self.group_values = [keys[:, :, g] for g in groups], [values[:, :, g] for g in groups]  # (B, H, E, capacity), (B, H, capacity, E)
         if self.recording:  # backward reads keys as rows and values transposed (feedback_step.py)
-            self.key_rows, self.value_columns = values.new_zeros(values.shape), keys.new_zeros(keys.shape)
+            self.key_rows, self.value_columns = torch.empty_like(values), torch.empty_like(keys)
             self.group_key_rows, self.group_value_columns = [self.key_rows[:, :, g] for g in groups], [self.value_columns[:, :, g] for g in groups]
         if start == span:  # new buffers: the carried window's keys and values
             with torch.no_grad():
@@ -269,7 +282,7 @@ class FeedbackRun:
             else:
                 k_t, v = self.group_keys[g][..., lo : lo + span], self.group_values[g][:, :, lo : lo + span]
             h, tape = layer_forward(h, k_t, v, bias, seen, w, masks[layer], c.pre_norm)
-            m = m + self.mix[layer + 1] * h
+            m = torch.addcmul(m, self.mix[layer + 1], h)
             tapes.append(tape)
         slot = self.start + t
         self.memory[:, slot] = m.detach()
