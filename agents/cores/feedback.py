@@ -191,9 +191,10 @@ class FeedbackRun:
         self.masks = self._draw_masks(batch, steps, like)
         reuse = not torch.is_grad_enabled() and state.version == self.version  # stored keys are current
         window = slice(state.end - span, state.end)
-        if reuse and state.log.can_extend(state.end, steps, state.memory.shape[1]):
+        extend = reuse and state.log.can_extend(state.end, steps, state.memory.shape[1])
+        if extend:
             memory, keys, values, start, log = state.memory, state.keys, state.values, state.end, state.log
-        else:  # new buffers, starting with this state's memory and its keys and values
+        else:  # new buffers, starting with this state's memory (its keys and values below)
             memory, keys, values = core._new_buffers(batch, capacity_for(span, steps), like)
             memory[:, :span] = state.memory[:, window]
             start, log = span, AppendLog(span)
@@ -203,7 +204,7 @@ class FeedbackRun:
         if self.recording:  # backward reads keys as rows and values transposed (feedback_step.py)
             self.key_rows, self.value_columns = torch.empty_like(values), torch.empty_like(keys)
             self.group_key_rows, self.group_value_columns = [self.key_rows[:, :, g] for g in groups], [self.value_columns[:, :, g] for g in groups]
-        if start == span:  # new buffers: the carried window's keys and values
+        if not extend:  # the carried window's keys and values
             with torch.no_grad():
                 for g in range(core.groups):
                     if reuse:
