@@ -329,9 +329,8 @@ class FeedbackRun:
         m_t, which joins the gradients flowing down step t's layers."""
         c, steps = self.core.config, self.t
         span, (batch, width) = c.span, grad_y.shape[1:]
-        # per group (B, H, E, S + T): gradients at every slot's keys and values, transposed
-        shape = (batch, c.n_heads, width // c.n_heads, span + steps)
-        grad_keys, grad_values = [grad_y.new_zeros(shape) for _ in self.groups], [grad_y.new_zeros(shape) for _ in self.groups]
+        # per group (B, 2, H, E, S + T): gradients at every slot's keys ([:, 0]) and values, transposed
+        grad_kv = [grad_y.new_zeros(batch, 2, c.n_heads, width // c.n_heads, span + steps) for _ in self.groups]
         mix = self.mix.detach().unbind(0)
         d_embedded, d_mix = torch.empty_like(grad_y), []
         d_layers = [LayerWeights(*(None if x is None else torch.zeros_like(x) for x in w)) for w in self.layers]
@@ -339,8 +338,7 @@ class FeedbackRun:
             tape = self.tapes[t]
             dm = None
             for g, w in enumerate(self.groups):
-                d_kv = torch.cat([grad_keys[g][..., span + t].reshape(batch, width), grad_values[g][..., span + t].reshape(batch, width)], dim=1)
-                d_normed = torch.mm(d_kv, w.kv_w)
+                d_normed = torch.mm(grad_kv[g][..., span + t].reshape(batch, 2 * width), w.kv_w)  # keys' then values' (B, 2 D)
                 dg = d_normed if w.norm_w is None else layer_norm_input_grad(d_normed, tape.m, tape.stats[g], w.norm_w)
                 dm = dg if dm is None else dm + dg
             dm_flat = dm.view(-1)
@@ -350,17 +348,16 @@ class FeedbackRun:
                 g = 0 if c.shared_kv else layer
                 window = slice(t, t + span)
                 dh = layer_backward(
-                    dh, self.group_key_rows[g][:, :, window], self.group_value_columns[g][..., window], grad_keys[g][..., window],
-                    grad_values[g][..., window], tape.seen, self.layers[layer], tape.layers[layer], tape.masks[layer], c.pre_norm,
+                    dh, self.group_key_rows[g][:, :, window], self.group_value_columns[g][..., window], grad_kv[g][:, 0, ..., window],
+                    grad_kv[g][:, 1, ..., window], tape.seen, self.layers[layer], tape.layers[layer], tape.masks[layer], c.pre_norm,
                     d_layers[layer],
                 )
                 dh = torch.addcmul(dh, dm, mix[layer])
             d_embedded[t] = dh
         d_mix = torch.stack(d_mix).sum(0)  # softmax(w): layer l's output reaches m_t times w_l (l = 0: the embedded input)
         memory = self.memory[:, : span + steps].reshape(-1, width)  # every slot the call read
-        rows = lambda grad: grad.permute(0, 3, 1, 2).reshape(-1, width)  # noqa: E731  (B (S + T), D)
-        d_groups = [
-            projection_gradients(w, memory, torch.cat([rows(dk), rows(dv)], dim=1)) for w, dk, dv in zip(self.groups, grad_keys, grad_values)
+        d_groups = [  # each slot's key and value gradients as one row (B (S + T), 2 D)
+            projection_gradients(w, memory, grad.permute(0, 4, 1, 2, 3).reshape(-1, 2 * width)) for w, grad in zip(self.groups, grad_kv)
         ]
         return (d_embedded, None, d_mix, *[x for w in d_layers for x in w], *[x for w in d_groups for x in w])
 
