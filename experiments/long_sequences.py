@@ -96,9 +96,9 @@ def main(argv: list[str] | None = None) -> None:
     grid = [(problem, setting, length, model) for problem in args.problems for setting in args.settings for length in args.lengths
             for model in args.models if model != "lstm" or length <= args.lstm_max_length]
     updates = args.epochs * args.epoch_updates
-    job = {}
-    for seed in seeds:
-        for problem, setting, length, model in grid:
+    job = {}  # a cell's seeds one after another: an interrupted experiment has whole cells
+    for problem, setting, length, model in grid:
+        for seed in seeds:
             folder = runs_dir / problem / setting / f"L{length}" / model / f"seed{seed}"
             job[problem, setting, length, model, seed] = seq_job(
                 f"{problem}/{setting}/L{length}/{model}/seed{seed}", folder, seq_args(args, problem, setting, length, model, seed), updates)
