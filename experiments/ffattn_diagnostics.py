@@ -108,8 +108,8 @@ def init_stats(length: int, init: str, seed: int) -> dict:
     return {
         "length": length,
         "init": init,
-        "score_range": [float(e.min()), float(e.max())],
-        "marked_weight_x_L_over_2": float(on_marked.mean() * length / 2),  # 1: the plain mean's weight
+        "score_range": [float(e.detach().min()), float(e.detach().max())],
+        "marked_weight_x_L_over_2": float(on_marked.detach().mean() * length / 2),  # 1: the plain mean's weight
         "marked_weight_reachable_x_L_over_2": best * length / 2,
         "dead_outputs": float((pre_out <= 0).float().mean()),
         "dead_hidden_units": float((h.amax(dim=(0, 1)) <= 0).float().mean()),
@@ -126,8 +126,9 @@ def data_stats(length: int, seed: int) -> dict:
     a, b = x[np.arange(len(x)), marked[:, 0], 0].numpy(), x[np.arange(len(x)), marked[:, 1], 0].numpy()
     return {
         "length": length,
-        "first_marked": [int(marked[:, 0].min()), int(marked[:, 0].max())],  # lstm_problems: 1 .. 9 (randint(1, 10)) or N_2 if smaller
-        "second_marked": [int(marked[:, 1].min()), int(marked[:, 1].max())],  # lstm_problems: 1 .. L / 2 - 2
+        # the earlier and the later marked step; lstm_problems: N_1 in 1 .. 9 (randint(1, 10)), N_2 in 1 .. L / 2 - 2
+        "first_marked": [int(marked[:, 0].min()), int(marked[:, 0].max())],
+        "second_marked": [int(marked[:, 1].min()), int(marked[:, 1].max())],
         "values": [float(x[:, :, 0].min()), float(x[:, :, 0].max())],  # lstm_problems.add: uniform in [-1, 1]
         "target_is_0.5_plus_sum_over_4": bool(np.allclose(y.numpy(), 0.5 + (a + b) / 4, atol=1e-6)),
         "target_mean": float(y.mean()),
@@ -193,7 +194,7 @@ def table(out: dict) -> str:
         lines.append("")
     if "data" in out:
         d = out["data"]
-        lines += [f"Generator at L = {d['length']:,}: first marked step {d['first_marked']}, second {d['second_marked']}, values "
+        lines += [f"Generator at L = {d['length']:,}: earlier marked step {d['first_marked']}, later {d['second_marked']}, values "
                   f"{d['values'][0]:.3f} .. {d['values'][1]:.3f}, target = 0.5 + (a + b) / 4: {d['target_is_0.5_plus_sum_over_4']}, "
                   f"target mean {d['target_mean']:.3f}, -1 at both ends: {d['end_markers_minus_1']}.\n"]
     if "train" in out:
