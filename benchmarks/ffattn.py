@@ -78,7 +78,7 @@ class Trainer:
         x, lengths, y = self.batch
         self.optimizer.zero_grad(set_to_none=True)
         if self.dense:
-            predictions = self.model.head(dense_pool(x, lengths, *self.model.pool_weights()))
+            predictions = self.model.head(dense_pool(x, lengths, *self.model.pool_weights(), self.model.negative_slope))
         else:
             predictions = self.model(x, lengths)  # chunked, as training runs it
         F.mse_loss(predictions, y).backward()
@@ -120,7 +120,7 @@ def _status_mb(field: str) -> float:
 def peak_memory_mb(dense: bool, length: int, batch: int, chunk: int) -> float:
     """Run in a fresh process: how far one update raises the resident set above where it
     started, in MB. A small update first loads every code path the big one takes."""
-    small = Trainer(dense, FeedForwardAttention(2, HIDDEN, 0.5, chunk=chunk), tensors(adding_batch(20, batch)))
+    small = Trainer(dense, FeedForwardAttention(2, HIDDEN, chunk=chunk), tensors(adding_batch(20, batch)))
     small.update()
     trainer = Trainer(dense, small.model, tensors(adding_batch(length, batch)))
     with open("/proc/self/clear_refs", "w") as f:
@@ -173,7 +173,7 @@ def main() -> int:
           f"{args.rounds} interleaved rounds; {load_line()}")
 
     torch.manual_seed(0)
-    model = FeedForwardAttention(2, HIDDEN, 0.5, chunk=args.chunk)
+    model = FeedForwardAttention(2, HIDDEN, chunk=args.chunk)
     sequences = {length: adding_batch(length, args.batch) for length in args.lengths}
     trainers = {}
     for length in args.lengths:
@@ -201,7 +201,7 @@ def main() -> int:
 
     if args.sweep_chunks:
         batch = tensors(adding_batch(TARGET_LENGTH, args.batch))
-        sweep = {chunk: Trainer(False, FeedForwardAttention(2, HIDDEN, 0.5, chunk=chunk), batch) for chunk in args.sweep_chunks}
+        sweep = {chunk: Trainer(False, FeedForwardAttention(2, HIDDEN, chunk=chunk), batch) for chunk in args.sweep_chunks}
         sweep_seconds = seconds_per_update(sweep, args.seconds, args.rounds)
         print(f"\n| chunk (L = {TARGET_LENGTH:,}) | s/update |")
         print("|---|---|")

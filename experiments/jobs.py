@@ -6,7 +6,8 @@ the command, its wall time, its last printed line, where evaluate.py prints its 
 job's `target`), and a job whose record has the same target is never run again: an interrupted
 experiment, run again, continues with the jobs it had not finished. Training jobs resume their
 own checkpoint (see `train_job`); their target is the frame budget, so a larger --frames
-continues finished runs to it (and evaluates them again) instead of keeping the old numbers.
+continues finished runs to it (and evaluates them again) instead of keeping the old numbers, and
+a smaller one is refused (a finished run cannot be taken back to fewer frames).
 
 `seq_job` is the same for a `python -m seqtasks` run, its target the update budget.
 
@@ -63,10 +64,7 @@ def train_job(name: str, run_dir: Path, train_args: list[str], frames: int) -> J
     record = run_dir / "train.done.json"
 
     def command() -> list[str]:
-        trained = int(json.loads(record.read_text()).get("target", "0 frames").split()[0]) if record.exists() else 0
-        if trained > frames:
-            raise JobFailed(f"{run_dir} is already trained to {trained:,} frames, more than the {frames:,} asked for; "
-                            "give another --runs-dir to train to fewer")
+        refuse_smaller_budget(record, frames, "frames")
         if (run_dir / "checkpoint.pt").exists():
             return [sys.executable, "train_a2c.py", "--resume", str(run_dir), "--total-steps", str(frames), "--threads", "1"]
         return [sys.executable, "train_a2c.py", *train_args, "--total-steps", str(frames), "--threads", "1", "--run-dir", str(run_dir)]
@@ -74,18 +72,30 @@ def train_job(name: str, run_dir: Path, train_args: list[str], frames: int) -> J
     return Job(name, command, run_dir / "train.log", record, f"{frames} frames", ("train_a2c", train_args, frames))
 
 
+def refuse_smaller_budget(record: Path, budget: int, unit: str) -> None:
+    """Raise JobFailed if the finished run whose record is `record` had a budget above `budget`
+    (`unit`: "frames" or "updates"): resuming it would keep its longer training."""
+    trained = int(json.loads(record.read_text()).get("target", f"0 {unit}").split()[0]) if record.exists() else 0
+    if trained > budget:
+        raise JobFailed(f"{record.parent} is already trained to {trained:,} {unit}, more than the {budget:,} asked for; "
+                        "give another --runs-dir to train to fewer")
+
+
 def seq_job(name: str, run_dir: Path, seq_args: list[str], updates: int) -> Job:
     """`python -m seqtasks ARGS --max-updates UPDATES --run-dir RUN_DIR`, or `--resume RUN_DIR`
-    when a checkpoint of an unfinished run is there. Its numbers are RUN_DIR/results.json (the
-    test metrics and the validation history; see seq_results)."""
+    when a checkpoint of an unfinished run is there; a budget below a finished run's is refused,
+    as train_job refuses it. Its numbers are RUN_DIR/results.json (the test metrics and the
+    validation history; see seq_results)."""
+    record = run_dir / "train.done.json"
 
     def command() -> list[str]:
+        refuse_smaller_budget(record, updates, "updates")
         if (run_dir / "checkpoint.pt").exists():
             return [sys.executable, "-m", "seqtasks", "--resume", str(run_dir), "--max-updates", str(updates), "--threads", "1", "--no-progress"]
         return [sys.executable, "-m", "seqtasks", *seq_args, "--max-updates", str(updates), "--threads", "1",
                 "--run-dir", str(run_dir), "--no-progress"]
 
-    return Job(name, command, run_dir / "train.log", run_dir / "train.done.json", f"{updates} updates", ("seqtasks", seq_args, updates))
+    return Job(name, command, run_dir / "train.log", record, f"{updates} updates", ("seqtasks", seq_args, updates))
 
 
 def seq_flags(values: dict) -> list[str]:

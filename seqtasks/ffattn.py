@@ -1,13 +1,17 @@
 """Feed-forward attention (Raffel & Ellis): a sequence embedded by one attention-weighted mean.
 
-    h_t = ReLU(W_xh x_t + b_xh)          (B, L, D) per step, no recurrence
+    h_t = act(W_xh x_t + b_xh)           (B, L, D) per step, no recurrence
     e_t = tanh(w_hc . h_t + b_hc)        (B, L)    one score per step
     alpha = softmax_t(e)                 over the sequence's own steps (padding masked)
     c = sum_t alpha_t h_t                (B, D)    or, for `mean`, the plain mean of h
-    s = ReLU(W_cs c + b_cs)              (B, D)
-    y = ReLU(w_sy . s + b_sy)            (B,)
-Weights use He initialisation, biases start at 0 except b_sy, which starts at the task's mean
-target (0.5 adding and XOR, 0.25 multiplication), as in the paper. D = 100 there.
+    s = act(W_cs c + b_cs)               (B, D)
+    y = act(w_sy . s + b_sy)             (B,)
+As published (arXiv:1512.08756v1, section 2.1, and the authors' code, craffel/ff-attention
+commit 4e196a5 "Use leaky ReLU and adam"): act is a leaky ReLU of slope 0.01 below 0
+(`negative_slope`; 0 gives the seed text's plain ReLU, whose output unit has no gradient on a
+sequence it predicts below 0); every weight matrix W (M x N) is drawn from N(0, 1/N) (Lasagne's
+HeNormal at its default gain 1), every bias starts at 0 (b_sy too: the seed text's start at the
+mean target is not in the published paper or code); D = 100.
 
 `dense_pool` computes c exactly as written above and is the reference definition. The model
 computes the same c with `chunked_pool`, which walks time `chunk` steps at a time with an
@@ -24,6 +28,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.autograd.function import once_differentiable
 
@@ -44,12 +49,19 @@ def _real_steps(lengths: torch.Tensor, steps: int) -> torch.Tensor:
     return torch.arange(steps, device=lengths.device)[None, :] >= (steps - lengths)[:, None]
 
 
-def _hidden(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, work: torch.Tensor) -> torch.Tensor:
-    """h = ReLU(W_xh x + b_xh): (B, K, C) -> (B, K, D), written into the front of `work`."""
+def check_slope(negative_slope: float) -> None:
+    """Raise ValueError unless `negative_slope` is in [0, 1)."""
+    if isinstance(negative_slope, bool) or not isinstance(negative_slope, (int, float)) or not 0 <= negative_slope < 1:
+        raise ValueError(f"negative_slope must be a number in [0, 1) (0: ReLU), got {negative_slope!r}")
+
+
+def _hidden(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, slope: float, work: torch.Tensor) -> torch.Tensor:
+    """h = act(W_xh x + b_xh): (B, K, C) -> (B, K, D), written into the front of `work`."""
     batch, steps, channels = x.shape
     h = _view(work, batch * steps, weight.shape[0])
     torch.addmm(bias, x.reshape(-1, channels), weight.T, out=h)
-    return h.relu_().view(batch, steps, -1)
+    h = h.relu_() if slope == 0 else F.leaky_relu_(h, slope)
+    return h.view(batch, steps, -1)
 
 
 def _view(work: torch.Tensor, *shape: int) -> torch.Tensor:
@@ -60,15 +72,15 @@ def _view(work: torch.Tensor, *shape: int) -> torch.Tensor:
     return work[: math.prod(shape)].view(shape)
 
 
-def dense_pool(x, lengths, weight, bias, score_weight=None, score_bias=None) -> torch.Tensor:
+def dense_pool(x, lengths, weight, bias, score_weight=None, score_bias=None, negative_slope: float = 0.0) -> torch.Tensor:
     """The reference definition of c: the paper's equations over the whole (B, L, D) at once.
 
     x: (B, L, C) left-padded, lengths: (B,), weight: (D, C), bias: (D,) (W_xh, b_xh);
     score_weight: (1, D), score_bias: (1,) (w_hc, b_hc), or both None for the `mean` variant
-    (alpha = 1 / length on a sequence's real steps). Padded steps have weight exactly 0.
-    Returns c: (B, D)."""
+    (alpha = 1 / length on a sequence's real steps); negative_slope: act's. Padded steps have
+    weight exactly 0. Returns c: (B, D)."""
     real = _real_steps(lengths, x.shape[1])  # (B, L)
-    h = torch.relu(x @ weight.T + bias)  # (B, L, D)
+    h = F.leaky_relu(x @ weight.T + bias, negative_slope)  # (B, L, D)
     if score_weight is None:
         alpha = real.to(x.dtype) / lengths[:, None]  # (B, L)
     else:
@@ -83,7 +95,7 @@ class _ChunkedPool(torch.autograd.Function):
     recomputes each chunk's h there."""
 
     @staticmethod
-    def forward(ctx, x, lengths, weight, bias, score_weight, score_bias, chunk):
+    def forward(ctx, x, lengths, weight, bias, score_weight, score_bias, slope, chunk):
         batch, steps, _ = x.shape
         real = _real_steps(lengths, steps)  # (B, L)
         acc = x.new_zeros(batch, weight.shape[0])  # (B, D)
@@ -92,7 +104,7 @@ class _ChunkedPool(torch.autograd.Function):
             e = None
             alpha = real.to(x.dtype) / lengths[:, None]  # (B, L)
             for start in range(0, steps, chunk):
-                h = _hidden(x[:, start : start + chunk], weight, bias, work)  # (B, K, D)
+                h = _hidden(x[:, start : start + chunk], weight, bias, slope, work)  # (B, K, D)
                 acc += torch.bmm(alpha[:, None, start : start + chunk], h).squeeze(1)
             c = acc
         else:
@@ -102,7 +114,7 @@ class _ChunkedPool(torch.autograd.Function):
             m = x.new_full((batch,), float("-inf"))
             s = x.new_zeros(batch)
             for start in range(0, steps, chunk):
-                h = _hidden(x[:, start : start + chunk], weight, bias, work)  # (B, K, D)
+                h = _hidden(x[:, start : start + chunk], weight, bias, slope, work)  # (B, K, D)
                 e[:, start : start + chunk] = torch.tanh(h @ score_weight.T + score_bias).squeeze(-1)
                 scores = e[:, start : start + chunk].masked_fill(~real[:, start : start + chunk], float("-inf"))  # (B, K)
                 m_new = torch.maximum(m, scores.amax(dim=1))  # not max(dim=): ~15 ms a call at 2 threads here
@@ -115,7 +127,7 @@ class _ChunkedPool(torch.autograd.Function):
                 m = m_new
             c = acc / s[:, None]
             alpha = torch.exp(e - m[:, None]).masked_fill_(~real, 0.0) / s[:, None]  # (B, L)
-        ctx.chunk = chunk
+        ctx.chunk, ctx.slope = chunk, slope
         ctx.save_for_backward(x, weight, bias, score_weight, alpha, e, c)
         return c
 
@@ -124,7 +136,7 @@ class _ChunkedPool(torch.autograd.Function):
     def backward(ctx, g):
         """g = dL/dc (B, D). Per chunk: dh_t = alpha_t g + dz_t w_hc, where
         dz_t = alpha_t (g . h_t - g . c) (1 - e_t^2) is the gradient at the score before tanh;
-        dpre_t = dh_t where h_t > 0; the W_xh, b_xh, w_hc, b_hc and x gradients are sums of
+        dpre_t = dh_t where h_t > 0, negative_slope dh_t elsewhere; the W_xh, b_xh, w_hc, b_hc and x gradients are sums of
         these over the chunk's steps. For `mean` (alpha_t = 1 / length) there is no dz term.
         Padded steps have alpha_t = 0, so they add nothing."""
         x, weight, bias, score_weight, alpha, e, c = ctx.saved_tensors
@@ -139,7 +151,7 @@ class _ChunkedPool(torch.autograd.Function):
         h_work, dh_work = x.new_empty(2, batch * min(ctx.chunk, steps) * weight.shape[0])
         for start in range(0, steps, ctx.chunk):
             xc = x[:, start : start + ctx.chunk]  # (B, K, C)
-            h = _hidden(xc, weight, bias, h_work)  # (B, K, D)
+            h = _hidden(xc, weight, bias, ctx.slope, h_work)  # (B, K, D)
             dh = torch.mul(alpha[:, start : start + ctx.chunk, None], g[:, None, :], out=_view(dh_work, *h.shape))  # (B, K, D)
             if attention:
                 g_dot_h = torch.bmm(g[:, None, :], h.transpose(1, 2)).squeeze(1)  # (B, K)
@@ -147,25 +159,32 @@ class _ChunkedPool(torch.autograd.Function):
                 dh.addcmul_(dz[:, :, None], score_weight)
                 grad_score_weight += dz.reshape(1, -1) @ h.reshape(-1, h.shape[-1])
                 grad_score_bias += dz.sum()
-            # through the ReLU, in place: ATen's own ReLU backward, far faster on CPU than masked_fill or where
-            dpre = torch.ops.aten.threshold_backward.grad_input(dh, h, 0, grad_input=dh).view(-1, h.shape[-1])  # (B K, D)
+            # through act, in place: ATen's own backward (h > 0 exactly where its input is), far faster on CPU than masked_fill or where
+            if ctx.slope == 0:
+                dpre = torch.ops.aten.threshold_backward.grad_input(dh, h, 0, grad_input=dh)
+            else:
+                dpre = torch.ops.aten.leaky_relu_backward.grad_input(dh, h, ctx.slope, True, grad_input=dh)
+            dpre = dpre.view(-1, h.shape[-1])  # (B K, D)
             grad_weight_t += xc.reshape(-1, xc.shape[-1]).T @ dpre  # (C, D): faster than dpre^T @ x for small C
             grad_bias += dpre.sum(dim=0)
             if grad_x is not None:
                 grad_x[:, start : start + ctx.chunk] = (dpre @ weight).view(xc.shape)
         grads = (grad_x, None, grad_weight_t.T.contiguous(), grad_bias)
-        return (*grads, grad_score_weight, grad_score_bias, None) if attention else (*grads, None, None, None)
+        return (*grads, grad_score_weight, grad_score_bias, None, None) if attention else (*grads, None, None, None, None)
 
 
-def chunked_pool(x, lengths, weight, bias, score_weight=None, score_bias=None, chunk: int = DEFAULT_CHUNK) -> torch.Tensor:
+def chunked_pool(x, lengths, weight, bias, score_weight=None, score_bias=None, negative_slope: float = 0.0,
+                 chunk: int = DEFAULT_CHUNK) -> torch.Tensor:
     """c: (B, D), equal to dense_pool's (same arguments) up to rounding, computed `chunk` steps at
     a time in forward and backward, so its memory is O(B x chunk x D) whatever L is."""
     check_chunk(chunk)
-    return _ChunkedPool.apply(x, lengths, weight, bias, score_weight, score_bias, chunk)
+    check_slope(negative_slope)
+    return _ChunkedPool.apply(x, lengths, weight, bias, score_weight, score_bias, float(negative_slope), chunk)
 
 
-def _he(layer: nn.Linear) -> nn.Linear:
-    nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
+def _published_init(layer: nn.Linear) -> nn.Linear:
+    """Weights from N(0, 1 / fan_in), bias 0 (the published paper's section 2.1)."""
+    nn.init.normal_(layer.weight, std=1 / math.sqrt(layer.in_features))
     nn.init.zeros_(layer.bias)
     return layer
 
@@ -174,15 +193,16 @@ class FeedForwardAttention(nn.Module):
     """The paper's model (`mean` with attention=False); c comes from chunked_pool, `chunk` steps
     at a time, so a training update's memory does not grow with the sequence length."""
 
-    def __init__(self, input_dim: int, hidden: int, mean_target: float, attention: bool = True, chunk: int = DEFAULT_CHUNK):
+    def __init__(self, input_dim: int, hidden: int, attention: bool = True, negative_slope: float = 0.01,
+                 chunk: int = DEFAULT_CHUNK):
         super().__init__()
         check_chunk(chunk)
-        self.attention, self.chunk = attention, chunk
-        self.step = _he(nn.Linear(input_dim, hidden))
-        self.score = _he(nn.Linear(hidden, 1)) if attention else None
-        self.hidden = _he(nn.Linear(hidden, hidden))
-        self.out = _he(nn.Linear(hidden, 1))
-        nn.init.constant_(self.out.bias, mean_target)
+        check_slope(negative_slope)
+        self.attention, self.negative_slope, self.chunk = attention, float(negative_slope), chunk
+        self.step = _published_init(nn.Linear(input_dim, hidden))
+        self.score = _published_init(nn.Linear(hidden, 1)) if attention else None
+        self.hidden = _published_init(nn.Linear(hidden, hidden))
+        self.out = _published_init(nn.Linear(hidden, 1))
 
     def pool_weights(self) -> tuple:
         """(W_xh, b_xh, w_hc, b_hc), the last two None for `mean`: dense_pool's and chunked_pool's
@@ -192,8 +212,8 @@ class FeedForwardAttention(nn.Module):
 
     def head(self, c: torch.Tensor) -> torch.Tensor:
         """c: (B, D) -> predictions (B,)."""
-        return torch.relu(self.out(torch.relu(self.hidden(c)))).squeeze(-1)
+        return F.leaky_relu(self.out(F.leaky_relu(self.hidden(c), self.negative_slope)), self.negative_slope).squeeze(-1)
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """x: (B, L, C) left-padded, lengths: (B,) -> predictions (B,)."""
-        return self.head(chunked_pool(x, lengths, *self.pool_weights(), chunk=self.chunk))
+        return self.head(chunked_pool(x, lengths, *self.pool_weights(), negative_slope=self.negative_slope, chunk=self.chunk))

@@ -84,5 +84,5 @@ def build_model(config, task, core_overrides: dict) -> nn.Module:
     if config.core in SEQUENCE_ONLY:
         if core_overrides:
             raise ValueError(f"core {config.core!r} takes no --core-opt options (its width is --d-model), got {sorted(core_overrides)}")
-        return FeedForwardAttention(2, config.d_model, task.mean_target, attention=config.core == "ffattn")
+        return FeedForwardAttention(2, config.d_model, attention=config.core == "ffattn", negative_slope=config.negative_slope)
     return SequenceRegressor(config.core, core_settings(config, core_overrides), 2, task.mean_target, config.bptt)

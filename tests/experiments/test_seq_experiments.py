@@ -106,6 +106,9 @@ def test_long_sequences_quick_reports_epochs_to_solve_and_caps_long_training_set
     assert all(run["updates"] == 4 or run["epochs_to_solve"] is not None for run in cell["per_seed"])
     assert cell["solved"] == sum(run["epochs_to_solve"] is not None for run in cell["per_seed"])
     assert "| xor | 20 .. 22 | ffattn | " in (out / "long_sequences.md").read_text()
+    fewer = [*argv[: argv.index("--epochs") + 1], "1", *argv[argv.index("--epochs") + 2 :]]
+    with pytest.raises(SystemExit, match="already trained to 4 updates, more than the 2 asked for; give another --runs-dir"):
+        run_main(long_sequences, fewer, monkeypatch)  # a finished run is not taken back to a smaller budget (as train_job refuses)
 
 
 def test_memory_reach_paper_preset_runs_table_1s_sizes():
@@ -117,3 +120,23 @@ def test_memory_reach_paper_preset_runs_table_1s_sizes():
     assert values["--preset"] == "paper" and values["--span"] == "100" and values["--seed"] == "2"
     assert (values["--grid-size"], values["--walk-length"]) == ("8", "100")
     assert "--d-model" not in values  # the paper preset's d 256, 4 layers
+
+
+def test_long_sequences_table_puts_the_papers_numbers_beside_ours():
+    interval = {"iqm": 1.0, "ci_low": 1.0, "ci_high": 1.0}
+
+    def cell(problem, setting, length, model, epochs):
+        runs = [{"seed": seed, "epochs_to_solve": e} for seed, e in enumerate(epochs)]
+        return {"problem": problem, "setting": setting, "length": length, "model": model, "per_seed": runs,
+                "solved": sum(e is not None for e in epochs), "paper": long_sequences.PAPER_EPOCHS.get((problem, model), {}).get(length),
+                "test": interval, "seconds_per_update": interval}
+
+    summary = {"epochs": 5, "epoch_updates": 1000, "seeds": 3, "cells": [
+        cell("adding", "variable", 1000, "mean", [2, 3, None]),
+        cell("multiplication", "fixed", 5000, "mean", [None, None, None]),
+        cell("xor", "fixed", 100, "ffattn", [1, 1, 1]),
+    ]}
+    rows = long_sequences.table(summary).splitlines()[-3:]
+    assert rows[0].startswith("| adding | 1,000 .. 1,100 | mean | 2/3 | 2, 3, - | 2 |")  # Table 1: the mean at T0 = 1,000, 2 epochs
+    assert rows[1].startswith("| multiplication | 5,000 | mean | 0/3 | -, -, - | 89.8% |")  # not solved in 100 epochs there
+    assert rows[2].startswith("| xor | 100 | ffattn | 3/3 | 1, 1, 1 | - |")  # XOR is not in the published paper

@@ -28,9 +28,9 @@ def batch(lengths: list[int], steps: int, hidden: int, attention: bool):
     return randn(len(lengths), steps, 2), torch.tensor(lengths), weights
 
 
-def assert_same_as_dense(x, lengths, weights, chunk: int):
-    dense = dense_pool(x, lengths, *weights)
-    chunked = chunked_pool(x, lengths, *weights, chunk=chunk)
+def assert_same_as_dense(x, lengths, weights, chunk: int, slope: float = 0.0):
+    dense = dense_pool(x, lengths, *weights, negative_slope=slope)
+    chunked = chunked_pool(x, lengths, *weights, negative_slope=slope, chunk=chunk)
     torch.testing.assert_close(chunked, dense, **FLOAT64)
     g = torch.randn(dense.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)  # dL/dc
     inputs = [x, *weights]
@@ -38,10 +38,11 @@ def assert_same_as_dense(x, lengths, weights, chunk: int):
         torch.testing.assert_close(got, want, **FLOAT64)
 
 
+@pytest.mark.parametrize("slope", [0.0, 0.2])
 @pytest.mark.parametrize("attention", [True, False])
-def test_gradcheck(attention):
+def test_gradcheck(attention, slope):
     x, lengths, weights = batch([5, 2], steps=5, hidden=3, attention=attention)  # chunks of 2, 2, 1
-    assert torch.autograd.gradcheck(lambda x, *w: chunked_pool(x, lengths, *w, chunk=2), (x, *weights))
+    assert torch.autograd.gradcheck(lambda x, *w: chunked_pool(x, lengths, *w, negative_slope=slope, chunk=2), (x, *weights))
 
 
 @pytest.mark.parametrize("attention", [True, False])
@@ -66,18 +67,19 @@ def test_chunked_equals_dense(steps, chunk, lengths, attention):
     extra=st.integers(0, 5),
     chunk=st.integers(1, 40),
     attention=st.booleans(),
+    slope=st.sampled_from([0.0, 0.01, 0.2]),
 )
-def test_chunked_equals_dense_for_any_batch(lengths, extra, chunk, attention):
+def test_chunked_equals_dense_for_any_batch(lengths, extra, chunk, attention, slope):
     # `extra` steps of padding in every row on top of the longest sequence's
-    assert_same_as_dense(*batch(lengths, max(lengths) + extra, hidden=5, attention=attention), chunk=chunk)
+    assert_same_as_dense(*batch(lengths, max(lengths) + extra, hidden=5, attention=attention), chunk=chunk, slope=slope)
 
 
 @pytest.mark.parametrize("attention", [True, False])
 def test_model_matches_dense_in_float32(attention):
     torch.manual_seed(0)
-    model = FeedForwardAttention(2, 16, 0.5, attention, chunk=8)
+    model = FeedForwardAttention(2, 16, attention, chunk=8)
     x, lengths = torch.randn(4, 50, 2), torch.tensor([50, 49, 30, 7])
-    dense = model.head(dense_pool(x, lengths, *model.pool_weights()))
+    dense = model.head(dense_pool(x, lengths, *model.pool_weights(), model.negative_slope))
     # float32 sums over 50 steps in another order (chunk by chunk, rescaled)
     torch.testing.assert_close(model(x, lengths), dense, **close32(terms=50))
 
@@ -93,7 +95,16 @@ def test_backward_keeps_no_step_by_hidden_tensor(attention):
 @pytest.mark.parametrize("chunk", [0, -3, 2.5])
 def test_chunk_must_be_a_positive_whole_number(chunk):
     with pytest.raises(ValueError, match=f"chunk must be a whole number of steps >= 1, got {chunk}"):
-        FeedForwardAttention(2, 8, 0.5, chunk=chunk)
+        FeedForwardAttention(2, 8, chunk=chunk)
     x, lengths, weights = batch([3], steps=3, hidden=2, attention=True)
     with pytest.raises(ValueError, match="chunk must be a whole number"):
         chunked_pool(x, lengths, *weights, chunk=chunk)
+
+
+@pytest.mark.parametrize("slope", [-0.1, 1.0, True, "0.01"])
+def test_negative_slope_must_be_in_0_1(slope):
+    with pytest.raises(ValueError, match=f"negative_slope must be a number in \\[0, 1\\) \\(0: ReLU\\), got {slope!r}"):
+        FeedForwardAttention(2, 8, negative_slope=slope)
+    x, lengths, weights = batch([3], steps=3, hidden=2, attention=True)
+    with pytest.raises(ValueError, match="negative_slope must be a number in"):
+        chunked_pool(x, lengths, *weights, negative_slope=slope)

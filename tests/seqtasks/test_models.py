@@ -22,30 +22,45 @@ def left_pad(x, steps):
 
 @pytest.mark.parametrize("attention", [True, False])
 def test_ffattn_ignores_left_padding(attention):
-    model = FeedForwardAttention(2, 16, 0.5, attention)
+    model = FeedForwardAttention(2, 16, attention)
     x = torch.randn(3, 10, 2)
     lengths = torch.tensor([10, 10, 10])
     # float32 sums over 10 or 15 steps (padding adds zero weights) round differently
     np.testing.assert_allclose(model(x, lengths).detach(), model(left_pad(x, 5), lengths).detach(), **close32(terms=15))
 
 
-def test_ffattn_matches_the_paper_equations():
-    model = FeedForwardAttention(2, 8, 0.25, attention=True)
+def leaky(z, slope):
+    return torch.where(z > 0, z, slope * z)
+
+
+@pytest.mark.parametrize("slope", [0.0, 0.01, 0.3])
+def test_ffattn_matches_the_paper_equations(slope):
+    model = FeedForwardAttention(2, 8, attention=True, negative_slope=slope)
     x = torch.randn(1, 6, 2)
-    h = torch.relu(x[0] @ model.step.weight.T + model.step.bias)  # (L, D)
+    h = leaky(x[0] @ model.step.weight.T + model.step.bias, slope)  # (L, D)
     alpha = torch.softmax(torch.tanh(h @ model.score.weight.T + model.score.bias)[:, 0], dim=0)
     c = (alpha[:, None] * h).sum(0)
-    s = torch.relu(model.hidden.weight @ c + model.hidden.bias)
-    y = torch.relu(model.out.weight @ s + model.out.bias)
+    s = leaky(model.hidden.weight @ c + model.hidden.bias, slope)
+    y = leaky(model.out.weight @ s + model.out.bias, slope)
     assert model(x, torch.tensor([6])).item() == approx32(y.item(), terms=8)  # float32, batched vs by hand: sums of 8
-    assert model.out.bias.item() == 0.25
+
+
+def test_ffattn_starts_as_published():
+    """Weights from N(0, 1 / fan_in), every bias 0 (arXiv:1512.08756v1, section 2.1)."""
+    torch.manual_seed(0)
+    model = FeedForwardAttention(2, 100)
+    for layer in (model.step, model.score, model.hidden, model.out):
+        assert not layer.bias.any()
+    # 10,000 draws of N(0, 0.01): the sample std is within 3% of 0.1 (its own std is 0.7%)
+    assert model.hidden.weight.std().item() == pytest.approx(0.1, rel=0.03)
+    assert model.step.weight.abs().max().item() < 6 / 2**0.5  # std 1 / sqrt(2): no draw past 6 sigma
 
 
 def test_mean_variant_averages_the_steps():
-    model = FeedForwardAttention(2, 8, 0.5, attention=False)
+    model = FeedForwardAttention(2, 8, attention=False, negative_slope=0.01)
     x = torch.randn(1, 4, 2)
-    c = torch.relu(model.step(x[0])).mean(0)
-    expected = torch.relu(model.out(torch.relu(model.hidden(c))))
+    c = leaky(model.step(x[0]), 0.01).mean(0)
+    expected = leaky(model.out(leaky(model.hidden(c), 0.01)), 0.01)
     assert model(x, torch.tensor([4])).item() == approx32(expected.item(), terms=8)  # float32, batched vs by hand: sums of 8
 
 
