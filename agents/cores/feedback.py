@@ -8,8 +8,8 @@ the highest representations of the past. That makes the steps sequential; each i
 
 - a call's steps run without autograd (feedback_step.py: a step is a few dozen tensor
   operations), keeping what the backward pass needs; one autograd node (`_Call`) hands the
-  outputs to autograd, and its backward walks the steps in reverse by hand, forming each
-  weight's gradient once per call. `fused=False` runs the same step code under plain autograd
+  outputs to autograd, and its backward walks the steps in reverse by hand, adding each step's
+  share of every weight's gradient into one accumulator. `fused=False` runs the same step code under plain autograd
   instead: the reference the hand-written backward is tested against;
 - keys and values are projected once per step from m_t (shared by all layers by default;
   `shared_kv=False` gives each layer its own projection) and written into a preallocated
@@ -33,11 +33,11 @@ import torch
 from torch import nn
 
 from agents.cores.append_log import AppendLog, capacity_for
-from agents.cores.attention import AttentionBlock, init_value_path
+from agents.cores.attention import NEG_INF, AttentionBlock, init_value_path
 from agents.cores.checks import check_bool
 from agents.cores.dropout import draw_masks
 from agents.cores.feedback_step import (
-    NEG_INF, GroupWeights, LayerTape, LayerWeights, layer_backward, layer_forward, layer_norm_input_grad, project,
+    GroupWeights, LayerTape, LayerWeights, layer_backward, layer_forward, layer_norm_input_grad, project,
     projection_gradients,
 )
 from agents.cores.transformer import TransformerConfig
@@ -97,12 +97,12 @@ class FeedbackCore(nn.Module):
         group's. The derived ones (scaled query, position rows by window slot, scaled persistent
         vectors) are made here once per call, with autograd when it is on; without, they are
         kept for later calls while the weights_version stays `version` (acting: T = 1 calls)."""
+        keep = version is not None and not torch.is_grad_enabled()
         cached = self.__dict__.get("_call_weights")
-        if version is not None and not torch.is_grad_enabled():
-            if cached is not None and cached[0] == version:
-                return cached[1]
+        if keep and cached is not None and cached[0] == version:
+            return cached[1]
         weights = self._derive_weights()
-        if version is not None and not torch.is_grad_enabled():
+        if keep:
             self.__dict__["_call_weights"] = (version, weights)
         return weights
 

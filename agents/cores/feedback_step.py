@@ -29,7 +29,6 @@ from torch import Tensor
 
 aten = torch.ops.aten
 EPS = 1e-5  # nn.LayerNorm's default, which every norm of the core uses
-NEG_INF = -1e9  # as attention.py: a masked score; an all-masked row stays finite
 
 
 class LayerWeights(NamedTuple):
@@ -103,8 +102,8 @@ def layer_forward(
 ) -> tuple[Tensor, LayerTape]:
     """One layer, one step. h (B, D) the layer input; k_t (B, H, E, S) the memory window's keys,
     transposed, and v (B, H, S, E) its values (a one-row product is fastest when the other
-    factor's rows run along the output, so the forward pass reads keys as (E, S)); bias (B, 1, S) 0 where a slot is visible, NEG_INF where not; seen (B, 1, 1) 1.0
-    where any slot is visible (else the attention reads nothing, not a uniform mean); masks:
+    factor's rows run along the output, so the forward pass reads keys as (E, S)); bias (B, 1, S)
+    0 where a slot is visible, attention.NEG_INF where not; seen (B, 1, 1) 1.0 where any slot is visible (else the attention reads nothing, not a uniform mean); masks:
     dropout masks, scaled, (attention (B, H, S [+ N]), ReLU (B, F)) or None -> (B, D), tape."""
     batch, width = h.shape
     heads, span, head_width = v.shape[1], v.shape[2], v.shape[3]
