@@ -4,6 +4,8 @@ included), a load_state_dict, an in-place edit under no_grad (unmarked) or a mar
 `p.data`, an acting call equals a call with gradients, which always recomputes them from the
 carried memory."""
 
+import ast
+import itertools
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +15,7 @@ import torch
 from torch import nn
 
 from agents.cores import make_core
+import agents.cores.weights_version as version_module
 from agents.cores.weights_version import mark_weights_changed, weights_version
 
 INPUT_DIM = 5
@@ -111,13 +114,23 @@ def test_an_unmarked_in_place_edit_makes_acting_recompute(name, edit):
     assert_acting_is_current(core, state, x, first, before)
 
 
-def test_versions_never_match_another_process():
+def tags_of_a_fresh_process() -> list[tuple[str, int]]:
+    """The weights tags of a feedback core built first thing in a new Python process."""
+    script = ("from agents.cores import make_core; from agents.cores.weights_version import weights_version; "
+              "print(repr([tag for tag, _ in weights_version(make_core('feedback', 5))]))")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT)
+    return ast.literal_eval(run.stdout.strip())
+
+
+def test_versions_never_match_another_process(monkeypatch):
     """A state restored from a checkpoint another process wrote is never taken as current, even
-    for the same weights built the same way."""
-    build = "from agents.cores import make_core; import torch; torch.manual_seed(0); core = make_core('feedback', 5)"
-    script = f"{build}; from agents.cores.weights_version import weights_version; print(repr(weights_version(core)))"
-    theirs = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT).stdout.strip()
-    torch.manual_seed(0)
-    ours = weights_version(make_core("feedback", 5))
-    assert repr(ours) != theirs
-    assert weights_version(make_core("feedback", 5)) != ours  # nor another core's in this process
+    for the same weights built the same way at the same point of the process: two fresh processes
+    hand out the same counters, so only the per-process token tells their tags apart (a constant
+    token would pass a comparison with this process, whose counter earlier tests have advanced)."""
+    first, second = tags_of_a_fresh_process(), tags_of_a_fresh_process()
+    assert [n for _, n in first] == [n for _, n in second]
+    assert {token for token, _ in first}.isdisjoint(token for token, _ in second)
+    monkeypatch.setattr(version_module, "_counter", itertools.count(first[0][1]))  # this process, at the same counters
+    ours = [tag for tag, _ in weights_version(make_core("feedback", 5))]
+    assert [n for _, n in ours] == [n for _, n in first] and not set(ours) & set(first)
+    assert weights_version(make_core("feedback", 5)) != weights_version(make_core("feedback", 5))  # nor one core's another's
