@@ -9,6 +9,7 @@ from agents.train import build_policy
 from experiments import estimate
 from experiments.cue_memory import cue_separation, door_outputs
 from experiments.jobs import train_job
+from tests.experiments.cue_bounds import MEMORY_ABOVE, NO_MEMORY_BELOW
 
 CORRIDOR = {"length": 5, "max_episode_steps": 20}
 TINY = ["--env", "corridor", "--env-opt", "length=5", "--core", "mlp", "--core-opt", "hidden_size=8", "--num-envs", "4", "--rollout", "4"]
@@ -59,7 +60,7 @@ def test_door_outputs_are_taken_where_the_doors_come_into_view():
 def test_cue_separation_is_zero_without_memory_and_not_with_it():
     """An MLP sees only the doors when it reaches them: nothing of the cue (float32 noise only).
     A fresh LSTM still carries some of it 4 steps on; a span-8 Transformer attends to it."""
-    assert cue_separation(policy("mlp"), CORRIDOR) < 1e-5
-    assert cue_separation(policy("lstm"), CORRIDOR) > 1e-3
-    assert cue_separation(policy("transformer", span=8, d_model=16, n_heads=2), CORRIDOR) > 1e-3
-    assert cue_separation(policy("transformer", span=1, d_model=16, n_heads=2), CORRIDOR) < 1e-5  # reach 2 of 4 steps
+    assert cue_separation(policy("mlp"), CORRIDOR) < NO_MEMORY_BELOW
+    assert cue_separation(policy("lstm"), CORRIDOR) > MEMORY_ABOVE
+    assert cue_separation(policy("transformer", span=8, d_model=16, n_heads=2), CORRIDOR) > MEMORY_ABOVE
+    assert cue_separation(policy("transformer", span=1, d_model=16, n_heads=2), CORRIDOR) < NO_MEMORY_BELOW  # reach 2 of 4 steps

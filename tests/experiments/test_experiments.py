@@ -10,6 +10,7 @@ import pytest
 from experiments import mazes
 from experiments.curves import binned_curve
 from experiments.stats import iqm_interval
+from tests.experiments.cue_bounds import MEMORY_ABOVE, NO_MEMORY_BELOW
 
 
 def test_iqm_is_the_mean_of_the_middle_half_and_its_interval_brackets_it():
@@ -106,8 +107,8 @@ def test_a_quick_corridor_span_experiment_writes_its_table_json_and_figure(tmp_p
     assert all(0.0 <= s <= 1.0 for s in successes)
     assert min(successes) <= span2["success"]["iqm"] <= max(successes)
     # length 3: the doors are 2 steps from the cue, inside a span-2 transformer's reach, beyond an MLP's
-    assert all(run["cue_separation"] > 1e-4 for run in span2["per_seed"])
-    assert all(run["cue_separation"] < 1e-5 for run in summary["models"]["mlp"]["per_seed"])
+    assert all(run["cue_separation"] > MEMORY_ABOVE for run in span2["per_seed"])
+    assert all(run["cue_separation"] < NO_MEMORY_BELOW for run in summary["models"]["mlp"]["per_seed"])
     assert summary["previous_inputs"] is False
     config = json.loads((tmp_path / "runs" / "mlp" / "seed0" / "config.json").read_text())
     assert config["previous_inputs"] is False
