@@ -46,7 +46,8 @@ def assert_close_parameters(one: dict, two: dict) -> None:
 
 def test_two_ranks_train_and_resume_as_one_process(tmp_path):
     """Feedback keeps the acting graph (gradients summed by hand); episodes of at most 7 steps
-    in rollouts of 8, so the resume happens mid-episode with memory carried."""
+    in rollouts of 8, so the resume happens mid-episode with memory carried. A run resumed on
+    another number of processes (2 -> 1, 1 -> 2) restarts its episodes, says so once and trains on."""
     run = str(tmp_path / "two")
     first = torchrun(2, *flags(run, "feedback", 3))
     assert first.returncode == 0, first.stderr[-3000:]
@@ -66,6 +67,12 @@ def test_two_ranks_train_and_resume_as_one_process(tmp_path):
         elsewhere.update()
     finally:
         elsewhere.close()
+    alone = str(tmp_path / "one3")  # saved by one process, resumed by two
+    spread = torchrun(2, "train_a2c.py", "--resume", alone, "--total-steps", "192")
+    assert spread.returncode == 0, spread.stderr[-3000:]
+    assert spread.stdout.count(f"resuming {alone} at step 144: clean episode restart: the number of processes differs (1 saved, 2 now)") == 1
+    saved = load_checkpoint(alone, "a2c")
+    assert saved["world_size"] == 2 and len(saved["envs"]) == 2 and saved["counters"]["global_step"] == 192
 
 
 def test_two_ranks_with_ddp_train_as_one_process(tmp_path):
