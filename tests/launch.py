@@ -31,7 +31,7 @@ def start_ranks(nprocs: int, *argv: str) -> list[subprocess.Popen]:
         port = probe.getsockname()[1]
     return [
         subprocess.Popen([sys.executable, *argv], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=_environment(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(nprocs),
+                         env=_environment(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(nprocs), LOCAL_WORLD_SIZE=str(nprocs),
                                           MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)))
         for rank in range(nprocs)
     ]

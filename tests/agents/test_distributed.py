@@ -2,12 +2,14 @@
 same global batch, resume exactly, and a killed rank ends the others with an error."""
 
 import os
+import re
 import signal
 import time
 
 import pytest
 import torch
 
+import train_a2c
 from agents.checkpoint import load_checkpoint
 from agents import distributed
 from agents.distributed import TIMEOUT_VARIABLE, World, timeout_seconds
@@ -113,3 +115,44 @@ def test_bad_sizes_and_timeouts_name_the_value(tmp_path, monkeypatch):
     monkeypatch.setenv(TIMEOUT_VARIABLE, "soon")
     with pytest.raises(ValueError, match=f"{TIMEOUT_VARIABLE}='soon' must be a positive number of seconds"):
         timeout_seconds()
+
+
+def join_as_second_of_two(monkeypatch, gpus: int) -> tuple[World, dict]:
+    """distributed.init() in the second of two processes torchrun started on a machine with
+    `gpus` GPUs (patched: there may be none here), joining the group stubbed; also what it chose
+    (the backend, and the GPU it made current if any)."""
+    chosen = {}
+    for name, value in {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda index: chosen.update(gpu=index))
+    monkeypatch.setattr(distributed.dist, "is_initialized", lambda: False)
+    monkeypatch.setattr(distributed.dist, "init_process_group", lambda backend, timeout: chosen.update(backend=backend))
+    monkeypatch.setattr(distributed.dist, "get_rank", lambda: 1)
+    monkeypatch.setattr(distributed.dist, "get_world_size", lambda: 2)
+    return distributed.init(), chosen
+
+
+def test_each_process_of_a_cuda_run_needs_a_gpu_of_its_own(monkeypatch, tmp_path, capsys):
+    """Two processes on a one-GPU machine would share cuda:0 (rank r took GPU r % count), which
+    NCCL refuses mid-run with an error that does not say what to do: refused before training,
+    naming the counts and the way out. A CPU run of as many processes stays allowed (gloo), the
+    second process claims no GPU, and with a GPU each, rank r of a machine takes GPU r."""
+    world, chosen = join_as_second_of_two(monkeypatch, gpus=1)
+    assert world == World(1, 2, 1, 2) and chosen == {"backend": "cpu:gloo,cuda:nccl"}
+    message = ("2 processes on this machine but 1 GPU(s): each process of a CUDA run needs a GPU of its own (NCCL cannot "
+               "share one); start at most 1 per machine (torchrun --nproc-per-node 1), or train on the CPU (--device cpu)")
+    with pytest.raises(ValueError, match=re.escape(message)):
+        distributed.device_for(torch.device("cuda"), world)
+    assert distributed.device_for(torch.device("cpu"), world) == torch.device("cpu")
+    assert distributed.device_for(torch.device("cuda"), World(1, 2, 0, 1)) == torch.device("cuda", 0)  # one process on each of 2 machines
+    monkeypatch.setattr(distributed, "init", lambda: world)  # the command line, in that process: exit 2 with the message
+    with pytest.raises(SystemExit) as exit_info:
+        train_a2c.main([*flags(str(tmp_path), "lstm", 1)[1:], "--device=cuda"])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    monkeypatch.undo()  # the real init again, on a machine with a GPU for each process
+
+    world, chosen = join_as_second_of_two(monkeypatch, gpus=2)
+    assert chosen == {"backend": "cpu:gloo,cuda:nccl", "gpu": 1}
+    assert distributed.device_for(torch.device("cuda"), world) == torch.device("cuda", 1)
