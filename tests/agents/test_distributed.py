@@ -1,5 +1,7 @@
 """Several processes under torchrun (CPU, gloo): two ranks train exactly as one process on the
-same global batch, resume exactly, and a killed rank ends the others with an error."""
+same global batch, resume exactly (and on another number of processes, restarting episodes), a
+killed rank ends the others with an error, and a CUDA run gets a GPU for each process or is
+refused (the GPU count patched)."""
 
 import os
 import re
