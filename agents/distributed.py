@@ -10,7 +10,9 @@ from torch.distributed directly.
 
 Backends: gloo on CPU; on a machine with CUDA, "cpu:gloo,cuda:nccl", so CUDA tensors (gradients)
 go over NCCL and Python objects (checkpoint parts, episode statistics) over gloo, whatever device
-the run's config later asks for; each process then uses GPU LOCAL_RANK. Every collective has a
+the run's config later asks for. A CUDA run uses GPU LOCAL_RANK in each process; NCCL cannot
+share a GPU between processes, so `device_for` refuses a CUDA run with more processes on a
+machine (LOCAL_WORLD_SIZE) than it has GPUs, saying what to do instead. Every collective has a
 timeout (TIMEOUT_VARIABLE, default DEFAULT_TIMEOUT seconds): a rank that dies or hangs ends the
 others with an error, never a hang (torchrun also stops the others when one exits with an error).
 The ranks take the same steps in lockstep, so no rank waits on another for long in a healthy run.
@@ -42,6 +44,7 @@ class World:
     rank: int = 0
     size: int = 1
     local_rank: int = 0
+    local_size: int = 1  # processes on this machine
 
     @property
     def main(self) -> bool:
@@ -69,26 +72,41 @@ def timeout_seconds() -> float:
     return seconds
 
 
+def _local() -> tuple[int, int]:
+    """This process's LOCAL_RANK and the LOCAL_WORLD_SIZE of its machine, as torchrun sets them
+    (without LOCAL_WORLD_SIZE, at least LOCAL_RANK + 1 processes are on this machine)."""
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    return local_rank, int(os.environ.get("LOCAL_WORLD_SIZE", local_rank + 1))
+
+
 def init() -> World:
     """Join torchrun's process group once (later calls return the same World); the single
     process World when RANK / WORLD_SIZE are not set or the world has one process."""
     if dist.is_available() and dist.is_initialized():
-        return World(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", 0)))
+        return World(dist.get_rank(), dist.get_world_size(), *_local())
     if "RANK" not in os.environ or int(os.environ.get("WORLD_SIZE", "1")) <= 1:
         return World()
-    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    local_rank, local_size = _local()
     backend = "gloo"
     if torch.cuda.is_available():
-        torch.cuda.set_device(local_rank % torch.cuda.device_count())
+        if local_rank < torch.cuda.device_count():  # a process beyond the GPUs may only run on the CPU (device_for)
+            torch.cuda.set_device(local_rank)
         backend = "cpu:gloo,cuda:nccl"
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_seconds()))
-    return World(dist.get_rank(), dist.get_world_size(), local_rank)
+    return World(dist.get_rank(), dist.get_world_size(), local_rank, local_size)
 
 
 def device_for(device: torch.device, world: World) -> torch.device:
-    """Under torchrun a CUDA learner uses GPU LOCAL_RANK (one GPU per process)."""
+    """Under torchrun a CUDA learner uses GPU LOCAL_RANK, one GPU per process: NCCL cannot share
+    one between processes, so a CUDA run with more processes on a machine than it has GPUs is
+    refused here (every rank finds the same), before any collective could fail obscurely."""
     if world.size > 1 and device.type == "cuda":
-        return torch.device("cuda", world.local_rank % torch.cuda.device_count())
+        gpus = torch.cuda.device_count()
+        if world.local_size > gpus:
+            raise ValueError(f"{world.local_size} processes on this machine but {gpus} GPU(s): each process of a CUDA run "
+                             f"needs a GPU of its own (NCCL cannot share one); start at most {gpus} per machine "
+                             f"(torchrun --nproc-per-node {gpus}), or train on the CPU (--device cpu)")
+        return torch.device("cuda", world.local_rank)
     return device
 
 

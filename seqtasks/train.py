@@ -32,6 +32,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -130,7 +131,9 @@ class Run:
             regime = distributed.own_part(payload, "regime", self.world)
             if saved_world != self.world.size:  # the carried memory has other rows: start it afresh
                 regime = {**regime, "state": None}
-                print(f"the carried memory restarts: the number of processes differs ({saved_world} saved, {self.world.size} now)")
+                if self.world.main:
+                    print(f"the carried memory restarts: the number of processes differs ({saved_world} saved, {self.world.size} now)",
+                          file=sys.stderr)
             self.regime.load_state_dict(regime)
             counters = payload["counters"]
             self.update, self.best_accuracy = counters["update"], counters["best_accuracy"]

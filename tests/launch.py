@@ -11,14 +11,21 @@ from pathlib import Path
 from agents.distributed import TIMEOUT_VARIABLE
 
 ROOT = Path(__file__).resolve().parents[1]
-TIMEOUT = "20"  # seconds for each collective: a lost rank shows well within a test's patience
+# Seen under load average 4-5 on the 2-core machine (the suite beside other work): the torchrun
+# tests took 18-31 s each (one or two launches and a one-process run), and a healthy rank waits
+# for another no longer than the start-up skew or rank 0's checkpoint write, each a part of that.
+# So each collective may wait 60 s before a rank counts as lost, and every wait of a test on its
+# processes (one launch, a file appearing, a rank exiting) has a deadline of DEADLINE seconds,
+# ten times the slowest whole test seen and far above a lost rank's 60 s.
+TIMEOUT = "60"
+DEADLINE = 300.0
 
 
 def _environment(**extra: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT), TIMEOUT_VARIABLE: TIMEOUT, **extra}
 
 
-def torchrun(nprocs: int, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
+def torchrun(nprocs: int, *argv: str, timeout: float = DEADLINE) -> subprocess.CompletedProcess:
     """`torchrun --standalone --nproc-per-node nprocs ARGV` from the repository root (a free port)."""
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nprocs}", *argv]
     return subprocess.run(command, cwd=ROOT, env=_environment(), capture_output=True, text=True, timeout=timeout)
@@ -31,7 +38,7 @@ def start_ranks(nprocs: int, *argv: str) -> list[subprocess.Popen]:
         port = probe.getsockname()[1]
     return [
         subprocess.Popen([sys.executable, *argv], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=_environment(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(nprocs),
+                         env=_environment(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(nprocs), LOCAL_WORLD_SIZE=str(nprocs),
                                           MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)))
         for rank in range(nprocs)
     ]

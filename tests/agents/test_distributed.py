@@ -1,19 +1,23 @@
 """Several processes under torchrun (CPU, gloo): two ranks train exactly as one process on the
-same global batch, resume exactly, and a killed rank ends the others with an error."""
+same global batch, resume exactly (and on another number of processes, restarting episodes), a
+killed rank ends the others with an error, and a CUDA run gets a GPU for each process or is
+refused (the GPU count patched)."""
 
 import os
+import re
 import signal
 import time
 
 import pytest
 import torch
 
+import train_a2c
 from agents.checkpoint import load_checkpoint
 from agents import distributed
 from agents.distributed import TIMEOUT_VARIABLE, World, timeout_seconds
 from agents.train import Trainer
 from tests.agents.test_train import SMALL, small_config
-from tests.launch import start_ranks, torchrun
+from tests.launch import DEADLINE, start_ranks, torchrun
 from tests.trained import trained_parameters
 
 # Adam divides by sqrt(v) + eps: a gradient that is zero but for rounding (a key bias, which
@@ -46,7 +50,8 @@ def assert_close_parameters(one: dict, two: dict) -> None:
 
 def test_two_ranks_train_and_resume_as_one_process(tmp_path):
     """Feedback keeps the acting graph (gradients summed by hand); episodes of at most 7 steps
-    in rollouts of 8, so the resume happens mid-episode with memory carried."""
+    in rollouts of 8, so the resume happens mid-episode with memory carried. A run resumed on
+    another number of processes (2 -> 1, 1 -> 2) restarts its episodes, says so once and trains on."""
     run = str(tmp_path / "two")
     first = torchrun(2, *flags(run, "feedback", 3))
     assert first.returncode == 0, first.stderr[-3000:]
@@ -66,6 +71,12 @@ def test_two_ranks_train_and_resume_as_one_process(tmp_path):
         elsewhere.update()
     finally:
         elsewhere.close()
+    alone = str(tmp_path / "one3")  # saved by one process, resumed by two
+    spread = torchrun(2, "train_a2c.py", "--resume", alone, "--total-steps", "192")
+    assert spread.returncode == 0, spread.stderr[-3000:]
+    assert spread.stdout.count(f"resuming {alone} at step 144: clean episode restart: the number of processes differs (1 saved, 2 now)") == 1
+    saved = load_checkpoint(alone, "a2c")
+    assert saved["world_size"] == 2 and len(saved["envs"]) == 2 and saved["counters"]["global_step"] == 192
 
 
 def test_two_ranks_with_ddp_train_as_one_process(tmp_path):
@@ -80,12 +91,12 @@ def test_two_ranks_with_ddp_train_as_one_process(tmp_path):
 def test_a_killed_rank_ends_the_others_with_an_error_and_the_checkpoint_intact(tmp_path):
     ranks = start_ranks(2, *flags(str(tmp_path), "feedback", 100_000, save_every=0.001))
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + DEADLINE
         while not (tmp_path / "checkpoint.pt").exists():  # a checkpoint after each update
             assert time.monotonic() < deadline and ranks[0].poll() is None, ranks[0].communicate()[1][-3000:]
             time.sleep(0.1)
         os.kill(ranks[1].pid, signal.SIGKILL)
-        _, errors = ranks[0].communicate(timeout=60)  # the collective timeout is 20 s
+        _, errors = ranks[0].communicate(timeout=DEADLINE)  # within the collective timeout (60 s) at the latest
     finally:
         for rank in ranks:
             rank.kill()
@@ -106,3 +117,44 @@ def test_bad_sizes_and_timeouts_name_the_value(tmp_path, monkeypatch):
     monkeypatch.setenv(TIMEOUT_VARIABLE, "soon")
     with pytest.raises(ValueError, match=f"{TIMEOUT_VARIABLE}='soon' must be a positive number of seconds"):
         timeout_seconds()
+
+
+def join_as_second_of_two(monkeypatch, gpus: int) -> tuple[World, dict]:
+    """distributed.init() in the second of two processes torchrun started on a machine with
+    `gpus` GPUs (patched: there may be none here), joining the group stubbed; also what it chose
+    (the backend, and the GPU it made current if any)."""
+    chosen = {}
+    for name, value in {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda index: chosen.update(gpu=index))
+    monkeypatch.setattr(distributed.dist, "is_initialized", lambda: False)
+    monkeypatch.setattr(distributed.dist, "init_process_group", lambda backend, timeout: chosen.update(backend=backend))
+    monkeypatch.setattr(distributed.dist, "get_rank", lambda: 1)
+    monkeypatch.setattr(distributed.dist, "get_world_size", lambda: 2)
+    return distributed.init(), chosen
+
+
+def test_each_process_of_a_cuda_run_needs_a_gpu_of_its_own(monkeypatch, tmp_path, capsys):
+    """Two processes on a one-GPU machine would share cuda:0 (rank r took GPU r % count), which
+    NCCL refuses mid-run with an error that does not say what to do: refused before training,
+    naming the counts and the way out. A CPU run of as many processes stays allowed (gloo), the
+    second process claims no GPU, and with a GPU each, rank r of a machine takes GPU r."""
+    world, chosen = join_as_second_of_two(monkeypatch, gpus=1)
+    assert world == World(1, 2, 1, 2) and chosen == {"backend": "cpu:gloo,cuda:nccl"}
+    message = ("2 processes on this machine but 1 GPU(s): each process of a CUDA run needs a GPU of its own (NCCL cannot "
+               "share one); start at most 1 per machine (torchrun --nproc-per-node 1), or train on the CPU (--device cpu)")
+    with pytest.raises(ValueError, match=re.escape(message)):
+        distributed.device_for(torch.device("cuda"), world)
+    assert distributed.device_for(torch.device("cpu"), world) == torch.device("cpu")
+    assert distributed.device_for(torch.device("cuda"), World(1, 2, 0, 1)) == torch.device("cuda", 0)  # one process on each of 2 machines
+    monkeypatch.setattr(distributed, "init", lambda: world)  # the command line, in that process: exit 2 with the message
+    with pytest.raises(SystemExit) as exit_info:
+        train_a2c.main([*flags(str(tmp_path), "lstm", 1)[1:], "--device=cuda"])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    monkeypatch.undo()  # the real init again, on a machine with a GPU for each process
+
+    world, chosen = join_as_second_of_two(monkeypatch, gpus=2)
+    assert chosen == {"backend": "cpu:gloo,cuda:nccl", "gpu": 1}
+    assert distributed.device_for(torch.device("cuda"), world) == torch.device("cuda", 1)
