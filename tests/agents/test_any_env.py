@@ -1,7 +1,8 @@
 """Gymnasium's own envs through the trainer: Box (CartPole), Discrete (FrozenLake) and Tuple
-(Blackjack) observations train, and so do pixels (a small image env of our own); presets fall back to the defaults; a CartPole run resumes
-exactly (running normalisation included), steps alike in worker processes, and evaluates beside
-the random policy only, with a video from the env's own renderer; unsupported spaces exit 2."""
+(Blackjack) observations train, and so do pixels (a small image env of our own); presets fall
+back to the defaults; a CartPole run resumes exactly (running normalisation included), steps
+alike in worker processes, and evaluates beside the random policy only, with a video from the
+env's own renderer; unsupported spaces exit 2."""
 
 import os
 

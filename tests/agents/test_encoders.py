@@ -112,7 +112,7 @@ def test_box_running_statistics_match_numpy_and_are_saved():
     assert torch.equal(fresh(data[0]), encoder(data[0]))
 
 
-def first_layer_input(module: torch.nn.Module, layer: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+def layer_input(module: torch.nn.Module, layer: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
     """What `layer` receives when `module` encodes x."""
     seen = []
     hook = layer.register_forward_pre_hook(lambda _, inputs: seen.append(inputs[0].detach().clone()))
@@ -135,7 +135,7 @@ def test_image_pixels_reach_the_cnn_channels_first_and_scaled_to_one():
     for c in range(channels):
         for row in range(height):
             by_hand[:, c, row, :] = images[:, row, :, c]
-    seen = first_layer_input(encoder, encoder.net, torch.as_tensor(flatten(space, images, B)))
+    seen = layer_input(encoder, encoder.net, torch.as_tensor(flatten(space, images, B)))
     torch.testing.assert_close(seen, torch.from_numpy(by_hand) / 255.0, rtol=0, atol=0)
 
 
@@ -152,7 +152,7 @@ def test_box_encoder_normalises_by_its_running_statistics_and_clips():
     mean, std = everything.mean(0), everything.std(0, unbiased=False)
     deviations = torch.tensor([[0.0, 0.0], [3.0, 3.0], [1000.0, -1000.0]], dtype=torch.float64)
     probe = (mean + deviations * std).float()
-    seen = first_layer_input(encoder, encoder.linear, probe)
+    seen = layer_input(encoder, encoder.linear, probe)
     expected = deviations.clamp(-CLIP, CLIP).float()
     # The mean and variance each sum 100 values; the normalised values are at most 3 before the clip.
     torch.testing.assert_close(seen, expected, **close32(terms=100, scale=3.0))
