@@ -10,7 +10,7 @@ import pytest
 
 from agents.config_cli import parse_core_options
 from agents.cores import CORES
-from experiments import corridor_span, mazes
+from experiments import corridor_span, head_init, mazes
 from experiments.curves import binned_curve
 from experiments.stats import iqm_interval
 
@@ -141,11 +141,12 @@ def test_bad_corridor_span_arguments_exit_2_naming_the_value(argv, message, caps
     (corridor_span, ["--cores", "lstm"], "argument --cores: invalid choice: 'lstm'"),
     (corridor_span, ["--spans", "x"], "argument --spans: must be an integer >= 1, got 'x'"),
     (corridor_span, ["--spans", "2", "4", "2"], "argument --spans: 2 is given twice; give each once"),
+    (head_init, ["--tasks", "corridor", "corridor"], "argument --tasks: 'corridor' is given twice; give each once"),
 ])
 def test_bad_experiment_lists_exit_2_naming_the_value(experiment, argv, message, capsys):
     """Each value of a list flag names runs of their own (a run folder, a table row): one given
-    twice would train two processes in one folder at once (mazes; "maze" and its id are one
-    folder) or repeat a row, so it is refused like a value not allowed. Parsing only: a bad
+    twice would train two processes in one folder at once (mazes, head_init; "maze" and its id
+    are one folder) or repeat a row, so it is refused like a value not allowed. Parsing only: a bad
     value that slipped through would start the experiment."""
     with pytest.raises(SystemExit) as exit_info:
         experiment.make_parser().parse_args(argv)
