@@ -22,7 +22,7 @@ from agents import distributed
 from agents.a2c_config import A2CConfig, resolve_config
 from agents.actors import ActorError
 from agents.checkpoint import CheckpointError, checkpoint_path
-from agents.config_cli import add_config_arguments, given_fields, parse_core_options, parse_env_options
+from agents.config_cli import add_config_arguments, flag_name, given_fields, parse_core_options, parse_env_options
 from agents.interrupt import exit_interrupted
 from agents.train import RESUMABLE_OVERRIDES, Trainer
 
@@ -41,9 +41,11 @@ def make_trainer(args: argparse.Namespace, parser: argparse.ArgumentParser) -> T
     given = given_fields(args, A2CConfig)
     try:
         if args.resume:
-            if args.core_opt or args.env_opt or set(given) - RESUMABLE_OVERRIDES:
-                changed = sorted((set(given) - RESUMABLE_OVERRIDES) | ({"core_opt"} if args.core_opt else set()) | ({"env_opt"} if args.env_opt else set()))
-                parser.error(f"--resume keeps the run's config; {changed} cannot change (only {sorted(RESUMABLE_OVERRIDES)} can)")
+            refused = [f"{flag_name(name)} {given[name]}" for name in sorted(set(given) - RESUMABLE_OVERRIDES)]
+            refused += [f"--core-opt {item}" for item in args.core_opt] + [f"--env-opt {item}" for item in args.env_opt]
+            if refused:
+                allowed = ", ".join(flag_name(name) for name in sorted(RESUMABLE_OVERRIDES))
+                parser.error(f"--resume keeps the run's config; {', '.join(refused)} would change it (only {allowed} may be given)")
             trainer = Trainer.from_checkpoint(args.resume, given)
             if trainer.world.main:
                 print(f"resuming {trainer.config.run_dir} at step {trainer.global_step:,}: {trainer.resumed_how}")

@@ -24,7 +24,7 @@ def add_config_arguments(parser: argparse.ArgumentParser, config_class: type, ex
     for field in dataclasses.fields(config_class):
         if field.name in exclude:
             continue
-        flag = "--" + field.name.replace("_", "-")
+        flag = flag_name(field.name)
         default = field.default if field.default is not dataclasses.MISSING else field.default_factory()
         help_text = f"{field.metadata.get('help', '')} (default: {default})".strip()
         kind = hints[field.name]
@@ -34,6 +34,11 @@ def add_config_arguments(parser: argparse.ArgumentParser, config_class: type, ex
             parser.add_argument(flag, type=_PARSERS[kind], default=argparse.SUPPRESS, help=help_text, metavar=field.name.upper())
         else:
             raise TypeError(f"config field {field.name} has type {kind}; flags support bool, int, float, str")
+
+
+def flag_name(field: str) -> str:
+    """The flag of a config field: learning_rate -> --learning-rate."""
+    return "--" + field.replace("_", "-")
 
 
 def given_fields(args: argparse.Namespace, config_class: type) -> dict[str, Any]:

@@ -6,7 +6,8 @@ import torch
 
 
 def resolve_device(spec: str) -> torch.device:
-    """'auto' is CUDA when present, else CPU; 'cpu', 'cuda', 'cuda:N' are taken as given (checked)."""
+    """'auto' is CUDA when present, else CPU; 'cpu', 'cuda', 'cuda:N' are taken as given (checked:
+    a resumed run's saved device too, so the message names the flag that overrides it)."""
     if spec == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
@@ -17,7 +18,7 @@ def resolve_device(spec: str) -> torch.device:
         raise ValueError(f"unsupported device {spec!r}; use 'auto', 'cpu', 'cuda' or 'cuda:N'")
     if device.type == "cuda":
         if not torch.cuda.is_available():
-            raise ValueError(f"device {spec!r} asked for, but torch sees no CUDA GPU; use 'cpu' or 'auto'")
+            raise ValueError(f"device {spec!r}, but torch sees no CUDA GPU here; use --device cpu (or auto)")
         if device.index is not None and device.index >= torch.cuda.device_count():
             raise ValueError(f"device {spec!r} does not exist; this machine has {torch.cuda.device_count()} GPU(s)")
     return device

@@ -43,10 +43,11 @@ Everything else runs; the largest are transformer and reservoir-ffn learning at 
 about 30 s a repetition). Nothing is skipped on CUDA; a mode that runs out of GPU memory is
 reported as OOM. `--cores` and `--sizes` pick what runs.
 
-At the end, for B = 64 on CPU, it checks the targets whose two sides it measured: feedback acting
->= 5x naive-feedback acting, feedback learning >= 3x naive-feedback learning and >= 0.8x
-transformer learning, feedback-cpu learning >= 1/3 of lstm-cpu's (a learning step at most 3
-times the LSTM's: issue 21); and prints feedback / transformer ratios.
+At the end, for B = 64 on CPU, it checks the targets whose two sides it measured (`targets`;
+PASS / FAIL lines, SKIP for a target not measured, as benchmarks/targets.py prints them):
+feedback acting >= 5x naive-feedback acting, feedback learning >= 3x naive-feedback learning and
+>= 0.8x transformer learning, feedback-cpu learning >= 1/3 of lstm-cpu's (a learning step at
+most 3 times the LSTM's: issue 21); and prints feedback / transformer ratios.
 
     python benchmarks/cores.py                                    # everything, about 7-8 minutes
     python benchmarks/cores.py --cores feedback naive-feedback transformer feedback-cpu lstm-cpu --sizes 64 --check   # the targets
@@ -66,16 +67,16 @@ import sys
 import time
 from pathlib import Path
 
-# Python put this script's folder (benchmarks/) first on sys.path; put the project root ahead of
-# it, so `import agents` finds the project's package, and the naive references' folder after it.
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "cores")]
+if __package__ in (None, ""):  # run as a script: the project root goes first on sys.path
+    sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
 from agents.cores import make_core  # noqa: E402
-from machine import cpu_model  # noqa: E402
-from naive_cores import NaiveFeedback, NaiveTransformer  # noqa: E402
+from benchmarks.machine import cpu_model  # noqa: E402
+from benchmarks.targets import Verdict, ratio_target, report  # noqa: E402
+from tests.cores.naive_cores import NaiveFeedback, NaiveTransformer  # noqa: E402
 
 INPUT_DIM = 256
 LEARN_STEPS = 100  # T of a learning call (the paper's rollout) ...
@@ -292,32 +293,33 @@ def row(name: str, batch: int, r: dict) -> str:
     return "| " + " | ".join([name, str(batch), *cells]) + " |"
 
 
-def checks(results: dict, device: str) -> bool | None:
-    """Print the target lines; True if all pass, None if they could not be run."""
-    def value(name, mode):
-        return results.get((name, TARGET_B), {}).get(mode)
+def speed(results: dict, name: str, mode: str) -> float | None:
+    """Steps/s of `name` in `mode` at B = TARGET_B, None where it was not measured."""
+    return results.get((name, TARGET_B), {}).get(mode)
 
-    if device != "cpu":
-        print(f"\nCHECK not run: the targets are for CPU (this run: --device {device})")
-        return None
-    measured = [(ours, reference, mode, target) for ours, reference, mode, target in TARGETS
-                if value(ours, mode) is not None and value(reference, mode) is not None]
-    if not measured:
-        print(f"\nCHECK not run: it needs both sides of a target at B = {TARGET_B} "
-              f"(--cores feedback naive-feedback transformer feedback-cpu lstm-cpu --sizes {TARGET_B})")
-        return None
-    print()
-    ok = True
-    for ours, reference, mode, target in measured:
-        ratio = value(ours, mode) / value(reference, mode)
-        ok &= ratio >= target
-        print(
-            f"{'PASS' if ratio >= target else 'FAIL'}: B={TARGET_B} {mode} {ours} / {reference} {ratio:,.2f}x "
-            f"({rate(value(ours, mode))} vs {rate(value(reference, mode))} steps/s; target >= {target:.2f}x)"
-        )
-        if mode == "learning":  # the same as milliseconds a step of B envs
-            print(f"      {ours} {TARGET_B / value(ours, mode) * 1e3:.2f} ms a step, {reference} {TARGET_B / value(reference, mode) * 1e3:.2f} ms")
-    return ok
+
+def targets(results: dict, device: str) -> list[Verdict]:
+    """The verdicts on TARGETS from this run's results {(core, B): {mode: steps/s}}; off the CPU,
+    which they are for, none is measured."""
+    verdicts = []
+    for ours, reference, mode, at_least in TARGETS:
+        name = f"B={TARGET_B} {mode} {ours} / {reference} steps/s"
+        if device != "cpu":
+            verdicts.append(Verdict(name, at_least, None, f"the targets are for CPU (this run: --device {device})"))
+        else:
+            verdicts.append(ratio_target(name, speed(results, ours, mode), speed(results, reference, mode), at_least,
+                                         f"needs --cores {ours} {reference} --sizes {TARGET_B}"))
+    return verdicts
+
+
+def learning_step_lines(results: dict) -> list[str]:
+    """The learning targets' two sides as milliseconds a step of B envs, where both were measured."""
+    lines = []
+    for ours, reference, mode, _ in TARGETS:
+        sides = [(name, speed(results, name, mode)) for name in (ours, reference)]
+        if mode == "learning" and all(value for _, value in sides):
+            lines.append(", ".join(f"{name} {TARGET_B / value * 1e3:.2f} ms a step" for name, value in sides))
+    return lines
 
 
 def ratio_table(results: dict, sizes: list[int]) -> list[str]:
@@ -401,9 +403,13 @@ def main() -> int:
     ratios = ratio_table(results, args.sizes)
     if ratios:
         print("\nfeedback / transformer steps/s (informational):\n" + "\n".join(ratios))
-    ok = checks(results, device.type)
+    print()
+    status = report(targets(results, device.type), args.check)
+    if device.type == "cpu":
+        for line in learning_step_lines(results):
+            print(line)
     print(f"\ntotal {time.perf_counter() - start:,.0f} s")
-    return 1 if args.check and not ok else 0
+    return status
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ import torch  # noqa: E402
 
 from agents import distributed  # noqa: E402
 from benchmarks.machine import cpu_model, load_line  # noqa: E402
-from benchmarks.targets import interleaved, ratio_target, report  # noqa: E402
+from benchmarks.targets import Verdict, interleaved, ratio_target, report  # noqa: E402
 
 SMALL = {"d_model": 64, "n_layers": 2, "n_heads": 4, "span": 64}
 PAPER = {"feedback": ("feedback", {"d_model": 256, "n_layers": 2, "n_heads": 4, "span": 200}),
@@ -131,6 +131,16 @@ def update_seconds(args) -> float:
         trainer.close()
 
 
+def targets(rate: dict[int, float], update: float, allreduce: dict[str, float]) -> list[Verdict]:
+    """The verdicts from this run's frames/s per rank count {1: ..., 2: ...}, the seconds of one
+    paper-size feedback update in one process, and the seconds per all-reduce of each model's
+    gradient {core: ...}."""
+    return [
+        ratio_target("frames/s 2 ranks / 1 rank", rate[2], rate[1], TARGETS["frames/s 2 ranks / 1 rank"], ""),
+        ratio_target("feedback update / all-reduce", update, allreduce["feedback"], TARGETS["feedback update / all-reduce"], ""),
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=60.0, help="timed seconds per rank count, over all rounds")
@@ -166,13 +176,9 @@ def main() -> int:
     for core, seconds in allreduce.items():
         print(f"all-reduce of the {core} gradient ({parameter_count(core):,} floats) between 2 ranks: {1e3 * seconds:.1f} ms per update")
     print(f"one paper-size feedback update in one process (B = {args.update_envs}, T = {args.update_steps}): {update:.2f} s")
-    verdicts = [
-        ratio_target("frames/s 2 ranks / 1 rank", rate[2], rate[1], TARGETS["frames/s 2 ranks / 1 rank"], ""),
-        ratio_target("feedback update / all-reduce", update, allreduce["feedback"], TARGETS["feedback update / all-reduce"], ""),
-    ]
     if args.quick:
         print("--quick: sizes too small to measure anything; the verdicts below only show the lines")
-    return report(verdicts, args.check)
+    return report(targets(rate, update, allreduce), args.check)
 
 
 if __name__ == "__main__":

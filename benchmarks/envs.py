@@ -24,27 +24,30 @@ apart; the margin, 210-240x on the project's machines, dwarfs any drift in load 
 """
 
 import os
-
-for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-    os.environ[_var] = "1"  # before numpy is imported: one core means one thread
-
-import argparse
-import platform
 import sys
-import time
+from pathlib import Path
 
-from machine import cpu_model, load_line  # noqa: E402  (from this folder, before it leaves sys.path below)
-from targets import ratio_target, report  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+if __name__ == "__main__":
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[_var] = "1"  # before numpy is imported: one core means one thread
+if __package__ in (None, ""):
+    # Run as a script, Python put this file's folder first on sys.path, where `import envs` would
+    # find this file (envs.py) rather than the project's package: the project root takes its place.
+    if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
+        sys.path.pop(0)
+    sys.path.insert(0, str(ROOT))
 
-# This file is named envs.py, and Python puts its folder first on sys.path: drop it so that
-# `import envs` finds the project's package rather than this script.
-if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
-    sys.path.pop(0)
+import argparse  # noqa: E402
+import platform  # noqa: E402
+import time  # noqa: E402
 
 import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
 
 import envs  # noqa: E402
+from benchmarks.machine import cpu_model, load_line  # noqa: E402
+from benchmarks.targets import Verdict, ratio_target, report  # noqa: E402
 
 TARGET_ENV, TARGET_N = "maze", 1024
 TARGET_RATIO = 50  # native / SyncVectorEnv env steps/s at TARGET_N, both measured in this run
@@ -86,6 +89,13 @@ def steps_per_second(env_id: str, num_envs: int, mode: str, seconds: float, seed
             break
     env.close()
     return num_envs * steps / elapsed, steps
+
+
+def targets(results: dict[tuple[str, int], tuple[float, float]]) -> list[Verdict]:
+    """The verdict from this run's {(env id, N): (native, sync) env steps/s}."""
+    native, sync = results.get((envs.env_id(TARGET_ENV), TARGET_N), (None, None))
+    return [ratio_target(f"{envs.env_id(TARGET_ENV)} N={TARGET_N} native / SyncVectorEnv steps/s", native, sync, TARGET_RATIO,
+                         f"needs --envs {TARGET_ENV} --sizes {TARGET_N}")]
 
 
 def main() -> int:
@@ -135,12 +145,8 @@ def main() -> int:
             f.write("\n".join(lines) + "\n")
         print(f"table written to {args.markdown}")
 
-    target_id = envs.env_id(TARGET_ENV)
-    native, sync = results.get((target_id, TARGET_N), (None, None))
     print(f"\nat the end: {load_line()}")
-    verdict = ratio_target(f"{target_id} N={TARGET_N} native / SyncVectorEnv steps/s", native, sync, TARGET_RATIO,
-                           f"needs --envs {TARGET_ENV} --sizes {TARGET_N}")
-    return report([verdict], args.check)
+    return report(targets(results), args.check)
 
 
 if __name__ == "__main__":

@@ -30,8 +30,8 @@ class Verdict:
 
     def line(self) -> str:
         if self.ratio is None:
-            return f"SKIP  {self.name} >= {self.at_least:g}: {self.why_not}"
-        return f"{'PASS' if self.passed else 'FAIL'}  {self.name}: {self.ratio:.2f} (target >= {self.at_least:g})"
+            return f"SKIP  {self.name} >= {self.at_least:.3g}: {self.why_not}"
+        return f"{'PASS' if self.passed else 'FAIL'}  {self.name}: {self.ratio:.2f} (target >= {self.at_least:.3g})"
 
 
 def ratio_target(name: str, ours: float | None, reference: float | None, at_least: float, why_not: str) -> Verdict:

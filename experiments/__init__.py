@@ -7,6 +7,7 @@ markdown table and figures. An interrupted experiment resumes where it stopped w
     stats.py          IQM and bootstrap confidence intervals over seeds
     curves.py         learning curves from TensorBoard, on a common frame grid, and their figure
     estimate.py       the expected training time on this machine, printed before an experiment starts
+    cli.py            list flags whose values must differ (each names runs of its own)
     cue_memory.py     how much of the corridor's cue a core still holds at the doors
     mazes.py          the mazes (Figures 4 and 6 of the paper) at a CPU budget
     corridor_span.py  the corridor against the attention span (Figure 3)

@@ -34,6 +34,7 @@ import numpy as np
 
 from agents.a2c_config import preset_values
 from envs.cli import non_negative_float, positive_int
+from experiments.cli import Distinct
 from experiments.cue_memory import run_cue_separation
 from experiments.curves import training_seconds
 from experiments.estimate import print_expected_time
@@ -47,9 +48,9 @@ QUICK_CORE = {"feedback": "d_model=16,n_heads=2", "transformer": "d_model=16,n_h
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--spans", nargs="+", type=positive_int, default=[1, 2, 4, 8])
-    parser.add_argument("--cores", nargs="+", choices=["feedback", "transformer"], default=["feedback", "transformer"])
-    parser.add_argument("--references", nargs="*", choices=["lstm", "mlp"], default=["lstm", "mlp"])
+    parser.add_argument("--spans", nargs="+", type=positive_int, action=Distinct, default=[1, 2, 4, 8])
+    parser.add_argument("--cores", nargs="+", choices=["feedback", "transformer"], action=Distinct, default=["feedback", "transformer"])
+    parser.add_argument("--references", nargs="*", choices=["lstm", "mlp"], action=Distinct, default=["lstm", "mlp"])
     parser.add_argument("--length", type=positive_int, default=8,
                         help="corridor cells (default: 8: the transformer's reach, 2 x span, falls short at spans 1 and 2)")
     parser.add_argument("--preset", choices=["cpu", "paper"], default="cpu",

@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from envs.cli import positive_int
+from experiments.cli import Distinct
 from experiments.jobs import ROOT, machine
 from seqtasks.config import resolve_config
 from seqtasks.ffattn import FeedForwardAttention
@@ -59,8 +60,8 @@ VARIANTS = [
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS), metavar="PART", help=f"of {list(PARTS)}")
-    parser.add_argument("--lengths", nargs="+", type=positive_int, default=[100, 1000, 10000], help="init: lengths measured")
+    parser.add_argument("--parts", nargs="+", choices=PARTS, action=Distinct, default=list(PARTS), metavar="PART", help=f"of {list(PARTS)}")
+    parser.add_argument("--lengths", nargs="+", type=positive_int, action=Distinct, default=[100, 1000, 10000], help="init: lengths measured")
     parser.add_argument("--length", type=positive_int, default=1000, help="train: the sequence length (default: 1,000)")
     parser.add_argument("--updates", type=positive_int, default=500, help="train: updates per variant (default: 500)")
     parser.add_argument("--seed", type=int, default=0)

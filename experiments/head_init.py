@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from envs.cli import positive_int
+from experiments.cli import Distinct
 from experiments.curves import binned_curve, draw_curves, training_seconds
 from experiments.estimate import print_expected_time
 from experiments.jobs import ROOT, machine, run_stages, train_job
@@ -41,16 +42,20 @@ INITS = ("orthogonal", "pytorch")
 BINS = 40
 
 
-def main(argv: list[str] | None = None) -> None:
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tasks", nargs="+", choices=sorted(TASKS), default=list(TASKS))
+    parser.add_argument("--tasks", nargs="+", choices=sorted(TASKS), action=Distinct, default=list(TASKS))
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 (default: 3)")
     parser.add_argument("--frames-scale", type=float, default=1.0, help="multiply every task's frame budget (default: 1)")
     parser.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, help="runs at once (default: the CPU count)")
     parser.add_argument("--runs-dir", type=Path, default=ROOT / "runs" / "experiments" / "head_init")
     parser.add_argument("--out", type=Path, default=ROOT / "assets")
     parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = make_parser().parse_args(argv)
     seeds = list(range(args.seeds))
     cells = [(task, core, init, seed) for seed in seeds for task in args.tasks for core in DEFAULT_CORES[task] for init in INITS]
     run_dir = {cell: args.runs_dir.joinpath(*cell[:3], f"seed{cell[3]}") for cell in cells}

@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from envs.cli import positive_int
+from experiments.cli import Distinct
 from experiments.estimate import print_expected_time
 from experiments.jobs import ROOT, machine, run_stages, seq_flags, seq_job, seq_results
 from experiments.stats import format_interval, iqm_interval, seed_count
@@ -56,11 +57,11 @@ QUICK = dict(d_model=8, batch_size=4, n_valid=8, n_test=8)
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--problems", nargs="+", choices=PROBLEMS, default=list(PROBLEMS), metavar="PROBLEM", help=f"of {list(PROBLEMS)}")
-    parser.add_argument("--lengths", nargs="+", type=positive_int, default=[50, 100, 500, 1000, 5000, 10000])
-    parser.add_argument("--settings", nargs="+", choices=["fixed", "variable"], default=["fixed", "variable"],
+    parser.add_argument("--problems", nargs="+", choices=PROBLEMS, action=Distinct, default=list(PROBLEMS), metavar="PROBLEM", help=f"of {list(PROBLEMS)}")
+    parser.add_argument("--lengths", nargs="+", type=positive_int, action=Distinct, default=[50, 100, 500, 1000, 5000, 10000])
+    parser.add_argument("--settings", nargs="+", choices=["fixed", "variable"], action=Distinct, default=["fixed", "variable"],
                         help="fixed lengths L, or lengths uniform in L .. 1.1 L (default: both)")
-    parser.add_argument("--models", nargs="+", choices=MODELS, default=["ffattn", "mean"], metavar="MODEL",
+    parser.add_argument("--models", nargs="+", choices=MODELS, action=Distinct, default=["ffattn", "mean"], metavar="MODEL",
                         help=f"of {list(MODELS)} (default: ffattn mean, the paper's two)")
     parser.add_argument("--lstm-max-length", type=positive_int, default=1000, help="the LSTM runs at lengths up to this (default: 1,000)")
     parser.add_argument("--epochs", type=positive_int, default=100, help="epochs at most (default: 100, the paper's)")

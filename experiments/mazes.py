@@ -36,6 +36,7 @@ import numpy as np
 import envs
 from agents.cores import CORES
 from envs.cli import env_name, positive_int
+from experiments.cli import Distinct
 from experiments.curves import binned_curve, draw_curves, training_seconds
 from experiments.estimate import print_expected_time
 from experiments.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, machine, run_stages, train_job
@@ -48,14 +49,14 @@ CURVE_BINS = 40
 # --quick: a smoke test of the whole pipeline in seconds (tests/experiments), nothing learned.
 QUICK_TRAIN = ["--num-envs", "4", "--rollout", "8"]
 QUICK_CORE = {"feedback": "d_model=16,n_heads=2,span=8", "transformer": "d_model=16,n_heads=2,span=8",
-              "lstm": "hidden_size=16", "mlp": "hidden_size=16"}
+              "reservoir": "d_model=16,n_heads=2,span=8", "lstm": "hidden_size=16", "mlp": "hidden_size=16"}  # every --cores choice
 
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--envs", nargs="+", type=env_name, default=list(ENVS), metavar="ENV",
+    parser.add_argument("--envs", nargs="+", type=env_name, action=Distinct, key=envs.short_name, default=list(ENVS), metavar="ENV",
                         help=f"our short names {sorted(envs.ENV_IDS)} or any Gymnasium id, module:EnvId form included (default: {' '.join(ENVS)})")
-    parser.add_argument("--cores", nargs="+", choices=sorted(CORES), default=list(CORE_NAMES), metavar="CORE")
+    parser.add_argument("--cores", nargs="+", choices=sorted(CORES), action=Distinct, default=list(CORE_NAMES), metavar="CORE")
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 per (env, core) (default: 3)")
     parser.add_argument("--frames", type=positive_int, default=2_000_000, help="env frames per run (default: 2,000,000)")
     parser.add_argument("--preset", choices=["cpu", "paper"], default="cpu", help="train_a2c.py preset (default: cpu)")

@@ -45,6 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from envs.cli import positive_int
+from experiments.cli import Distinct
 from experiments.estimate import print_expected_time
 from experiments.jobs import ROOT, machine, run_stages, seq_flags, seq_job, seq_results
 from experiments.seq_history import value_at
@@ -74,11 +75,11 @@ ACCURACY_DIGITS = 2
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tasks", nargs="+", choices=list(TASKS), default=list(TASKS), metavar="TASK", help=f"of {list(TASKS)}")
-    parser.add_argument("--spans", nargs="+", type=positive_int, default=None,
+    parser.add_argument("--tasks", nargs="+", choices=list(TASKS), action=Distinct, default=list(TASKS), metavar="TASK", help=f"of {list(TASKS)}")
+    parser.add_argument("--spans", nargs="+", type=positive_int, action=Distinct, default=None,
                         help="random_walk's span sweep (default: 1 2 4 8 16; the paper preset: 100)")
     parser.add_argument("--task-span", type=positive_int, default=None, help="the other tasks' span (default: 2; the paper preset: 100)")
-    parser.add_argument("--cores", nargs="+", choices=["feedback", "transformer", "lstm"], default=["feedback", "transformer", "lstm"])
+    parser.add_argument("--cores", nargs="+", choices=["feedback", "transformer", "lstm"], action=Distinct, default=["feedback", "transformer", "lstm"])
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 per cell (default: 3)")
     parser.add_argument("--updates", type=positive_int, default=None,
                         help="the Feedback Transformer's updates per run (default: 2,000; the paper preset: 100,000)")

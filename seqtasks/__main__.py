@@ -46,7 +46,7 @@ def make_run(args: argparse.Namespace, parser: argparse.ArgumentParser, quiet: b
     try:
         if args.resume:
             if args.core_opt:
-                raise ValueError("--resume continues a run with its saved core options; drop --core-opt")
+                raise ValueError(f"--resume continues a run with its saved core options; drop --core-opt {','.join(args.core_opt)}")
             run = Run.resume(args.resume, given)
             if run.world.main:
                 print(f"resuming {args.resume} at update {run.update}", file=sys.stderr)
@@ -55,7 +55,7 @@ def make_run(args: argparse.Namespace, parser: argparse.ArgumentParser, quiet: b
         config, preset = resolve_config(given, cuda)
         if config.core in SEQUENCE_ONLY:
             if args.core_opt:
-                raise ValueError(f"core {config.core!r} takes no --core-opt options (its width is --d-model)")
+                raise ValueError(f"core {config.core!r} takes no --core-opt options (its width is --d-model), got --core-opt {','.join(args.core_opt)}")
             core_options = {}
         else:
             core_options = parse_core_options(config.core, args.core_opt)

@@ -1,7 +1,8 @@
 """Gymnasium's own envs through the trainer: Box (CartPole), Discrete (FrozenLake) and Tuple
-(Blackjack) observations train; presets fall back to the defaults; a CartPole run resumes
-exactly (running normalisation included), steps alike in worker processes, and evaluates beside
-the random policy only, with a video from the env's own renderer; unsupported spaces exit 2."""
+(Blackjack) observations train, and so do pixels (a small image env of our own); presets fall
+back to the defaults; a CartPole run resumes exactly (running normalisation included), steps
+alike in worker processes, and evaluates beside the random policy only, with a video from the
+env's own renderer; unsupported spaces exit 2."""
 
 import os
 
@@ -20,6 +21,7 @@ import evaluate
 import train_a2c
 from agents.a2c_config import A2CConfig, resolve_config
 from agents.checkpoint import load_checkpoint
+from agents.encoders.image import ImageEncoder
 from agents.train import Trainer
 from tests.trained import assert_same_parameters, trained_parameters
 
@@ -78,6 +80,42 @@ def test_evaluation_shows_the_random_baseline_and_records_the_envs_frames(tmp_pa
     reference.reset(seed=0)
     frames = iio.imread(video)  # (frames, H, W, 3)
     assert frames.shape[0] > 1 and frames.shape[1:] == reference.render().shape
+
+
+class PixelCueEnv(gym.Env):
+    """A 7 x 5 RGB image, all red or all blue, says which of two actions is rewarded; an episode
+    is one step."""
+
+    observation_space = gym.spaces.Box(0, 255, (7, 5, 3), np.uint8)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.cue = int(self.np_random.integers(2))
+        image = np.zeros(self.observation_space.shape, dtype=np.uint8)
+        image[..., 2 * self.cue] = 255  # red or blue
+        return image, {}
+
+    def step(self, action):
+        return np.zeros(self.observation_space.shape, dtype=np.uint8), float(action == self.cue), True, False, {}
+
+
+gym.register("TestOnly/PixelCue-v0", entry_point=PixelCueEnv)
+
+
+def test_an_image_env_trains_its_cnn_end_to_end(tmp_path):
+    """Pixels through the whole loop: flattened by the env pool, stored in the rollout, encoded
+    by the CNN, and its first convolution changed by the update (a CNN cut off from the loss, or
+    pixels the pool cannot hold, would not get there)."""
+    trainer = Trainer(small_config(tmp_path, "TestOnly/PixelCue-v0", updates=3))
+    try:
+        assert isinstance(trainer.policy.encoder, ImageEncoder)
+        first_conv = trainer.policy.encoder.net[0].weight.detach().clone()
+        trainer.train()
+    finally:
+        trainer.close()
+    assert trainer.updates == 3
+    assert not torch.equal(trainer.policy.encoder.net[0].weight, first_conv)
 
 
 class MultiBinaryEnv(gym.Env):

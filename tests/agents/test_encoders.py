@@ -1,5 +1,6 @@
 """Observation encoders by space: each one's widths and what it reads, flattening and encoding in
-the same order, the Box encoder's running statistics (saved with the weights), and unsupported
+the same order, images fed to the CNN channels first and scaled to [0, 1], the Box encoder's
+running statistics (saved with the weights, and what it normalises and clips by), and unsupported
 spaces refused with a message naming them."""
 
 import gymnasium as gym
@@ -9,13 +10,14 @@ import torch
 from gymnasium import spaces
 
 from agents.encoders import make_encoder
-from agents.encoders.box import BoxEncoder
+from agents.encoders.box import CLIP, BoxEncoder
 from agents.encoders.composite import CompositeEncoder
 from agents.encoders.discrete import DiscreteEncoder
 from agents.encoders.image import ImageEncoder
 from agents.encoders.minigrid_grid import MiniGridEncoder
 from agents.encoders.multi_discrete import MultiDiscreteEncoder
 from agents.observations import UnsupportedSpace, flat_dtype, flat_size, flatten, skipped_parts
+from tests.float32 import close32
 
 B = 5
 
@@ -108,6 +110,52 @@ def test_box_running_statistics_match_numpy_and_are_saved():
     fresh = make_encoder(spaces.Box(-10.0, 10.0, (3,)), 4)
     fresh.load_state_dict(encoder.state_dict())
     assert torch.equal(fresh(data[0]), encoder(data[0]))
+
+
+def layer_input(module: torch.nn.Module, layer: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """What `layer` receives when `module` encodes x."""
+    seen = []
+    hook = layer.register_forward_pre_hook(lambda _, inputs: seen.append(inputs[0].detach().clone()))
+    try:
+        module(x)
+    finally:
+        hook.remove()
+    return seen[0]
+
+
+def test_image_pixels_reach_the_cnn_channels_first_and_scaled_to_one():
+    """An (H, W, C) image must reach the CNN as (C, H, W) in [0, 1]. Rows, columns and channels
+    all differ in size here and every pixel differs, so any other permute or reshape (rows and
+    columns swapped, channels read as rows) or a missing / 255 gives another input."""
+    height, width, channels = 5, 7, 3
+    space = spaces.Box(0, 255, (height, width, channels), np.uint8)
+    images = np.random.default_rng(0).integers(0, 256, (B, height, width, channels), dtype=np.uint8)
+    encoder = make_encoder(space, 4)
+    by_hand = np.empty((B, channels, height, width), dtype=np.float32)
+    for c in range(channels):
+        for row in range(height):
+            by_hand[:, c, row, :] = images[:, row, :, c]
+    seen = layer_input(encoder, encoder.net, torch.as_tensor(flatten(space, images, B)))
+    torch.testing.assert_close(seen, torch.from_numpy(by_hand) / 255.0, rtol=0, atol=0)
+
+
+def test_box_encoder_normalises_by_its_running_statistics_and_clips():
+    """The linear layer must see (x - mean) / std of everything observed, clipped to +-CLIP:
+    values at the mean, 3 deviations above it, and 1,000 deviations either side (clipped).
+    Without normalisation it would see the raw values; without the clip, +-1,000."""
+    encoder = make_encoder(spaces.Box(-1e6, 1e6, (2,)), 4)
+    generator = torch.Generator().manual_seed(0)
+    data = torch.randn(2, 50, 2, generator=generator) * torch.tensor([4.0, 0.5]) + torch.tensor([2.0, -1.0])
+    encoder.observe(data[0])
+    encoder.observe(data[1])
+    everything = data.reshape(-1, 2).double()
+    mean, std = everything.mean(0), everything.std(0, unbiased=False)
+    deviations = torch.tensor([[0.0, 0.0], [3.0, 3.0], [1000.0, -1000.0]], dtype=torch.float64)
+    probe = (mean + deviations * std).float()
+    seen = layer_input(encoder, encoder.linear, probe)
+    expected = deviations.clamp(-CLIP, CLIP).float()
+    # The mean and variance each sum 100 values; the normalised values are at most 3 before the clip.
+    torch.testing.assert_close(seen, expected, **close32(terms=100, scale=3.0))
 
 
 @pytest.mark.parametrize(

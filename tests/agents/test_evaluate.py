@@ -132,6 +132,7 @@ def test_command_line_writes_a_gif_and_one_json_line(run_dir, tmp_path, capsys):
         (["--render", "window"], "'window'"),
         (["--video", "out.avi"], "'.avi'"),
         (["--device", "tpu"], "'tpu'"),
+        (["--render", "human", "--video", "out.gif"], "--render human and --video cannot be combined"),
     ],
 )
 def test_bad_arguments_exit_2_naming_the_value(run_dir, capsys, flags, message):

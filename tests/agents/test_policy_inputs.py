@@ -1,4 +1,5 @@
-"""What the policy feeds its core: the observation, and by default the previous action and reward."""
+"""What the policy feeds its core: the observation, and by default the previous action and reward;
+and checkpoints written before encoders were chosen by space still load."""
 
 import pytest
 import torch
@@ -42,3 +43,16 @@ def test_no_previous_inputs_flag_reaches_the_config():
     assert resolve_config({"env": "corridor"}).previous_inputs is True
     with pytest.raises(ValueError, match="previous_inputs must be True or False, got 'no'"):
         A2CConfig(previous_inputs="no")
+
+
+def test_a_checkpoint_with_the_old_embedding_name_loads_into_the_encoder():
+    """Checkpoints from before agents/encoders hold the MultiDiscrete table as obs_embed.weight:
+    policy.py renames it on loading. Without the rename, loading fails on the missing and
+    unexpected keys; a rename to the wrong place would leave the fresh table."""
+    torch.manual_seed(0)
+    trained = Policy(MultiDiscrete(NVEC), ACTIONS, "lstm", {}, embed_dim=4)
+    old = {("obs_embed.weight" if key == "encoder.embedding.weight" else key): value for key, value in trained.state_dict().items()}
+    torch.manual_seed(1)
+    fresh = Policy(MultiDiscrete(NVEC), ACTIONS, "lstm", {}, embed_dim=4)
+    fresh.load_state_dict(old)
+    assert torch.equal(fresh.encoder.embedding.weight, trained.encoder.embedding.weight)

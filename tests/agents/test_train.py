@@ -126,7 +126,12 @@ def test_paper_preset_has_the_paper_maze_settings():
         (["--num-actors", "99"], "got 99"),
         (["--device", "tpu"], "'tpu'"),
         (["--resume", "/nonexistent/run"], "no checkpoint at '/nonexistent/run'"),
-        (["--resume", "/nonexistent/run", "--core", "lstm"], "['core'] cannot change"),
+        (["--resume", "/nonexistent/run", "--core", "lstm"], "--core lstm would change it"),
+        # Options travel outside the config's fields, but a resumed run keeps its own just the same.
+        (["--resume", "/nonexistent/run", "--core-opt", "hidden_size=16"],
+         "--resume keeps the run's config; --core-opt hidden_size=16 would change it "
+         "(only --device, --log-every, --num-actors, --save-every, --threads, --total-steps may be given)"),
+        (["--resume", "/nonexistent/run", "--env-opt", "length=3", "--total-steps", "9"], "; --env-opt length=3 would change it"),
         (["--total-steps", "many"], "'many'"),
     ],
 )
@@ -135,6 +140,22 @@ def test_bad_arguments_exit_2_naming_the_value(argv, named, capsys, tmp_path):
         train_a2c.main(argv if "--resume" in argv else argv + ["--run-dir", str(tmp_path)])
     assert exit_info.value.code == 2
     assert named in capsys.readouterr().err
+
+
+def test_a_run_saved_on_a_gpu_resumes_without_one_given_device_cpu(tmp_path, monkeypatch, capsys):
+    """A run trained with --device cuda keeps that device in its config. Resumed where torch
+    sees no GPU, it exits 2 naming the flag that overrides it; with --device cpu it resumes."""
+    trained_parameters(small_config(tmp_path, "lstm", updates=1))
+    payload = torch.load(tmp_path / "checkpoint.pt", weights_only=False)
+    payload["config"]["device"] = "cuda"  # as a GPU machine would have saved it
+    torch.save(payload, tmp_path / "checkpoint.pt")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SystemExit) as exit_info:
+        train_a2c.main(["--resume", str(tmp_path)])
+    assert exit_info.value.code == 2
+    assert "device 'cuda', but torch sees no CUDA GPU here; use --device cpu (or auto)" in capsys.readouterr().err
+    train_a2c.main(["--resume", str(tmp_path), "--device", "cpu", "--total-steps", str(2 * 6 * 8)])
+    assert load_checkpoint(tmp_path, "a2c")["counters"]["updates"] == 2
 
 
 def test_command_line_run_writes_config_checkpoint_and_tensorboard(tmp_path, capsys):

@@ -6,7 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks import a2c, ffattn, seqtasks
+from benchmarks import a2c, cores, ffattn, seqtasks
+from benchmarks import distributed as distributed_benchmark
+from benchmarks import envs as envs_benchmark
 from benchmarks.targets import Verdict, interleaved, ratio_target, report
 
 
@@ -79,6 +81,55 @@ def test_ffattn_target_is_chunked_over_dense_at_2000_steps():
     assert not ffattn.targets({2000: 1.0}, {2000: 3.9})[0].passed
     (verdict,) = ffattn.targets({}, {2000: 5.0})  # dense skipped there
     assert verdict.ratio is None and "--lengths 2000 with dense run there" in verdict.why_not
+
+
+def test_cores_targets_are_speed_ratios_at_b_64_on_cpu():
+    # docs/speed.md's CPU run at B = 64 (steps/s): feedback acting 6,700 and learning 2,294, the
+    # naive reference 760 and 335, the transformer learning 6,994; B = 1 must not count.
+    results = {
+        ("feedback", 64): {"acting": 6700.0, "learning": 2294.0}, ("naive-feedback", 64): {"acting": 760.0, "learning": 335.0},
+        ("transformer", 64): {"acting": 6306.0, "learning": 6994.0},
+        ("feedback-cpu", 64): {"learning": 30000.0}, ("lstm-cpu", 64): {"learning": 60000.0},
+        ("feedback", 1): {"acting": 1.0, "learning": 1.0}, ("naive-feedback", 1): {"acting": 1000.0, "learning": 1000.0},
+    }
+    acting, learning, against_transformer, cpu_preset = cores.targets(results, "cpu")
+    assert acting.passed and acting.ratio == pytest.approx(6700 / 760) and acting.at_least == 5.0
+    assert learning.passed and learning.ratio == pytest.approx(2294 / 335) and learning.at_least == 3.0
+    assert not against_transformer.passed and against_transformer.ratio == pytest.approx(2294 / 6994)
+    assert cpu_preset.passed and cpu_preset.ratio == pytest.approx(0.5) and cpu_preset.at_least == pytest.approx(1 / 3)
+    results.update({("feedback-cpu", 64): {"learning": 19936.0}, ("lstm-cpu", 64): {"learning": 75343.0}})  # a run here: 0.26
+    assert not cores.targets(results, "cpu")[3].passed
+    assert cores.learning_step_lines(results)[0] == "feedback 27.90 ms a step, naive-feedback 191.04 ms a step"
+
+
+def test_cores_targets_skip_what_was_not_measured_and_anything_off_the_cpu():
+    results = {("feedback", 64): {"acting": 6700.0}, ("naive-feedback", 64): {"acting": 760.0}}  # learning skipped or failed
+    acting, learning, *_ = cores.targets(results, "cpu")
+    assert acting.passed
+    assert learning.ratio is None and learning.why_not == "needs --cores feedback naive-feedback --sizes 64"
+    on_gpu = cores.targets(results, "cuda")
+    assert all(v.ratio is None and v.why_not == "the targets are for CPU (this run: --device cuda)" for v in on_gpu)
+
+
+def test_distributed_targets_are_two_ranks_over_one_and_an_update_over_its_all_reduce():
+    # docs/distributed.md's run: 8,504 and 8,441 frames/s; a 2.13 s update, all-reduces of 9.0 ms (feedback), 6.6 ms (LSTM)
+    ranks, exchange = distributed_benchmark.targets({1: 8504.0, 2: 8441.0}, 2.13, {"feedback": 0.0090, "lstm": 0.0066})
+    assert ranks.passed and ranks.ratio == pytest.approx(8441 / 8504) and ranks.at_least == 0.7
+    assert exchange.passed and exchange.ratio == pytest.approx(2.13 / 0.0090) and exchange.at_least == 10.0
+    ranks, exchange = distributed_benchmark.targets({1: 8504.0, 2: 5000.0}, 0.05, {"feedback": 0.0090, "lstm": 0.0001})
+    assert not ranks.passed and not exchange.passed  # 0.59; 5.6 (the LSTM's all-reduce is not the one compared)
+
+
+def test_envs_target_is_native_over_sync_on_the_maze_at_1024_envs():
+    # docs/speed.md: the maze at N = 1,024, 3,966,838 against 16,697 env steps/s (237.6x)
+    results = {("FeedbackRL/Maze-v0", 1024): (3966838.0, 16697.0), ("FeedbackRL/Maze-v0", 64): (1115188.0, 16682.0),
+               ("FeedbackRL/Corridor-v0", 1024): (1.0, 1.0)}
+    (verdict,) = envs_benchmark.targets(results)
+    assert verdict.passed and verdict.ratio == pytest.approx(3966838 / 16697) and verdict.at_least == 50
+    (verdict,) = envs_benchmark.targets({("FeedbackRL/Maze-v0", 1024): (49.0, 1.0)})
+    assert not verdict.passed
+    (verdict,) = envs_benchmark.targets({("FeedbackRL/Maze-v0", 64): (1115188.0, 16682.0)})
+    assert verdict.ratio is None and verdict.why_not == "needs --envs maze --sizes 1024"
 
 
 def test_a2c_targets_compare_within_the_run():

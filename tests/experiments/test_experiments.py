@@ -1,5 +1,6 @@
-"""The experiment machinery: statistics against hand-computed cases, and a whole experiment
-(--quick: tiny runs) end to end, run again to show that finished runs are not repeated."""
+"""The experiment machinery: statistics against hand-computed cases, a whole experiment (--quick:
+tiny runs) end to end, run again to show that finished runs are not repeated, and bad command
+lines refused naming the value."""
 
 import json
 import sys
@@ -7,7 +8,9 @@ import sys
 import numpy as np
 import pytest
 
-from experiments import mazes
+from agents.config_cli import parse_core_options
+from agents.cores import CORES
+from experiments import corridor_span, head_init, mazes
 from experiments.curves import binned_curve
 from experiments.stats import iqm_interval
 from tests.experiments.cue_bounds import MEMORY_ABOVE, NO_MEMORY_BELOW
@@ -129,3 +132,31 @@ def test_bad_corridor_span_arguments_exit_2_naming_the_value(argv, message, caps
         corridor_span.main(argv)
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("experiment, argv, message", [
+    (mazes, ["--envs", "nowhere"], "argument --envs: unknown env 'nowhere'; choose from ['corridor', 'maze', 'maze_easy', 'water_maze']"),
+    (mazes, ["--envs", "maze", "FeedbackRL/Maze-v0"], "argument --envs: 'maze' and 'FeedbackRL/Maze-v0' are the same; give each once"),
+    (mazes, ["--cores", "gru"], "argument --cores: invalid choice: 'gru'"),
+    (mazes, ["--cores", "lstm", "feedback", "lstm"], "argument --cores: 'lstm' is given twice; give each once"),
+    (corridor_span, ["--cores", "lstm"], "argument --cores: invalid choice: 'lstm'"),
+    (corridor_span, ["--spans", "x"], "argument --spans: must be an integer >= 1, got 'x'"),
+    (corridor_span, ["--spans", "2", "4", "2"], "argument --spans: 2 is given twice; give each once"),
+    (head_init, ["--tasks", "corridor", "corridor"], "argument --tasks: 'corridor' is given twice; give each once"),
+])
+def test_bad_experiment_lists_exit_2_naming_the_value(experiment, argv, message, capsys):
+    """Each value of a list flag names runs of their own (a run folder, a table row): one given
+    twice would train two processes in one folder at once (mazes, head_init; "maze" and its id
+    are one folder) or repeat a row, so it is refused like a value not allowed. Parsing only: a bad
+    value that slipped through would start the experiment."""
+    with pytest.raises(SystemExit) as exit_info:
+        experiment.make_parser().parse_args(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_quick_mazes_have_sizes_for_every_core_they_take():
+    """`--quick --cores reservoir` ended in a KeyError: every --cores choice needs tiny sizes,
+    and they must be options its core takes."""
+    for core in CORES:
+        parse_core_options(core, [mazes.QUICK_CORE[core]])

@@ -1,12 +1,13 @@
-"""The supervised experiments: reading validation histories (hand-computed cases), and
-memory_reach and seq_variants end to end with --quick (tiny runs), run again without retraining."""
+"""The supervised experiments: reading validation histories (hand-computed cases), memory_reach
+and seq_variants end to end with --quick (tiny runs), run again without retraining, and bad
+command lines refused naming the value."""
 
 import json
 import sys
 
 import pytest
 
-from experiments import long_sequences, memory_reach, seq_variants
+from experiments import ffattn_diagnostics, long_sequences, memory_reach, seq_variants
 from experiments.seq_history import aucc, seconds_to_reach, time_curve, value_at
 
 HISTORY = [  # validations at updates 10, 20, 30, after 1, 3 and 4 training seconds
@@ -90,6 +91,26 @@ def test_seq_variants_refuses_bad_arguments(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
         seq_variants.main(argv)
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("experiment, argv, message", [
+    (memory_reach, ["--spans", "0"], "argument --spans: must be an integer >= 1, got 0"),
+    (memory_reach, ["--spans", "4", "1", "4"], "argument --spans: 4 is given twice; give each once"),
+    (memory_reach, ["--cores", "mlp"], "argument --cores: invalid choice: 'mlp'"),
+    (memory_reach, ["--cores", "lstm", "lstm"], "argument --cores: 'lstm' is given twice; give each once"),
+    (long_sequences, ["--lengths", "ten"], "argument --lengths: must be an integer >= 1, got 'ten'"),
+    (long_sequences, ["--lengths", "100", "100"], "argument --lengths: 100 is given twice; give each once"),
+    (ffattn_diagnostics, ["--lengths", "-3"], "argument --lengths: must be an integer >= 1, got -3"),
+    (ffattn_diagnostics, ["--lengths", "100", "100"], "argument --lengths: 100 is given twice; give each once"),
+])
+def test_bad_experiment_lists_exit_2_naming_the_value(experiment, argv, message, capsys):
+    """Each value of a list flag names runs or rows of their own; one given twice would repeat a
+    table row (or, for runs, collapse silently), so it is refused like a value not allowed.
+    Parsing only: a bad value that slipped through would start the experiment."""
+    with pytest.raises(SystemExit) as exit_info:
+        experiment.make_parser().parse_args(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
 
 
 def test_long_sequences_quick_reports_epochs_to_solve_and_caps_long_training_sets(tmp_path, monkeypatch):

@@ -108,6 +108,9 @@ def test_cli_prints_and_saves_results(tmp_path, capsys):
         (["--core-opt", "width=3"], "unknown option 'width' for core 'feedback'"),
         (["--n-heads", "3"], "d_model \\(16\\) must be divisible by n_heads \\(3\\)"),
         (["--task", "copy", "--core", "ffattn"], "core 'ffattn' embeds a whole sequence"),
+        (["--task", "adding", "--core", "ffattn", "--core-opt", "span=4"],
+         "core 'ffattn' takes no --core-opt options \\(its width is --d-model\\), got --core-opt span=4"),
+        (["--env-opt", "length=3"], "unrecognized arguments: --env-opt length=3"),  # the toy tasks have no envs
         (["--n-vars", "9", "--task", "algorithmic"], "n_vars must be in 1 .. 5, got 9"),
         (["--batch-size", "100"], "n_train \\(64\\) must be >= batch_size \\(100\\)"),
     ],
@@ -134,12 +137,31 @@ def test_resume_refuses_missing_corrupt_and_changed_runs(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["--resume", str(tmp_path / "run"), "--lr", "0.5"])
     assert "cannot change ['lr']" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # the saved core options are kept, never silently replaced
+        main(["--resume", str(tmp_path / "run"), "--core-opt", "span=4"])
+    assert "--resume continues a run with its saved core options; drop --core-opt span=4" in capsys.readouterr().err
 
     payload = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)
     payload["config"]["d_model"] = 32  # weights of another shape
     torch.save(payload, tmp_path / "run" / "checkpoint.pt")
     with pytest.raises(CheckpointError, match="does not match its run's model or config"):
         Run.resume(tmp_path / "run")
+
+
+def test_a_run_saved_on_a_gpu_resumes_without_one_given_device_cpu(tmp_path, monkeypatch, capsys):
+    """A run trained with --device cuda keeps that device in its config. Resumed where torch
+    sees no GPU, it exits 2 naming the flag that overrides it; with --device cpu it resumes."""
+    make(tmp_path, "run", max_updates=1).train(progress=False)
+    payload = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)
+    payload["config"]["device"] = "cuda"  # as a GPU machine would have saved it
+    torch.save(payload, tmp_path / "run" / "checkpoint.pt")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--resume", str(tmp_path / "run")])
+    assert exit_info.value.code == 2
+    assert "device 'cuda', but torch sees no CUDA GPU here; use --device cpu (or auto)" in capsys.readouterr().err
+    main(["--resume", str(tmp_path / "run"), "--device", "cpu", "--max-updates", "2", "--no-progress"])
+    assert saved_weights(tmp_path / "run")[2] == 2
 
 
 def test_ctrl_c_stops_between_updates_and_saves(tmp_path):

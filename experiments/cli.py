@@ -1,0 +1,32 @@
+"""What the experiments' command lines share beyond envs/cli.py's types: list flags whose values
+must differ.
+
+Each value of --envs, --cores, --spans, --lengths (and the other list flags) names runs of its
+own: a run folder, a row of the table. A value given twice would train two processes in one
+folder at once (mazes.py) or fill the table with the same row twice, so it is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Callable
+
+
+class Distinct(argparse.Action):
+    """`action=Distinct` for a list flag (nargs "+" or "*"): exit 2 if two of its values are the
+    same by `key` (default: equal; for envs, `key=envs.short_name`, since "maze" and
+    "FeedbackRL/Maze-v0" are one env and one run folder)."""
+
+    def __init__(self, option_strings, dest, key: Callable[[Any], Any] | None = None, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self.key = key or (lambda value: value)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        seen = {}
+        for value in values:
+            key = self.key(value)
+            if key in seen:
+                twice = f"{value!r} is given twice" if seen[key] == value else f"{seen[key]!r} and {value!r} are the same"
+                raise argparse.ArgumentError(self, f"{twice}; give each once")
+            seen[key] = value
+        setattr(namespace, self.dest, values)
