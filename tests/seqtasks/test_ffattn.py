@@ -92,19 +92,15 @@ def test_backward_keeps_no_step_by_hidden_tensor(attention):
     assert max(t.numel() for t in saved) == x.numel()  # (B, L, C) inputs; the rest (B, L) or smaller
 
 
-@pytest.mark.parametrize("chunk", [0, -3, 2.5])
-def test_chunk_must_be_a_positive_whole_number(chunk):
-    with pytest.raises(ValueError, match=f"chunk must be a whole number of steps >= 1, got {chunk}"):
-        FeedForwardAttention(2, 8, chunk=chunk)
+@pytest.mark.parametrize("option, value, message", [
+    *(("chunk", chunk, f"chunk must be a whole number of steps >= 1, got {chunk}") for chunk in (0, -3, 2.5)),
+    *(("negative_slope", slope, f"negative_slope must be a number in \\[0, 1\\) \\(0: ReLU\\), got {slope!r}") for slope in (-0.1, 1.0, True, "0.01")),
+])
+def test_the_model_and_the_pool_refuse_bad_options(option, value, message):
+    """A chunk that is not a positive whole number, a slope outside [0, 1): named by the model and
+    by the pool it calls."""
+    with pytest.raises(ValueError, match=message):
+        FeedForwardAttention(2, 8, **{option: value})
     x, lengths, weights = batch([3], steps=3, hidden=2, attention=True)
-    with pytest.raises(ValueError, match="chunk must be a whole number"):
-        chunked_pool(x, lengths, *weights, chunk=chunk)
-
-
-@pytest.mark.parametrize("slope", [-0.1, 1.0, True, "0.01"])
-def test_negative_slope_must_be_in_0_1(slope):
-    with pytest.raises(ValueError, match=f"negative_slope must be a number in \\[0, 1\\) \\(0: ReLU\\), got {slope!r}"):
-        FeedForwardAttention(2, 8, negative_slope=slope)
-    x, lengths, weights = batch([3], steps=3, hidden=2, attention=True)
-    with pytest.raises(ValueError, match="negative_slope must be a number in"):
-        chunked_pool(x, lengths, *weights, negative_slope=slope)
+    with pytest.raises(ValueError, match=message):
+        chunked_pool(x, lengths, *weights, **{option: value})
