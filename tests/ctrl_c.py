@@ -12,12 +12,11 @@ import os
 import signal
 import subprocess
 import tempfile
-import time
 from typing import Callable
 
 import pytest
 
-POLL_SECONDS = 0.05
+from tests.launch import wait_until
 
 
 def press_ctrl_c_in(monkeypatch, owner, name: str, when: Callable[..., bool] = lambda *args, **kwargs: True) -> None:
@@ -52,12 +51,9 @@ def ctrl_c_when(command: list[str], ready: Callable[[], bool], timeout: float = 
     with tempfile.TemporaryFile("w+") as stderr:  # a file, not a pipe: a full pipe would stall the child
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr, text=True, start_new_session=True)
         try:
-            deadline = time.monotonic() + timeout
-            while not ready():
-                if process.poll() is not None or time.monotonic() > deadline:
-                    stderr.seek(0)
-                    pytest.fail(f"not ready to interrupt (exit code {process.returncode}):\n{stderr.read()}")
-                time.sleep(POLL_SECONDS)
+            if not wait_until(ready, process, timeout):
+                stderr.seek(0)
+                pytest.fail(f"not ready to interrupt (exit code {process.returncode}):\n{stderr.read()}")
             os.killpg(process.pid, signal.SIGINT)
             process.wait(timeout=timeout)
         finally:

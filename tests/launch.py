@@ -1,12 +1,15 @@
 """Helpers for tests that run several processes of one training on CPU with gloo: through
 torchrun, as a user would, or as bare ranks (the environment torchrun would set, no agent), so a
-test can kill one and see what the others do without torchrun stepping in."""
+test can kill one and see what the others do without torchrun stepping in; and the wait of a test
+on a child process's condition (a checkpoint written), which tests/ctrl_c.py uses too."""
 
 import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Callable
 
 from agents.distributed import TIMEOUT_VARIABLE
 
@@ -19,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # ten times the slowest whole test seen and far above a lost rank's 60 s.
 TIMEOUT = "60"
 DEADLINE = 300.0
+POLL_SECONDS = 0.05  # how often a wait looks at its condition: no race, only how soon it sees it
 
 
 def _environment(**extra: str) -> dict[str, str]:
@@ -42,3 +46,14 @@ def start_ranks(nprocs: int, *argv: str) -> list[subprocess.Popen]:
                                           MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)))
         for rank in range(nprocs)
     ]
+
+
+def wait_until(ready: Callable[[], bool], process: subprocess.Popen, timeout: float = DEADLINE) -> bool:
+    """Look at `ready()` every POLL_SECONDS until it holds (True), or until `process` has exited
+    or `timeout` seconds have passed without it (False: the caller says what went wrong)."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if process.poll() is not None or time.monotonic() > deadline:
+            return False
+        time.sleep(POLL_SECONDS)
+    return True

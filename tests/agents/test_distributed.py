@@ -6,7 +6,6 @@ refused (the GPU count patched)."""
 import os
 import re
 import signal
-import time
 
 import pytest
 import torch
@@ -17,7 +16,7 @@ from agents import distributed
 from agents.distributed import TIMEOUT_VARIABLE, World, timeout_seconds
 from agents.train import Trainer
 from tests.agents.test_train import SMALL, small_config
-from tests.launch import DEADLINE, start_ranks, torchrun
+from tests.launch import DEADLINE, start_ranks, torchrun, wait_until
 from tests.trained import trained_parameters
 
 # Adam divides by sqrt(v) + eps: a gradient that is zero but for rounding (a key bias, which
@@ -91,10 +90,8 @@ def test_two_ranks_with_ddp_train_as_one_process(tmp_path):
 def test_a_killed_rank_ends_the_others_with_an_error_and_the_checkpoint_intact(tmp_path):
     ranks = start_ranks(2, *flags(str(tmp_path), "feedback", 100_000, save_every=0.001))
     try:
-        deadline = time.monotonic() + DEADLINE
-        while not (tmp_path / "checkpoint.pt").exists():  # a checkpoint after each update
-            assert time.monotonic() < deadline and ranks[0].poll() is None, ranks[0].communicate()[1][-3000:]
-            time.sleep(0.1)
+        written = wait_until((tmp_path / "checkpoint.pt").exists, ranks[0])  # a checkpoint after each update
+        assert written, ranks[0].communicate()[1][-3000:]
         os.kill(ranks[1].pid, signal.SIGKILL)
         _, errors = ranks[0].communicate(timeout=DEADLINE)  # within the collective timeout (60 s) at the latest
     finally:
