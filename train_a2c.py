@@ -15,15 +15,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 
 from agents import distributed
 from agents.a2c_config import A2CConfig, resolve_config
 from agents.actors import ActorError
-from agents.checkpoint import CheckpointError, checkpoint_path
-from agents.config_cli import add_config_arguments, flag_name, given_fields, parse_core_options, parse_env_options
-from agents.interrupt import exit_interrupted
+from agents.checkpoint import CheckpointError, run_checkpoint
+from agents.config_cli import (
+    add_config_arguments,
+    flag_name,
+    given_fields,
+    parse_core_options,
+    parse_env_options,
+)
+from agents.interrupt import exit_interrupted, ignore_stop_signals, stop_signals_raise
 from agents.train import RESUMABLE_OVERRIDES, Trainer
 
 
@@ -58,31 +63,33 @@ def make_trainer(args: argparse.Namespace, parser: argparse.ArgumentParser) -> T
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Ctrl-C at any point ends with exit code 130 and a line saying whether and how the run
-    can be resumed (agents/train.py: Trainer.train keeps the checkpoint whole). Under torchrun
+    """Ctrl-C, SIGTERM, SIGHUP or SIGUSR2 at any point ends with exit code 128 + the signal (130
+    for Ctrl-C, 143 for SIGTERM) and a line saying whether and how the run can be resumed
+    (agents/train.py: Trainer.train keeps the checkpoint whole). Under torchrun
     every rank runs this; rank 0 prints the config, and a rank that dies ends the others with
     an error (distributed.RankError) and the last checkpoint as it was."""
-    parser = make_parser()
-    trainer = None
-    try:
-        args = parser.parse_args(argv)
-        trainer = make_trainer(args, parser)
-        if trainer.world.main:
-            print(json.dumps(trainer.config.to_dict(), indent=2))
+    with stop_signals_raise():
+        parser = make_parser()
+        trainer = None
         try:
-            trainer.train()
-        except (ActorError, distributed.RankError) as error:
-            where = f" (process {trainer.world.rank} of {trainer.world.size})" if trainer.world.size > 1 else ""
-            sys.exit(f"training stopped{where}: {error}\nthe last checkpoint is in {trainer.config.run_dir}")
-        finally:
-            trainer.close()
-            distributed.close()
-    except KeyboardInterrupt:
-        if trainer is not None and checkpoint_path(trainer.config.run_dir).is_file():
-            exit_interrupted(f"at step {trainer.global_step:,}; continue with --resume {trainer.config.run_dir}")
-        exit_interrupted("while setting up; nothing was saved")
+            args = parser.parse_args(argv)
+            trainer = make_trainer(args, parser)
+            if trainer.world.main:
+                print(json.dumps(trainer.config.to_dict(), indent=2))
+            try:
+                trainer.train()
+            except (ActorError, distributed.RankError) as error:
+                where = f" (process {trainer.world.rank} of {trainer.world.size})" if trainer.world.size > 1 else ""
+                sys.exit(f"training stopped{where}: {error}\nthe last checkpoint is in {trainer.config.run_dir}")
+            finally:
+                trainer.close()
+                distributed.close()
+        except KeyboardInterrupt as interrupt:
+            if trainer is not None and run_checkpoint(trainer.config.run_dir).is_file():
+                exit_interrupted(f"at step {trainer.global_step:,}; continue with --resume {trainer.config.run_dir}", interrupt)
+            exit_interrupted("while setting up; nothing was saved", interrupt)
 
 
 if __name__ == "__main__":
     main()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # done and reported: a Ctrl-C while Python shuts down has nothing to stop
+    ignore_stop_signals()  # done and reported: a signal while Python shuts down has nothing to stop

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import pickle
-import signal
 import traceback
 from typing import Any
 
@@ -25,7 +24,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from agents.interrupt import sigint_ignored
+from agents.interrupt import ignore_stop_signals, stop_signals_ignored
 from agents.observations import check_space, flat_dtype, flat_size, flatten
 from envs.any_env import make_vector_env, metric_keys, metric_values
 
@@ -128,7 +127,7 @@ class ActorPool:
                 name=f"actor-{index}",
                 daemon=True,
             )
-            with sigint_ignored():
+            with stop_signals_ignored():
                 process.start()
             theirs.close()
             self._pipes.append(ours)
@@ -209,9 +208,10 @@ def shared_views(shared: dict[str, tuple]) -> dict[str, np.ndarray]:
 
 
 def worker_main(index, pipe, shared, start, stop, env_name, seed, env_kwargs, info_keys) -> None:
-    """One actor worker: steps envs [start, stop) on command until told to close. Ctrl-C is
-    left to the learner, which saves a checkpoint (envs included) and then closes the workers."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """One actor worker: steps envs [start, stop) on command until told to close. Ctrl-C and
+    the other stop signals (which Slurm sends to every process of a job) are left to the learner,
+    which saves a checkpoint (envs included) and then closes the workers."""
+    ignore_stop_signals()
     try:
         arrays = shared_views(shared)
         envs_here = LocalEnvs(env_name, stop - start, seed, env_kwargs)

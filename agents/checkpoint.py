@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -35,9 +36,17 @@ def checkpoint_path(run_dir_or_file: str | os.PathLike) -> Path:
     return path / FILE_NAME if path.is_dir() else path
 
 
+def run_checkpoint(run_dir: str | os.PathLike) -> Path:
+    """The checkpoint file a trainer writes in its run folder, whether the folder exists or not
+    (checkpoint_path would take a folder removed under a running trainer for a file's path)."""
+    return Path(run_dir) / FILE_NAME
+
+
 def save_checkpoint(path: str | os.PathLike, kind: str, payload: dict[str, Any]) -> Path:
     """Write `payload` to `path` atomically, tagged with `kind`; returns the path."""
     path = Path(path)
+    if not path.parent.is_dir():
+        print(f"note: {path.parent} is missing (removed while the run went on?); writing the checkpoint into a new one", file=sys.stderr)
     path.parent.mkdir(parents=True, exist_ok=True)
     with held_interrupt():
         handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

@@ -42,7 +42,7 @@ from agents import distributed
 from agents.a2c import a2c_loss, gae_advantages
 from agents.a2c_config import KEEPS_ACTING_GRAPH, A2CConfig
 from agents.actors import ActorError, make_env_pool
-from agents.checkpoint import CheckpointError, checkpoint_path, load_checkpoint, save_checkpoint
+from agents.checkpoint import CheckpointError, checkpoint_path, load_checkpoint, run_checkpoint, save_checkpoint
 from agents.cores.state import move_state
 from agents.device import resolve_device
 from agents.interrupt import StopOnInterrupt
@@ -200,7 +200,7 @@ class Trainer:
     def save(self, with_envs: bool = True) -> Path | None:
         """Write the checkpoint (on rank 0; under torchrun every rank must call this)."""
         payload = self.state_dict(with_envs)
-        path = None if payload is None else save_checkpoint(checkpoint_path(self.config.run_dir), KIND, payload)
+        path = None if payload is None else save_checkpoint(run_checkpoint(self.config.run_dir), KIND, payload)
         distributed.wait_for_all("waiting for the checkpoint to be written")
         return path
 
@@ -270,9 +270,10 @@ class Trainer:
     def train(self) -> None:
         """Train to total_steps with logging and checkpoints; always saves on the way out.
 
-        The first Ctrl-C anywhere in here (opening the log too) lets the update under way
-        finish, saves, then raises KeyboardInterrupt; a second one stops at once. Under torchrun
-        only rank 0 logs; a Ctrl-C on any rank stops every rank after the same update."""
+        The first stop signal (Ctrl-C, SIGTERM, SIGHUP, SIGUSR2: agents/interrupt.py) anywhere
+        in here (opening the log too) lets the update under way finish, saves, then raises
+        StopSignal; a second one stops at once. Under torchrun only rank 0 logs; a stop signal
+        on any rank stops every rank after the same update."""
         c = self.config
         interrupt = StopOnInterrupt()
         with interrupt:
@@ -298,7 +299,7 @@ class Trainer:
                 if path is not None:
                     tqdm.write(f"checkpoint: {path} (step {self.global_step:,})")
         if interrupt.requested:
-            raise KeyboardInterrupt
+            interrupt.stop()
 
     def _open_log(self) -> SummaryWriter:
         """The run folder's config.json and TensorBoard writer (rank 0's job)."""

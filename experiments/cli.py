@@ -1,5 +1,5 @@
 """What the experiments' command lines share beyond envs/cli.py's types: list flags whose values
-must differ.
+must differ, and the frame budget of `--quick`.
 
 Each value of --envs, --cores, --spans, --lengths (and the other list flags) names runs of its
 own: a run folder, a row of the table. A value given twice would train two processes in one
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 from typing import Any, Callable
+
+QUICK_FRAMES = 4_096  # --quick's runs when --frames is not given: a test of the pipeline in seconds
 
 
 class Distinct(argparse.Action):
@@ -30,3 +32,8 @@ class Distinct(argparse.Action):
                 raise argparse.ArgumentError(self, f"{twice}; give each once")
             seen[key] = value
         setattr(namespace, self.dest, values)
+
+
+def frames_or_quick(args: argparse.Namespace, default: int) -> int:
+    """--frames as given, else QUICK_FRAMES with --quick, else the experiment's `default`."""
+    return args.frames or (QUICK_FRAMES if args.quick else default)

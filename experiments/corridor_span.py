@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import sys
 from pathlib import Path
@@ -34,11 +33,12 @@ import numpy as np
 
 from agents.a2c_config import preset_values
 from envs.cli import non_negative_float, positive_int
-from experiments.cli import Distinct
+from experiments.cli import QUICK_FRAMES, Distinct, frames_or_quick
 from experiments.cue_memory import run_cue_separation
 from experiments.curves import training_seconds
 from experiments.estimate import print_expected_time
-from experiments.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, machine, run_stages, train_job
+from experiments.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, train_job
+from experiments.launch import add_launcher_arguments, launcher_description, run_stages
 from experiments.stats import format_interval, iqm_interval, seed_count
 
 LAYERS = 2
@@ -56,23 +56,24 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--preset", choices=["cpu", "paper"], default="cpu",
                         help="train_a2c.py preset (default: cpu; paper: the maze's settings, which the paper's corridor does not give)")
     parser.add_argument("--rollout", type=positive_int, default=None, help="steps per update, the BPTT length (default: the preset's, 32 or 100)")
-    parser.add_argument("--frames", type=positive_int, default=3_000_000, help="env frames per run (default: 3,000,000)")
+    parser.add_argument("--frames", type=positive_int, default=None, help=f"env frames per run (default: 3,000,000; {QUICK_FRAMES:,} with --quick)")
     parser.add_argument("--previous-inputs", action="store_true", help="feed the agents their previous action and reward too")
     parser.add_argument("--entropy-coef", type=non_negative_float, default=0.01,
                         help="entropy cost (default: 0.01, 20 x the presets': see the module docstring)")
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 (default: 3)")
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="greedy evaluation episodes (default: 100)")
-    parser.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, help="runs at once (default: the CPU count)")
     parser.add_argument("--name", default="corridor_span", help="output file stem (default: corridor_span)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/corridor_span/[paper-]L{length}-T{rollout}[-obs]-ent{entropy})")
     parser.add_argument("--out", type=Path, default=ROOT / "assets")
     parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
     parser.add_argument("--quick", action="store_true", help="tiny models and runs, to test the pipeline")
+    add_launcher_arguments(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
     args = make_parser().parse_args(argv)
+    args.frames = frames_or_quick(args, 3_000_000)
     seeds = list(range(args.seeds))
     args.rollout = args.rollout or preset_values("corridor", "feedback", args.preset)[0]["rollout"]
     inputs = "" if args.previous_inputs else "-obs"
@@ -92,10 +93,10 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{len(cells)} runs of {args.frames:,} frames on a corridor of {args.length} cells, {args.jobs} at a time, in {runs_dir}")
     if not (args.quick or args.no_estimate):
         print_expected_time(training, args.jobs)
-    run_stages({"training": training, "evaluation": list(evaluations.values())}, args.jobs)
+    run_stages({"training": training, "evaluation": list(evaluations.values())}, args)
 
     summary = {
-        "command": "python -m experiments.corridor_span " + shlex.join(sys.argv[1:]), "machine": machine(args.jobs),
+        "command": "python -m experiments.corridor_span " + shlex.join(sys.argv[1:]), "machine": launcher_description(args),
         "preset": args.preset, "entropy_coef": args.entropy_coef, "length": args.length, "layers": LAYERS, "rollout": args.rollout, "frames": args.frames, "seeds": seeds,
         "previous_inputs": args.previous_inputs,
         "eval": f"{args.eval_episodes} greedy episodes per run, env seeds {EVAL_SEED} + i", "models": {},

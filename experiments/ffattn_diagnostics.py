@@ -21,7 +21,6 @@ Writes NAME.json and NAME.md to `--out`.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import sys

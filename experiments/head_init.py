@@ -17,18 +17,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from envs.cli import positive_int
 from experiments.cli import Distinct
 from experiments.curves import binned_curve, draw_curves, training_seconds
 from experiments.estimate import print_expected_time
-from experiments.jobs import ROOT, machine, run_stages, train_job
+from experiments.jobs import ROOT, train_job
+from experiments.launch import add_launcher_arguments, launcher_description, run_stages
 from experiments.stats import format_interval, iqm_interval, seed_count
 
 # task -> (train_a2c.py arguments, frames, the curve compared, its name, baselines (random, oracle))
@@ -47,10 +46,10 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tasks", nargs="+", choices=sorted(TASKS), action=Distinct, default=list(TASKS))
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 (default: 3)")
     parser.add_argument("--frames-scale", type=float, default=1.0, help="multiply every task's frame budget (default: 1)")
-    parser.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, help="runs at once (default: the CPU count)")
     parser.add_argument("--runs-dir", type=Path, default=ROOT / "runs" / "experiments" / "head_init")
     parser.add_argument("--out", type=Path, default=ROOT / "assets")
     parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
+    add_launcher_arguments(parser)
     return parser
 
 
@@ -66,10 +65,10 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{len(jobs)} runs, {args.jobs} at a time, in {args.runs_dir}")
     if not args.no_estimate:
         print_expected_time(jobs, args.jobs)
-    run_stages({"training": jobs}, args.jobs)
+    run_stages({"training": jobs}, args)
 
     summary = {"command": "python -m experiments.head_init " + shlex.join(sys.argv[1:]),
-               "machine": machine(args.jobs),
+               "machine": launcher_description(args),
                "preset": "cpu", "seeds": seeds, "tasks": {}}
     for task in args.tasks:
         _, _, tag, measure, baselines = TASKS[task]

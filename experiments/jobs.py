@@ -11,9 +11,15 @@ a smaller one is refused (a finished run cannot be taken back to fewer frames).
 
 `seq_job` is the same for a `python -m seqtasks` run, its target the update budget.
 
-Ctrl-C stops the experiment: each running command gets one SIGINT of its own (the trainers then
-save a checkpoint and exit 130), the runner waits for them and exits 130. Commands run in their
-own sessions, so a Ctrl-C typed at the terminal reaches them only through the runner, once.
+A stop signal stops the experiment (agents/interrupt.py: Ctrl-C, and the SIGTERM, SIGHUP or
+SIGUSR2 that `kill`, `timeout`, a closed terminal or a cluster send): each running command gets
+the same signal, once (the trainers then save a checkpoint and exit 128 + the signal), the runner
+waits for them and exits with the same code; nothing is left running. Commands run in their own
+sessions, so a Ctrl-C typed at the terminal reaches them only through the runner, once. A second
+signal is passed on too (the trainers then stop at once, still saving).
+
+`run_stages` runs the stages here (the local launcher) or as Slurm jobs (experiments/slurm.py),
+as the experiment's `--launcher` flag says (experiments/launch.py).
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from pathlib import Path
 from typing import Callable
 
 from tqdm import tqdm
+
+from agents.interrupt import STOP_SIGNALS, signal_of, stop_signals_raise
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository root, where the commands run
 EVAL_SEED = 10_000  # evaluation envs are seeded 10,000 + i, training's seed + i with small seeds
@@ -130,68 +138,82 @@ def machine(workers: int) -> str:
     return f"{cpu_model()}, {os.cpu_count()} cores; {workers} runs at once, 1 thread each"
 
 
+def run_job(job: Job, started_process: Callable[[subprocess.Popen], None] = lambda process: None) -> dict:
+    """Run one job's command to its end here, its output to the job's log (appended: a resumed
+    run's log keeps what came before); write and return its record. `started_process` is told
+    of the process once it runs. Raises JobFailed, with the log's tail, if it exits non-zero."""
+    job.log.parent.mkdir(parents=True, exist_ok=True)
+    command = job.command()
+    started = time.monotonic()
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    with open(job.log, "a") as log:
+        offset = log.tell()
+        process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        started_process(process)
+        returncode = process.wait()
+    output = job.log.read_text()[offset:]
+    if returncode != 0:
+        raise JobFailed(f"{job.name} exited with {returncode}: {' '.join(command)}\n--- {job.log} (end) ---\n{output[-2000:]}")
+    lines = [line for line in output.splitlines() if line.strip()]
+    record = {"command": command, "wall_seconds": round(time.monotonic() - started, 1), "last_line": lines[-1] if lines else "",
+              "target": job.target}
+    job.record.write_text(json.dumps(record) + "\n")
+    return record
+
+
 def run_jobs(jobs: list[Job], workers: int, what: str) -> None:
-    """Run the jobs without a record, at most `workers` at once. Raises JobFailed after the
-    others have finished if any failed; exits 130 on Ctrl-C."""
+    """Run the jobs without a record here, at most `workers` at once. Raises JobFailed after
+    the others have finished if any failed; on a stop signal passes it to the running commands,
+    waits for them and exits with 128 + the signal."""
     todo = [job for job in jobs if not job.done]
-    running: dict[int, subprocess.Popen] = {}
-    lock = threading.Lock()
-    stopping = threading.Event()
+    running: dict[str, subprocess.Popen] = {}  # by job name
+    lock = threading.RLock()  # re-entrant: a second signal may come while the handler holds it
+    stop_signals: list[int] = []  # the stop signals received, in order
 
     def run(job: Job) -> None:
-        if stopping.is_set():
+        def started(process: subprocess.Popen) -> None:
+            with lock:
+                running[job.name] = process
+                for signum in stop_signals:  # a signal came while this one was starting
+                    process.send_signal(signum)
+
+        if stop_signals:
             return
-        job.log.parent.mkdir(parents=True, exist_ok=True)
-        command = job.command()
-        started = time.monotonic()
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        with open(job.log, "w") as log:
-            process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        try:
+            run_job(job, started)
+        finally:
             with lock:
-                running[process.pid] = process
-            returncode = process.wait()
-            with lock:
-                running.pop(process.pid)
-        if returncode != 0:
-            tail = job.log.read_text()[-2000:]
-            raise JobFailed(f"{job.name} exited with {returncode}: {' '.join(command)}\n--- {job.log} (end) ---\n{tail}")
-        lines = [line for line in job.log.read_text().splitlines() if line.strip()]
-        job.record.write_text(json.dumps({
-            "command": command, "wall_seconds": round(time.monotonic() - started, 1), "last_line": lines[-1] if lines else "",
-            "target": job.target,
-        }) + "\n")
+                running.pop(job.name, None)
+
+    def pass_on(signum, frame=None) -> None:
+        with lock:
+            stop_signals.append(signum)
+            for process in running.values():
+                if process.poll() is None:
+                    process.send_signal(signum)  # the trainers save a checkpoint and exit 128 + signum
 
     failures = []
     bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc=what, unit="run", dynamic_ncols=True)
     executor = ThreadPoolExecutor(max_workers=workers)
-    try:
-        futures = {executor.submit(run, job): job for job in todo}
-        for future in as_completed(futures):
-            try:
-                future.result()
-            except JobFailed as error:
-                failures.append(str(error))
-            bar.update(1)
-    except KeyboardInterrupt:
-        stopping.set()
-        with lock:
-            for process in running.values():
-                process.send_signal(signal.SIGINT)  # the trainers save a checkpoint and exit 130
-        executor.shutdown(wait=True, cancel_futures=True)
-        bar.close()
-        print("\ninterrupted: finished runs are kept; run the same command again to continue", file=sys.stderr)
-        sys.exit(130)
+    with stop_signals_raise():
+        try:
+            futures = {executor.submit(run, job): job for job in todo}
+            for future in as_completed(futures):
+                try:
+                    future.result()
+                except JobFailed as error:
+                    failures.append(str(error))
+                bar.update(1)
+        except KeyboardInterrupt as interrupt:
+            for signum in STOP_SIGNALS:  # a further signal while the commands stop is passed on too
+                signal.signal(signum, pass_on)
+            pass_on(signal_of(interrupt))
+            executor.shutdown(wait=True, cancel_futures=True)
+            bar.close()
+            name = signal.Signals(stop_signals[0]).name
+            print(f"\ninterrupted ({name}): finished runs are kept; run the same command again to continue", file=sys.stderr)
+            sys.exit(128 + stop_signals[0])
     executor.shutdown(wait=True)
     bar.close()
     if failures:
         raise JobFailed(f"{len(failures)} of {len(todo)} {what} jobs failed:\n\n" + "\n\n".join(failures))
-
-
-def run_stages(stages: dict[str, list[Job]], workers: int) -> None:
-    """Run each stage's jobs in turn ({"training": [...], "evaluation": [...]}); a failed job
-    ends the program with its error once its stage is done."""
-    try:
-        for what, jobs in stages.items():
-            run_jobs(jobs, workers, what)
-    except JobFailed as error:
-        sys.exit(f"error: {error}")

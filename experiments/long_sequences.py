@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -38,7 +37,8 @@ import numpy as np
 from envs.cli import positive_int
 from experiments.cli import Distinct
 from experiments.estimate import print_expected_time
-from experiments.jobs import ROOT, machine, run_stages, seq_flags, seq_job, seq_results
+from experiments.jobs import ROOT, seq_flags, seq_job, seq_results
+from experiments.launch import add_launcher_arguments, launcher_description, run_stages
 from experiments.stats import format_interval, iqm_interval, seed_count
 
 PROBLEMS = ("adding", "multiplication", "xor")
@@ -68,12 +68,12 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--epoch-updates", type=positive_int, default=1000, help="updates per epoch, one validation each (default: 1,000)")
     parser.add_argument("--train-sequences", type=positive_int, default=10_000, help="training set size, capped at long lengths (default: 10,000)")
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 per cell (default: 3)")
-    parser.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, help="runs at once (default: the CPU count)")
     parser.add_argument("--name", default="long_sequences", help="output file stem (default: long_sequences)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/NAME)")
     parser.add_argument("--out", type=Path, default=ROOT / "assets", help="where results go (default: assets/)")
     parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
     parser.add_argument("--quick", action="store_true", help="tiny models and data, to test the pipeline")
+    add_launcher_arguments(parser)
     return parser
 
 
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> None:
           flush=True)
     if not args.no_estimate:
         print_expected_time(list(job.values()), args.jobs)  # an upper bound: runs stop at 100%
-    run_stages({"training": list(job.values())}, args.jobs)
+    run_stages({"training": list(job.values())}, args)
 
     summary = {"epochs": args.epochs, "epoch_updates": args.epoch_updates, "seeds": len(seeds), "cells": []}
     for problem, setting, length, model in grid:
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
             **iqm_interval({k: np.array([run[k] for run in per_seed]) for k in ("test", "seconds_per_update")}),
         })
     summary["command"] = "python -m experiments.long_sequences " + " ".join(sys.argv[1:])
-    summary["machine"] = machine(args.jobs)
+    summary["machine"] = launcher_description(args)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(json.dumps(summary, indent=1) + "\n")
     (args.out / f"{args.name}.md").write_text(table(summary))

@@ -10,7 +10,7 @@ in parallel processes (`--jobs`, one thread each) under `--runs-dir`; run the sa
 after an interruption and it continues (finished runs are kept, unfinished ones resume from
 their checkpoint). Writes to `--out` (assets/ by default):
 
-    NAME.json        config, machine, and per env: random and oracle returns (no oracle for envs
+    NAME.json        config, and per env: random and oracle returns (no oracle for envs
                      other than ours), per core the raw per-seed numbers (evaluation return and
                      metric, final and best training return, training seconds) and the IQMs with
                      their 95% stratified-bootstrap intervals
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import sys
 from pathlib import Path
@@ -36,10 +35,11 @@ import numpy as np
 import envs
 from agents.cores import CORES
 from envs.cli import env_name, positive_int
-from experiments.cli import Distinct
+from experiments.cli import QUICK_FRAMES, Distinct, frames_or_quick
 from experiments.curves import binned_curve, draw_curves, training_seconds
 from experiments.estimate import print_expected_time
-from experiments.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, machine, run_stages, train_job
+from experiments.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, train_job
+from experiments.launch import add_launcher_arguments, launcher_description, run_stages
 from experiments.stats import format_interval, iqm_interval, seed_count
 
 ENVS = ("maze", "maze_easy", "water_maze")
@@ -58,21 +58,22 @@ def make_parser() -> argparse.ArgumentParser:
                         help=f"our short names {sorted(envs.ENV_IDS)} or any Gymnasium id, module:EnvId form included (default: {' '.join(ENVS)})")
     parser.add_argument("--cores", nargs="+", choices=sorted(CORES), action=Distinct, default=list(CORE_NAMES), metavar="CORE")
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 per (env, core) (default: 3)")
-    parser.add_argument("--frames", type=positive_int, default=2_000_000, help="env frames per run (default: 2,000,000)")
+    parser.add_argument("--frames", type=positive_int, default=None, help=f"env frames per run (default: 2,000,000; {QUICK_FRAMES:,} with --quick)")
     parser.add_argument("--preset", choices=["cpu", "paper"], default="cpu", help="train_a2c.py preset (default: cpu)")
     parser.add_argument("--train-args", default="", help='more train_a2c.py flags for every run, e.g. "--head-init orthogonal"')
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="evaluation episodes per run (default: 100)")
-    parser.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, help="runs at once (default: the CPU count)")
     parser.add_argument("--name", default="mazes", help="output file stem and run folder (default: mazes)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/NAME)")
     parser.add_argument("--out", type=Path, default=ROOT / "assets", help="where results go (default: assets/)")
     parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
     parser.add_argument("--quick", action="store_true", help="tiny runs and evaluations, to test the pipeline")
+    add_launcher_arguments(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
     args = make_parser().parse_args(argv)
+    args.frames = frames_or_quick(args, 2_000_000)
     runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / args.name
     if args.quick:
         args.eval_episodes = 2
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
     evaluations = {cell: evaluate_job(run_dir[cell], args.eval_episodes, args.frames) for cell in cells}
     if not (args.quick or args.no_estimate):
         print_expected_time(training, args.jobs)
-    run_stages({"training": training, "evaluation": list(evaluations.values())}, args.jobs)
+    run_stages({"training": training, "evaluation": list(evaluations.values())}, args)
 
     summary = summarise(args, seeds, run_dir, evaluations)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -110,7 +111,7 @@ def summarise(args, seeds, run_dir, evaluation_jobs) -> dict:
     """Per env: the baselines, and per core the raw per-seed numbers and their IQM and interval."""
     summary = {
         "command": "python -m experiments.mazes " + shlex.join(sys.argv[1:]),
-        "machine": machine(args.jobs),
+        "machine": launcher_description(args),
         "preset": args.preset, "train_args": args.train_args, "frames": args.frames, "seeds": seeds, "eval_episodes": args.eval_episodes,
         "eval_seed": EVAL_SEED, "actions": "sampled", "envs": {},
     }

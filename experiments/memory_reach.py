@@ -29,7 +29,7 @@ measured on a shared machine, so they carry its load at the time of each run. Th
 recurrent reference (no span). Counting is scored by whole episodes (sequence accuracy: every
 B and the stop in place); its token accuracy is mostly the B's, which need no memory.
 
-Writes NAME.json (config, machine, per-seed numbers and histories, IQM with 95% stratified
+Writes NAME.json (config, per-seed numbers and histories, IQM with 95% stratified
 bootstrap intervals), NAME.md (the table) and NAME.png (accuracy against span). Runs go in
 parallel processes (`--jobs`); run the same command again after an interruption to continue.
 """
@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -47,7 +46,8 @@ import numpy as np
 from envs.cli import positive_int
 from experiments.cli import Distinct
 from experiments.estimate import print_expected_time
-from experiments.jobs import ROOT, machine, run_stages, seq_flags, seq_job, seq_results
+from experiments.jobs import ROOT, seq_flags, seq_job, seq_results
+from experiments.launch import add_launcher_arguments, launcher_description, run_stages
 from experiments.seq_history import value_at
 from experiments.stats import format_interval, iqm_interval, seed_count
 
@@ -86,12 +86,12 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--fast-factor", type=positive_int, default=None,
                         help="the other cores train this many times --updates (default: 3; the paper preset: 1)")
     parser.add_argument("--preset", choices=["cpu", "paper"], default="cpu", help="cpu: the shrunk tasks above; paper: Table 1's sizes and Table 9's model")
-    parser.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, help="runs at once (default: the CPU count)")
     parser.add_argument("--name", default="memory_reach", help="output file stem (default: memory_reach; the paper preset adds paper_)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/NAME)")
     parser.add_argument("--out", type=Path, default=ROOT / "assets", help="where results go (default: assets/)")
     parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
     parser.add_argument("--quick", action="store_true", help="tiny runs, to test the pipeline")
+    add_launcher_arguments(parser)
     return parser
 
 
@@ -147,11 +147,11 @@ def main(argv: list[str] | None = None) -> None:
           f"{args.jobs} at a time, in {runs_dir}", flush=True)
     if not args.no_estimate:
         print_expected_time(jobs, args.jobs)
-    run_stages({"training": jobs}, args.jobs)
+    run_stages({"training": jobs}, args)
 
     summary = summarise(args, grid, seeds, {key: seq_results(j) for key, j in job.items()})
     summary["command"] = "python -m experiments.memory_reach " + " ".join(sys.argv[1:])
-    summary["machine"] = machine(args.jobs)
+    summary["machine"] = launcher_description(args)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(json.dumps(summary, indent=1) + "\n")
     (args.out / f"{args.name}.md").write_text(table(summary))

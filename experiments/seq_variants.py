@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -41,7 +40,8 @@ import numpy as np
 from envs.cli import positive_int
 from experiments.curves import draw_curves
 from experiments.estimate import print_expected_time
-from experiments.jobs import ROOT, machine, run_stages, seq_flags, seq_job, seq_results
+from experiments.jobs import ROOT, seq_flags, seq_job, seq_results
+from experiments.launch import add_launcher_arguments, launcher_description, run_stages
 from experiments.seq_history import aucc, seconds_to_reach, time_curve, value_at
 from experiments.stats import format_interval, iqm_interval, seed_count
 
@@ -76,12 +76,12 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 per variant (default: 3)")
     parser.add_argument("--updates", type=positive_int, default=1500, help="updates per run (default: 1,500)")
     parser.add_argument("--level", type=float, default=0.9, help="the accuracy whose time to reach is reported (default: 0.9)")
-    parser.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, help="runs at once (default: the CPU count)")
     parser.add_argument("--name", default=None, help="output file stem (default: the study's name)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/NAME)")
     parser.add_argument("--out", type=Path, default=ROOT / "assets", help="where results go (default: assets/)")
     parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
     parser.add_argument("--quick", action="store_true", help="tiny runs, to test the pipeline")
+    add_launcher_arguments(parser)
     return parser
 
 
@@ -108,11 +108,11 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{len(job)} runs of {args.updates:,} updates, {args.jobs} at a time, in {runs_dir}", flush=True)
     if not args.no_estimate:
         print_expected_time(list(job.values()), args.jobs)
-    run_stages({"training": list(job.values())}, args.jobs)
+    run_stages({"training": list(job.values())}, args)
 
     summary = summarise(args, seeds, {key: seq_results(j) for key, j in job.items()})
     summary["command"] = "python -m experiments.seq_variants " + " ".join(sys.argv[1:])
-    summary["machine"] = machine(args.jobs)
+    summary["machine"] = launcher_description(args)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{name}.json").write_text(json.dumps(summary, indent=1) + "\n")
     (args.out / f"{name}.md").write_text(table(summary))

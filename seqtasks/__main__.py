@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 import time
 
 from agents import distributed
-from agents.checkpoint import CheckpointError, checkpoint_path
+from agents.checkpoint import CheckpointError, run_checkpoint
 from agents.config_cli import add_config_arguments, given_fields, parse_core_options
 from agents.device import resolve_device
-from agents.interrupt import exit_interrupted
+from agents.interrupt import exit_interrupted, ignore_stop_signals, stop_signals_raise
 from seqtasks.config import SeqConfig, resolve_config
 from seqtasks.models import SEQUENCE_ONLY
 from seqtasks.train import Run
@@ -72,29 +71,31 @@ def make_run(args: argparse.Namespace, parser: argparse.ArgumentParser, quiet: b
 
 
 def main(argv: list[str] | None = None) -> dict:
-    """Ctrl-C at any point ends with exit code 130 and a line saying whether and how the run
-    can be resumed (seqtasks/train.py: Run.train keeps the checkpoint whole). Under torchrun
-    every rank runs this and rank 0 prints; a rank that dies ends the others with an error."""
-    parser = build_parser()
-    run = None
-    try:
-        args = parser.parse_args(argv)
-        run = make_run(args, parser)
+    """Ctrl-C, SIGTERM, SIGHUP or SIGUSR2 at any point ends with exit code 128 + the signal (130
+    for Ctrl-C, 143 for SIGTERM) and a line saying whether and how the run can be resumed
+    (seqtasks/train.py: Run.train keeps the checkpoint whole). Under torchrun every rank runs
+    this and rank 0 prints; a rank that dies ends the others with an error."""
+    with stop_signals_raise():
+        parser = build_parser()
+        run = None
         try:
-            results = run.train(progress=not args.no_progress)
-        except distributed.RankError as error:
-            sys.exit(f"training stopped (process {run.world.rank} of {run.world.size}): {error}\nthe last checkpoint is in {run.run_dir}")
-        finally:
-            distributed.close()
-        if run.world.main:
-            print(json.dumps(results))
-    except KeyboardInterrupt:
-        if run is not None and checkpoint_path(run.run_dir).is_file():
-            exit_interrupted(f"at update {run.update}; resume with python -m seqtasks --resume {run.run_dir}")
-        exit_interrupted("while setting up; nothing was saved")
+            args = parser.parse_args(argv)
+            run = make_run(args, parser)
+            try:
+                results = run.train(progress=not args.no_progress)
+            except distributed.RankError as error:
+                sys.exit(f"training stopped (process {run.world.rank} of {run.world.size}): {error}\nthe last checkpoint is in {run.run_dir}")
+            finally:
+                distributed.close()
+            if run.world.main:
+                print(json.dumps(results))
+        except KeyboardInterrupt as interrupt:
+            if run is not None and run_checkpoint(run.run_dir).is_file():
+                exit_interrupted(f"at update {run.update}; resume with python -m seqtasks --resume {run.run_dir}", interrupt)
+            exit_interrupted("while setting up; nothing was saved", interrupt)
     return results
 
 
 if __name__ == "__main__":
     main()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # done and reported: a Ctrl-C while Python shuts down has nothing to stop
+    ignore_stop_signals()  # done and reported: a signal while Python shuts down has nothing to stop

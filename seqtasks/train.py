@@ -41,7 +41,7 @@ from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from agents import distributed
-from agents.checkpoint import CheckpointError, checkpoint_path, load_checkpoint, save_checkpoint
+from agents.checkpoint import CheckpointError, checkpoint_path, load_checkpoint, run_checkpoint, save_checkpoint
 from agents.cores.state import move_state
 from agents.device import resolve_device
 from agents.interrupt import StopOnInterrupt, held_interrupt
@@ -154,7 +154,7 @@ class Run:
         if own is not None:
             counters = {"update": self.update, "best_accuracy": self.best_accuracy, "evals_since_best": self.evals_since_best,
                         "stopped_early": self.stopped_early, "train_seconds": self.train_seconds}
-            path = save_checkpoint(self.run_dir / "checkpoint.pt", KIND, {
+            path = save_checkpoint(run_checkpoint(self.run_dir), KIND, {
                 **self.describe(),
                 "world_size": self.world.size,
                 "model": self.model.state_dict(),
@@ -216,7 +216,7 @@ class Run:
         """Train until max_updates or an early stop, then test the best weights; returns the
         results (also written to results.json).
 
-        The first Ctrl-C ends in KeyboardInterrupt with a checkpoint to resume from. Until the
+        The first stop signal (Ctrl-C, SIGTERM, SIGHUP, SIGUSR2) ends in StopSignal with a checkpoint to resume from. Until the
         checkpoint after the last update is written, it lets the update or validation under way
         finish, then saves (a second one stops at once, and still saves). In the test after
         that it stops at once: the checkpoint already holds the whole run, and resuming it runs
@@ -244,7 +244,7 @@ class Run:
                 if writer is not None:
                     writer.flush()
         if interrupt.requested:
-            raise KeyboardInterrupt
+            interrupt.stop()
         results = self._test(writer)
         if writer is not None:
             writer.close()

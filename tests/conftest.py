@@ -1,25 +1,39 @@
-"""Every test starts with Python's own Ctrl-C handler, and a test that leaves another behind fails.
+"""Every test starts with Python's own handlers for the stop signals, and a test that leaves
+another behind fails.
 
-The Ctrl-C tests (tests/agents/test_train.py, tests/seqtasks/test_seq_train.py) press Ctrl-C in
-this process and expect a KeyboardInterrupt; if an earlier test left SIGINT ignored or caught
-(a context that did not restore it), they would see the trainer run on. Once in a full CI run
-on a loaded machine they did, and the leak did not reproduce; so the handler is reset before
-each test, and a test after which the handler is not Python's own errors at teardown, named: a
-trainer that leaves Ctrl-C ignored or caught fails CI (tests/test_conftest.py shows it does).
+The stop-signal tests (tests/agents/test_train.py, tests/seqtasks/test_seq_train.py,
+tests/test_signals.py) signal this process and expect a KeyboardInterrupt; if an earlier test
+left SIGINT ignored or caught (a context that did not restore it), they would see the trainer run
+on. Once in a full CI run on a loaded machine they did, and the leak did not reproduce; so the
+handlers are reset before each test, and a test after which one is not Python's own errors at
+teardown, named: a trainer that leaves a stop signal ignored or caught fails CI
+(tests/test_conftest.py shows it does). Python's own: default_int_handler for SIGINT, SIG_DFL
+for SIGTERM, SIGHUP and SIGUSR2 (agents/interrupt.py: STOP_SIGNALS).
 """
 
 import signal
 
 import pytest
 
+from agents.interrupt import STOP_SIGNALS
+
 pytest_plugins = ["pytester"]  # tests/test_conftest.py runs a small suite under this conftest
 
 
+def _python_default(signum: int):
+    return signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL
+
+
 @pytest.fixture(autouse=True)
-def default_ctrl_c_handler(request):
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+def default_stop_handlers(request):
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _python_default(signum))
     yield
-    handler = signal.getsignal(signal.SIGINT)
-    if handler is not signal.default_int_handler:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        pytest.fail(f"{request.node.nodeid} left SIGINT's handler as {handler!r}; restore it (signal.signal) before returning")
+    leaked = []
+    for signum in STOP_SIGNALS:
+        handler = signal.getsignal(signum)
+        if handler is not _python_default(signum):
+            signal.signal(signum, _python_default(signum))
+            leaked.append(f"{signal.Signals(signum).name}'s handler as {handler!r}")
+    if leaked:
+        pytest.fail(f"{request.node.nodeid} left {', '.join(leaked)}; restore it (signal.signal) before returning")

@@ -1,9 +1,11 @@
-"""Pressing Ctrl-C at a chosen moment of a trainer, for the tests of both command lines.
+"""Pressing Ctrl-C (or sending another stop signal) at a chosen moment of a trainer, for the tests
+of both command lines.
 
 In this process, `press_ctrl_c_in` sends SIGINT to the process from inside one function, so a
 phase (setup, an update, a checkpoint write, the test) is hit exactly, and `exit_code` runs a
-`main` and says how it ended. In a child process, `ctrl_c_when` waits until a condition holds
-(say, a checkpoint written) and sends SIGINT to its process group, as a terminal does.
+`main` and says how it ended. In a child process, `signal_when` waits until a condition holds
+(say, a checkpoint written) and sends a signal to its process group, as a terminal does, or to
+the process alone, as `kill` does.
 """
 
 from __future__ import annotations
@@ -45,16 +47,21 @@ def exit_code(main: Callable[[list[str]], object], argv: list[str]) -> int:
     return 0
 
 
-def ctrl_c_when(command: list[str], ready: Callable[[], bool], timeout: float = 120) -> tuple[int, str]:
-    """Run `command` in a new process group, press Ctrl-C (SIGINT to the group) as soon as
-    `ready()` holds, and return its exit code and stderr."""
+def signal_when(command: list[str], ready: Callable[[], bool], signum: int = signal.SIGINT, group: bool = True,
+                timeout: float = 120) -> tuple[int, str]:
+    """Run `command` in a new process group, send `signum` as soon as `ready()` holds (to the
+    whole group, as a terminal's Ctrl-C or Slurm do, or with `group=False` to the process alone,
+    as `kill` and `timeout` do), and return its exit code and stderr."""
     with tempfile.TemporaryFile("w+") as stderr:  # a file, not a pipe: a full pipe would stall the child
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr, text=True, start_new_session=True)
         try:
             if not wait_until(ready, process, timeout):
                 stderr.seek(0)
-                pytest.fail(f"not ready to interrupt (exit code {process.returncode}):\n{stderr.read()}")
-            os.killpg(process.pid, signal.SIGINT)
+                pytest.fail(f"not ready to signal (exit code {process.returncode}):\n{stderr.read()}")
+            if group:
+                os.killpg(process.pid, signum)
+            else:
+                process.send_signal(signum)
             process.wait(timeout=timeout)
         finally:
             if process.poll() is None:

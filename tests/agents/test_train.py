@@ -1,6 +1,7 @@
 """The trainer: exact resume, actor workers, dead workers, checkpoints, Ctrl-C at any moment, the command line."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from agents.actors import ActorError
 from agents.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from agents.plot_curves import read_scalars
 from agents.train import Trainer
-from tests.ctrl_c import ctrl_c_when, exit_code, press_ctrl_c_in
+from tests.ctrl_c import exit_code, press_ctrl_c_in, signal_when
 from tests.float32 import close32
 from tests.trained import assert_same_parameters, trained_parameters
 
@@ -201,17 +202,38 @@ def test_acting_graph_needs_a_core_fed_step_by_step(tmp_path):
         Trainer(small_config(tmp_path, core="mlp", learner="acting_graph"))
 
 
-def test_ctrl_c_saves_a_checkpoint_with_the_envs(tmp_path):
-    """SIGINT reaches the learner and its workers (one process group): the learner saves, envs
-    included, and exits 130 with one line and no traceback; the workers leave Ctrl-C to it."""
+@pytest.mark.parametrize("signum, group", [
+    (signal.SIGINT, True),    # Ctrl-C at a terminal: the whole process group
+    (signal.SIGTERM, False),  # kill, timeout: the learner alone
+    (signal.SIGTERM, True),   # scancel, a Slurm time limit: every process of the job
+    (signal.SIGHUP, False),   # the terminal closed
+    (signal.SIGUSR2, True),   # submitit's warning before a Slurm time limit or on preemption
+])
+def test_a_stop_signal_saves_a_checkpoint_with_the_envs(tmp_path, signum, group):
+    """A stop signal reaches the learner (and, sent to the group, its workers): the learner
+    saves, envs included, and exits 128 + the signal with one line and no traceback; the workers
+    leave the signal to it."""
     command = [sys.executable, "train_a2c.py", "--env", "corridor", "--core", "lstm", "--core-opt", "hidden_size=8",
                "--num-envs", "4", "--rollout", "4", "--num-actors", "2", "--threads", "1", "--total-steps", "1000000000",
                "--save-every", "0.001", "--run-dir", str(tmp_path)]  # a checkpoint after each update: the loop runs
-    code, err = ctrl_c_when(command, lambda: (tmp_path / "checkpoint.pt").is_file())
-    assert code == 130, err
+    code, err = signal_when(command, lambda: (tmp_path / "checkpoint.pt").is_file(), signum, group)
+    assert code == 128 + signum, err
     assert f"continue with --resume {tmp_path}" in err and "Traceback" not in err
     payload = load_checkpoint(tmp_path, "a2c")
     assert payload["counters"]["updates"] >= 1 and payload["envs"] is not None
+
+
+def test_a_run_folder_removed_while_training_gets_its_checkpoint_back(tmp_path):
+    """The folder is made again and the checkpoint written into it, not as a file named like
+    the folder (which failed the run and the next one in that folder)."""
+    trainer = Trainer(small_config(tmp_path / "run", "lstm", updates=2))
+    try:
+        trainer.train()
+        shutil.rmtree(tmp_path / "run")
+        trainer.save()
+    finally:
+        trainer.close()
+    assert load_checkpoint(tmp_path / "run", "a2c")["counters"]["updates"] == 2
 
 
 A2C_FLAGS = ["--env", "corridor", "--core", "lstm", "--core-opt", "hidden_size=8", "--num-envs", "4", "--rollout", "4",

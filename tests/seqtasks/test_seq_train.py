@@ -3,6 +3,7 @@ and bad input ending in a clear error (exit code 2)."""
 
 import json
 import re
+import signal
 import sys
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from agents.plot_curves import read_scalars
 from seqtasks.__main__ import main
 from seqtasks.config import resolve_config
 from seqtasks.train import KIND, Run
-from tests.ctrl_c import ctrl_c_when, exit_code, press_ctrl_c_in
+from tests.ctrl_c import exit_code, press_ctrl_c_in, signal_when
 
 TINY = dict(
     task="random_walk", core="feedback", grid_size=3, walk_length=8, n_train=64, n_valid=16, n_test=16,
@@ -164,15 +165,16 @@ def test_a_run_saved_on_a_gpu_resumes_without_one_given_device_cpu(tmp_path, mon
     assert saved_weights(tmp_path / "run")[2] == 2
 
 
-def test_ctrl_c_stops_between_updates_and_saves(tmp_path):
-    """SIGINT in the update loop: the update under way finishes, the checkpoint is saved, the exit
-    code is 130 with one line and no traceback."""
-    run_dir = tmp_path / "sigint"
+@pytest.mark.parametrize("signum, group", [(signal.SIGINT, True), (signal.SIGTERM, False)])  # Ctrl-C; kill or timeout
+def test_a_stop_signal_stops_between_updates_and_saves(tmp_path, signum, group):
+    """Ctrl-C or SIGTERM in the update loop: the update under way finishes, the checkpoint is
+    saved, the exit code is 128 + the signal with one line and no traceback."""
+    run_dir = tmp_path / "stopped"
     # A checkpoint after every update shows the loop runs; no validation, so no early stop.
     command = [sys.executable, "-m", "seqtasks", *TINY_FLAGS, "--max-updates=100000", "--eval-every=100000", "--save-every=0.001",
                f"--run-dir={run_dir}", "--no-progress"]
-    code, err = ctrl_c_when(command, lambda: (run_dir / "checkpoint.pt").is_file())
-    assert code == 130, err
+    code, err = signal_when(command, lambda: (run_dir / "checkpoint.pt").is_file(), signum, group)
+    assert code == 128 + signum, err
     assert f"resume with python -m seqtasks --resume {run_dir}" in err and "Traceback" not in err
     assert Run.resume(run_dir).update == saved_weights(run_dir)[2] >= 1
 
