@@ -8,6 +8,7 @@ folder would pick up an old job's result.
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -16,7 +17,7 @@ import pytest
 
 from agents.checkpoint import load_checkpoint
 from experiments.jobs import Job, JobFailed
-from tests.launch import DEADLINE, ROOT
+from tests.launch import DEADLINE, ROOT, wait_until
 
 
 def slurm_answers() -> str:
@@ -93,6 +94,16 @@ def test_no_wait_then_the_same_command_submits_nothing_twice(tmp_path):
         again = run(command)
         assert "0 jobs submitted, 2 already queued or running" in again.stderr
         assert slurm_ids(tmp_path, "twice") == ids
+
+        # Waiting for them, then Ctrl-C: the jobs go on, and the message says how to cancel them.
+        with open(tmp_path / "waiting.err", "w+") as err:
+            waiting = subprocess.Popen([arg for arg in command if arg != "--no-wait"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
+            assert wait_until(lambda: "already queued or running" in (tmp_path / "waiting.err").read_text(), waiting)
+            waiting.send_signal(signal.SIGINT)
+            assert waiting.wait(timeout=60) == 130
+        message = (tmp_path / "waiting.err").read_text()
+        assert "2 Slurm jobs go on" in message and f"scancel {ids[0].split('_')[0]}" in message
+        assert all(state(job_id) in {"PENDING", "RUNNING"} for job_id in ids)
     finally:
         subprocess.run(["scancel", *ids], check=False)
 
@@ -137,3 +148,19 @@ def test_a_failing_job_is_reported_with_its_log_tail_and_the_others_finish(tmp_p
     assert "1 of 2 checking jobs failed" in message
     assert "bad exited with 3" in message and "the last words" in message
     assert good.done and good.result()["last_line"] == "all well"
+
+
+def test_torchrun_under_srun_trains_one_run_over_processes(tmp_path):
+    """scripts/slurm_torchrun.sh as a user submits it (sbatch, here one node and 2 processes):
+    the run ends well and its checkpoint was written by a world of 2."""
+    run_dir = tmp_path / "run"
+    flags = ["--env", "corridor", "--core", "lstm", "--core-opt", "hidden_size=8", "--num-envs", "4", "--rollout", "4",
+             "--total-steps", "64", "--threads", "1", "--device", "cpu", "--run-dir", str(run_dir)]
+    result = subprocess.run(["sbatch", "--wait", "--nodes=1", "--ntasks-per-node=1", "--cpus-per-task=2", "--time=10",
+                             f"--output={tmp_path / 'job.log'}", f"--chdir={ROOT}",
+                             f"--export=ALL,NPROC_PER_NODE=2,PYTHON={sys.executable},RDZV_PORT=29571",
+                             "scripts/slurm_torchrun.sh", *flags], cwd=ROOT, capture_output=True, text=True, timeout=DEADLINE)
+    log = (tmp_path / "job.log").read_text() if (tmp_path / "job.log").is_file() else "(no log)"
+    assert result.returncode == 0, f"{result.stderr}\n{log[-3000:]}"
+    payload = load_checkpoint(run_dir, "a2c")
+    assert payload["world_size"] == 2 and payload["counters"]["global_step"] == 64
