@@ -83,6 +83,13 @@ class MazeOracle:
         self._dist[stale] = dist
         self._cells[stale] = r.cells[stale]
 
+    def steps_to_target(self) -> np.ndarray:
+        """(N,) the fewest steps from each env's current cell (and heading) to its target."""
+        self._refresh()
+        r = self.rules
+        dist = self._dist[np.arange(r.num_envs), r.target]  # (N, C) or (N, C, 4)
+        return dist[np.arange(r.num_envs), r.position] if not r.rotate_view else dist[np.arange(r.num_envs), r.position, r.heading]
+
     def __call__(self) -> np.ndarray:
         self._refresh()
         r = self.rules

@@ -40,12 +40,14 @@ from experiments.curves import binned_curve, draw_curves, training_seconds
 from experiments.estimate import print_expected_time
 from experiments.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, train_job
 from experiments.launch import add_launcher_arguments, launcher_description, run_stages
+from experiments.maze_memory import FAR, WINDOW, memory_probe
 from experiments.stats import format_interval, iqm_interval, seed_count
 
 ENVS = ("maze", "maze_easy", "water_maze")
 CORE_NAMES = ("feedback", "transformer", "lstm", "mlp")
 BASELINES = ("random", "oracle")  # evaluate.py's policies beside the agent; only ours have an oracle
 CURVE_BINS = 40
+PROBED = ("maze", "maze_easy")  # envs whose runs get experiments/maze_memory.py's probe
 # --quick: a smoke test of the whole pipeline in seconds (tests/experiments), nothing learned.
 QUICK_TRAIN = ["--num-envs", "4", "--rollout", "8"]
 QUICK_CORE = {"feedback": "d_model=16,n_heads=2,span=8", "transformer": "d_model=16,n_heads=2,span=8",
@@ -130,10 +132,15 @@ def summarise(args, seeds, run_dir, evaluation_jobs) -> dict:
                     "best_training_return": float(np.nanmax(curve)),
                     "training_seconds": round(training_seconds(run_dir[env, core, seed]), 1),
                 })
+                if envs.short_name(env) in PROBED:
+                    per_seed[-1]["memory_probe"] = memory_probe(str(run_dir[env, core, seed]))
             returns = np.array([run["eval"]["return"] for run in per_seed])
             best = np.array([run["best_training_return"] for run in per_seed])
             cores[core] = {"per_seed": per_seed, "eval_return": iqm_interval({core: returns})[core],
                            "best_training_return": iqm_interval({core: best})[core]}
+            if envs.short_name(env) in PROBED:
+                for key in ("gain", "far_gain"):
+                    cores[core][f"memory_{key}"] = iqm_interval({core: np.array([run["memory_probe"][key] for run in per_seed])})[core]
         summary["envs"][env] = {**baselines, "cores": cores}
     return summary
 
@@ -153,6 +160,20 @@ def table(summary: dict) -> str:
             oracle = f"{result['oracle']['return']:.2f}" if "oracle" in result else "-"
             rows.append(f"| {env} | {core} | {format_interval(numbers['eval_return'])} | {seeds} | "
                         f"{format_interval(numbers['best_training_return'])} | {result['random']['return']:.2f} | {oracle} | {minutes:.1f} min |")
+    probed = [(env, result) for env, result in summary["envs"].items() if envs.short_name(env) in PROBED]
+    if probed:
+        rows += ["", f"Memory probe (experiments/maze_memory.py): targets reached within {WINDOW} steps, seen before they "
+                 f"were given against never seen; the gain is the difference, the far gain the same over targets {FAR}+ steps "
+                 "away. IQM over seeds [95% bootstrap CI], then each seed's far gain.\n",
+                 "| env | core | reached: seen / unseen (mean over seeds) | gain: IQM [95% CI] | far gain: IQM [95% CI] | far gain per seed |",
+                 "|---|---|---|---|---|---|"]
+        for env, result in probed:
+            for core, numbers in result["cores"].items():
+                probes = [run["memory_probe"] for run in numbers["per_seed"]]
+                seen, unseen = np.mean([p["seen_reached"] for p in probes]), np.mean([p["unseen_reached"] for p in probes])
+                far = ", ".join(f"{p['far_gain']:+.2f}" for p in probes)
+                rows.append(f"| {env} | {core} | {seen:.2f} / {unseen:.2f} | {format_interval(numbers['memory_gain'])} | "
+                            f"{format_interval(numbers['memory_far_gain'])} | {far} |")
     return "\n".join(rows) + "\n"
 
 
