@@ -38,7 +38,7 @@ from experiments.cue_memory import run_cue_separation
 from experiments.curves import training_seconds
 from experiments.estimate import print_expected_time
 from experiments.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, train_job
-from experiments.launch import add_launcher_arguments, launcher_description, run_stages
+from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
 from experiments.stats import format_interval, iqm_interval, seed_count
 
 LAYERS = 2
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
     training = [train_job(f"{model} seed {seed}", run_dir[model, seed],
                           [*env_args, *models[model], "--seed", str(seed), *quick(model[0])], args.frames) for model, seed in cells]
     evaluations = {cell: evaluate_job(run_dir[cell], 2 if args.quick else args.eval_episodes, args.frames, greedy=True) for cell in cells}
-    print(f"{len(cells)} runs of {args.frames:,} frames on a corridor of {args.length} cells, {args.jobs} at a time, in {runs_dir}")
+    print(f"{len(cells)} runs of {args.frames:,} frames on a corridor of {args.length} cells, {where_runs_go(args)}, in {runs_dir}")
     if not (args.quick or args.no_estimate):
         print_expected_time(training, args.jobs)
     run_stages({"training": training, "evaluation": list(evaluations.values())}, args)

@@ -27,7 +27,7 @@ from experiments.cli import Distinct
 from experiments.curves import binned_curve, draw_curves, training_seconds
 from experiments.estimate import print_expected_time
 from experiments.jobs import ROOT, train_job
-from experiments.launch import add_launcher_arguments, launcher_description, run_stages
+from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
 from experiments.stats import format_interval, iqm_interval, seed_count
 
 # task -> (train_a2c.py arguments, frames, the curve compared, its name, baselines (random, oracle))
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
     jobs = [train_job(f"{task}/{core}/{init}/seed{seed}", run_dir[task, core, init, seed],
                       [*TASKS[task][0], "--core", core, "--preset", "cpu", "--seed", str(seed), "--head-init", init], frames[task])
             for task, core, init, seed in cells]
-    print(f"{len(jobs)} runs, {args.jobs} at a time, in {args.runs_dir}")
+    print(f"{len(jobs)} runs, {where_runs_go(args)}, in {args.runs_dir}")
     if not args.no_estimate:
         print_expected_time(jobs, args.jobs)
     run_stages({"training": jobs}, args)

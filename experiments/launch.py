@@ -55,6 +55,11 @@ def add_launcher_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--no-wait", action="store_true", help="slurm: submit and exit; the same command later waits and aggregates")
 
 
+def where_runs_go(args: argparse.Namespace) -> str:
+    """For an experiment's first line: "2 at a time" here, or "as Slurm jobs"."""
+    return f"{args.jobs} at a time" if args.launcher == "local" else f"as Slurm jobs ({args.slurm_max_parallel} at a time at most)"
+
+
 def launcher_description(args: argparse.Namespace) -> str:
     """How the runs shared their machines, for an experiment's JSON."""
     if args.launcher == "slurm":

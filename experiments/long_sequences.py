@@ -38,7 +38,7 @@ from envs.cli import positive_int
 from experiments.cli import Distinct
 from experiments.estimate import print_expected_time
 from experiments.jobs import ROOT, seq_flags, seq_job, seq_results
-from experiments.launch import add_launcher_arguments, launcher_description, run_stages
+from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
 from experiments.stats import format_interval, iqm_interval, seed_count
 
 PROBLEMS = ("adding", "multiplication", "xor")
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
             folder = runs_dir / problem / setting / f"L{length}" / model / f"seed{seed}"
             job[problem, setting, length, model, seed] = seq_job(
                 f"{problem}/{setting}/L{length}/{model}/seed{seed}", folder, seq_args(args, problem, setting, length, model, seed), updates)
-    print(f"{len(job)} runs of at most {args.epochs} epochs of {args.epoch_updates:,} updates, {args.jobs} at a time, in {runs_dir}",
+    print(f"{len(job)} runs of at most {args.epochs} epochs of {args.epoch_updates:,} updates, {where_runs_go(args)}, in {runs_dir}",
           flush=True)
     if not args.no_estimate:
         print_expected_time(list(job.values()), args.jobs)  # an upper bound: runs stop at 100%

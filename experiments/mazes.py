@@ -39,7 +39,7 @@ from experiments.cli import QUICK_FRAMES, Distinct, frames_or_quick
 from experiments.curves import binned_curve, draw_curves, training_seconds
 from experiments.estimate import print_expected_time
 from experiments.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, train_job
-from experiments.launch import add_launcher_arguments, launcher_description, run_stages
+from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
 from experiments.maze_memory import FAR, WINDOW, memory_probe
 from experiments.stats import format_interval, iqm_interval, seed_count
 
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
     seeds = list(range(args.seeds))
     cells = [(env, core, seed) for seed in seeds for env in args.envs for core in args.cores]
     run_dir = {cell: runs_dir / envs.short_name(cell[0]) / cell[1] / f"seed{cell[2]}" for cell in cells}
-    print(f"{len(cells)} runs of {args.frames:,} frames ({args.preset} preset), {args.jobs} at a time, in {runs_dir}")
+    print(f"{len(cells)} runs of {args.frames:,} frames ({args.preset} preset), {where_runs_go(args)}, in {runs_dir}")
 
     training = []
     for env, core, seed in cells:

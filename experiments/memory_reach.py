@@ -47,7 +47,7 @@ from envs.cli import positive_int
 from experiments.cli import Distinct
 from experiments.estimate import print_expected_time
 from experiments.jobs import ROOT, seq_flags, seq_job, seq_results
-from experiments.launch import add_launcher_arguments, launcher_description, run_stages
+from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
 from experiments.seq_history import value_at
 from experiments.stats import format_interval, iqm_interval, seed_count
 
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> None:
                                                   seq_args(args, task, core, span, seed), budget(args, core))
     jobs = list(job.values())
     print(f"{len(jobs)} runs ({args.preset} preset; feedback {args.updates:,} updates, the others {budget(args, 'lstm'):,}), "
-          f"{args.jobs} at a time, in {runs_dir}", flush=True)
+          f"{where_runs_go(args)}, in {runs_dir}", flush=True)
     if not args.no_estimate:
         print_expected_time(jobs, args.jobs)
     run_stages({"training": jobs}, args)

@@ -41,7 +41,7 @@ from envs.cli import positive_int
 from experiments.curves import draw_curves
 from experiments.estimate import print_expected_time
 from experiments.jobs import ROOT, seq_flags, seq_job, seq_results
-from experiments.launch import add_launcher_arguments, launcher_description, run_stages
+from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
 from experiments.seq_history import aucc, seconds_to_reach, time_curve, value_at
 from experiments.stats import format_interval, iqm_interval, seed_count
 
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
         for variant, (core, options) in variants.items():
             folder = runs_dir / "".join(c if c.isalnum() else "-" for c in variant) / f"seed{seed}"
             job[variant, seed] = seq_job(f"{variant}/seed{seed}", folder, seq_args(core, options, seed, args.quick), args.updates)
-    print(f"{len(job)} runs of {args.updates:,} updates, {args.jobs} at a time, in {runs_dir}", flush=True)
+    print(f"{len(job)} runs of {args.updates:,} updates, {where_runs_go(args)}, in {runs_dir}", flush=True)
     if not args.no_estimate:
         print_expected_time(list(job.values()), args.jobs)
     run_stages({"training": list(job.values())}, args)

@@ -39,7 +39,7 @@ from experiments.jobs import Job, JobFailed, run_job
 SIGNAL_DELAY_S = 120  # how long before its time limit a job is told to save: several updates at the paper's sizes
 SAVE_SECONDS = 90  # how long SlurmTask.checkpoint waits for the trainer to save before asking it again
 TIME_LIMIT_REQUEUES = 1000  # a long run may meet its time limit this many times (each time it resumes)
-POLL_SECONDS = (2, 15)  # the waiting command asks Slurm (sacct) about its jobs after 2 s, then less often, every 15 s at most
+POLL_SECONDS = (1, 10)  # the waiting command asks Slurm (sacct) about its jobs after 1 s, then less often, every 10 s at most
 ACTIVE = {"PENDING", "RUNNING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING", "COMPLETING", "SUSPENDED",
           "RESIZING", "SIGNALING", "STAGE_OUT", "RESV_DEL_HOLD"}  # squeue's states of a job that is not over
 
