@@ -1,5 +1,6 @@
 """The launcher flags every experiment takes: bad values refused naming them, Slurm's time
-formats read as minutes, and `--launcher slurm` where no Slurm is refused saying what is missing."""
+formats read as minutes, and `--launcher slurm` where no Slurm is refused saying what is missing;
+and --quick's frame budget."""
 
 import argparse
 
@@ -7,7 +8,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from experiments import launch, mazes
+from experiments import corridor_span, launch, mazes
+from experiments.cli import QUICK_FRAMES, frames_or_quick
 
 
 def parse(*flags: str) -> argparse.Namespace:
@@ -53,3 +55,11 @@ def test_slurm_where_there_is_none_says_what_is_missing(monkeypatch, capsys):
     with pytest.raises(SystemExit) as exit_info:
         launch.run_stages({"training": []}, parse("--launcher", "slurm"))
     assert "needs Slurm's commands" in str(exit_info.value.code)
+
+
+@pytest.mark.parametrize("experiment, default", [(mazes, 2_000_000), (corridor_span, 3_000_000)])
+def test_quick_alone_trains_a_few_thousand_frames_not_the_full_budget(experiment, default):
+    quick = experiment.make_parser().parse_args(["--quick"])
+    assert frames_or_quick(quick, default) == QUICK_FRAMES == 4_096
+    assert frames_or_quick(experiment.make_parser().parse_args([]), default) == default
+    assert frames_or_quick(experiment.make_parser().parse_args(["--quick", "--frames", "777"]), default) == 777
