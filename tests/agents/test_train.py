@@ -203,11 +203,11 @@ def test_acting_graph_needs_a_core_fed_step_by_step(tmp_path):
 
 
 @pytest.mark.parametrize("signum, group", [
-    (signal.SIGINT, True),    # Ctrl-C at a terminal: the whole process group
-    (signal.SIGTERM, False),  # kill, timeout: the learner alone
-    (signal.SIGTERM, True),   # scancel, a Slurm time limit: every process of the job
-    (signal.SIGHUP, False),   # the terminal closed
-    (signal.SIGUSR2, True),   # submitit's warning before a Slurm time limit or on preemption
+    pytest.param(signal.SIGINT, True, id="SIGINT-group"),     # Ctrl-C at a terminal: the whole process group
+    pytest.param(signal.SIGTERM, False, id="SIGTERM-alone"),  # kill, timeout: the learner alone
+    pytest.param(signal.SIGTERM, True, id="SIGTERM-group"),   # scancel, a Slurm time limit: every process of the job
+    pytest.param(signal.SIGHUP, False, id="SIGHUP-alone"),    # the terminal closed
+    pytest.param(signal.SIGUSR2, True, id="SIGUSR2-group"),   # submitit's warning before a Slurm time limit or on preemption
 ])
 def test_a_stop_signal_saves_a_checkpoint_with_the_envs(tmp_path, signum, group):
     """A stop signal reaches the learner (and, sent to the group, its workers): the learner
@@ -233,7 +233,8 @@ def test_a_run_folder_removed_while_training_gets_its_checkpoint_back(tmp_path):
         trainer.save()
     finally:
         trainer.close()
-    assert load_checkpoint(tmp_path / "run", "a2c")["counters"]["updates"] == 2
+    assert (tmp_path / "run").is_dir()
+    assert load_checkpoint(tmp_path / "run" / "checkpoint.pt", "a2c")["counters"]["updates"] == 2
 
 
 A2C_FLAGS = ["--env", "corridor", "--core", "lstm", "--core-opt", "hidden_size=8", "--num-envs", "4", "--rollout", "4",
