@@ -11,7 +11,8 @@ KeyboardInterrupt, as Python does for SIGINT alone.
 A checkpoint written after an interrupted update would hold half of it (the data or envs moved
 on, the weights not), so a resumed run would not continue exactly. Both trainers (agents/train.py
 and seqtasks/train.py) therefore train under StopOnInterrupt, where the first stop signal lets the
-update under way finish before they save; checkpoint writes hold the signals back until the file
+update under way finish before they save (a second Ctrl-C stops at once; see StopOnInterrupt);
+checkpoint writes hold the signals back until the file
 is complete (held_interrupt); the command lines (train_a2c.py, python -m seqtasks) turn the
 StopSignal that ends a run into a message and its exit code (exit_interrupted). Outside those
 blocks (setup, seqtasks' final test) a stop signal stops at once: there is nothing half done to save.
@@ -86,8 +87,11 @@ def _restore(previous: dict[int, object]) -> None:
 
 class StopOnInterrupt:
     """While active, the first stop signal asks the loop to stop after the current update, so
-    the checkpoint holds whole updates; a second one interrupts at once. `signum` is the first
-    signal's, for the exit code; `stop()` raises the StopSignal that ends the run."""
+    the checkpoint holds whole updates; a second Ctrl-C interrupts at once. Other signals after
+    the first change nothing: they are not a person's impatience but the same request again, as
+    when Slurm preempts a job (SIGTERM, then SIGUSR2) or signals a runner and its runs alike.
+    `signum` is the first signal's, for the exit code; `stop()` raises the StopSignal that ends
+    the run."""
 
     def __init__(self):
         self.requested = False
@@ -101,7 +105,9 @@ class StopOnInterrupt:
 
     def _handle(self, signum, frame) -> None:
         if self.requested:
-            raise StopSignal(signum)
+            if signum == signal.SIGINT:
+                raise StopSignal(signum)
+            return
         self.requested, self.signum = True, signum
         name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
         try:

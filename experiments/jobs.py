@@ -16,7 +16,7 @@ SIGUSR2 that `kill`, `timeout`, a closed terminal or a cluster send): each runni
 the same signal, once (the trainers then save a checkpoint and exit 128 + the signal), the runner
 waits for them and exits with the same code; nothing is left running. Commands run in their own
 sessions, so a Ctrl-C typed at the terminal reaches them only through the runner, once. A second
-signal is passed on too (the trainers then stop at once, still saving).
+signal is passed on too (a second Ctrl-C stops the trainers at once, still saving).
 
 `run_stages` runs the stages here (the local launcher) or as Slurm jobs (experiments/slurm.py),
 as the experiment's `--launcher` flag says (experiments/launch.py).

@@ -47,21 +47,23 @@ def exit_code(main: Callable[[list[str]], object], argv: list[str]) -> int:
     return 0
 
 
-def signal_when(command: list[str], ready: Callable[[], bool], signum: int = signal.SIGINT, group: bool = True,
+def signal_when(command: list[str], ready: Callable[[], bool], signum: int | tuple[int, ...] = signal.SIGINT, group: bool = True,
                 timeout: float = 120) -> tuple[int, str]:
-    """Run `command` in a new process group, send `signum` as soon as `ready()` holds (to the
-    whole group, as a terminal's Ctrl-C or Slurm do, or with `group=False` to the process alone,
-    as `kill` and `timeout` do), and return its exit code and stderr."""
+    """Run `command` in a new process group, send `signum` (or each of a tuple, in turn) as soon
+    as `ready()` holds (to the whole group, as a terminal's Ctrl-C or Slurm do, or with
+    `group=False` to the process alone, as `kill` and `timeout` do), and return its exit code
+    and stderr."""
     with tempfile.TemporaryFile("w+") as stderr:  # a file, not a pipe: a full pipe would stall the child
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr, text=True, start_new_session=True)
         try:
             if not wait_until(ready, process, timeout):
                 stderr.seek(0)
                 pytest.fail(f"not ready to signal (exit code {process.returncode}):\n{stderr.read()}")
-            if group:
-                os.killpg(process.pid, signum)
-            else:
-                process.send_signal(signum)
+            for each in signum if isinstance(signum, tuple) else (signum,):
+                if group:
+                    os.killpg(process.pid, each)
+                else:
+                    process.send_signal(each)
             process.wait(timeout=timeout)
         finally:
             if process.poll() is None:

@@ -223,6 +223,18 @@ def test_a_stop_signal_saves_a_checkpoint_with_the_envs(tmp_path, signum, group)
     assert payload["counters"]["updates"] >= 1 and payload["envs"] is not None
 
 
+def test_preemption_signals_one_after_the_other_still_save_whole_updates(tmp_path):
+    """Slurm preempts with SIGTERM then SIGUSR2 to every process: the second is the same request
+    again, not a second Ctrl-C, so the update under way still finishes and the envs are saved."""
+    command = [sys.executable, "train_a2c.py", "--env", "corridor", "--core", "lstm", "--core-opt", "hidden_size=8",
+               "--num-envs", "4", "--rollout", "4", "--num-actors", "2", "--threads", "1", "--total-steps", "1000000000",
+               "--save-every", "0.001", "--run-dir", str(tmp_path)]
+    code, err = signal_when(command, lambda: (tmp_path / "checkpoint.pt").is_file(), (signal.SIGTERM, signal.SIGUSR2))
+    # Both may be pending when Python looks, and it runs handlers in signal-number order (USR2 first).
+    assert code in (128 + signal.SIGTERM, 128 + signal.SIGUSR2), err
+    assert load_checkpoint(tmp_path, "a2c")["envs"] is not None
+
+
 def test_a_run_folder_removed_while_training_gets_its_checkpoint_back(tmp_path):
     """The folder is made again and the checkpoint written into it, not as a file named like
     the folder (which failed the run and the next one in that folder)."""
