@@ -91,16 +91,19 @@ class Actor:
             logits, _, self.state = self.policy(*self.inputs(), self.state)
         return self._act(logits[0], greedy)
 
-    def _act(self, logits: torch.Tensor, greedy: bool) -> tuple[dict[str, np.ndarray], Episodes]:
-        """Choose actions from (B, A) logits, step the envs, and move to the next step."""
+    def choose(self, logits: torch.Tensor, greedy: bool) -> torch.Tensor:
+        """Actions (B,) long from (B, A) logits, on their device: sampled, or the likeliest."""
         if greedy:
-            action = logits.argmax(-1)
-        else:
-            # torch.multinomial's own one-sample method (argmax of p / Exp(1) noise, the same
-            # draws on the CPU), with the noise drawn for every slot of the batch (see slots).
-            noise = torch.empty(self.total_envs, logits.shape[-1], device=logits.device).exponential_()  # (total, A)
-            action = (torch.softmax(logits, -1) / noise[self.first_slot : self.first_slot + self.num_envs]).argmax(-1)
-        action = action.cpu().numpy()
+            return logits.argmax(-1)
+        # torch.multinomial's own one-sample method (argmax of p / Exp(1) noise, the same
+        # draws on the CPU), with the noise drawn for every slot of the batch (see slots).
+        noise = torch.empty(self.total_envs, logits.shape[-1], device=logits.device).exponential_()  # (total, A)
+        return (torch.softmax(logits, -1) / noise[self.first_slot : self.first_slot + self.num_envs]).argmax(-1)
+
+    def _act(self, logits: torch.Tensor, greedy: bool) -> tuple[dict[str, np.ndarray], Episodes]:
+        """Choose actions from (B, A) logits, step the envs, and move to the next step. The
+        actions cross to the host here, the one read-back an acting step needs (the envs run there)."""
+        action = self.choose(logits, greedy).cpu().numpy()
         next_obs, reward, terminated, truncated, info = self.pool.step(action)
         record = dict(obs=self.obs, prev_action=self.prev_action, prev_reward=self.prev_reward, first=self.first,
                       valid=self.valid, action=action, reward=reward, terminated=terminated, truncated=truncated)

@@ -158,7 +158,7 @@ class Trainer:
         if self.gathers_observations:  # every rank's, in the order of one process's batch
             shares = distributed.all_gather((obs.cpu(), valid.cpu()), "gathering observations")
             obs, valid = (torch.cat(tensors, dim=1).to(self.device) for tensors in zip(*shares))
-        self.policy.observe(obs[valid])
+        self.policy.observe(obs, valid)
         return stats
 
     def learning_rate(self) -> float:

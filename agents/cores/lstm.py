@@ -5,6 +5,10 @@ chunk is cut at the steps where some env begins an episode, and each piece is on
 that starts from the carried state with the resetting envs' rows zeroed. A chunk with no reset
 after its first step is a single call (the fast path: acting, and most learning chunks).
 
+Finding the cuts reads `first` on the host: on CUDA one synchronisation per call of T > 1 steps
+(a learning or evaluation block), the price of nn.LSTM's fused pass, which cannot reset part of
+the batch mid-sequence. A call of one step (acting) has no cut to find and reads nothing back.
+
 Letters: T steps, B envs, L layers, I input width, H hidden size.
 """
 
@@ -51,7 +55,7 @@ class LSTMCore(nn.Module):
         Where first[t, b], env b's h and c are zeroed before step t.
         """
         steps = x.shape[0]
-        cuts = (first[1:].any(dim=1).nonzero().flatten() + 1).tolist()  # steps where some env resets
+        cuts = (first[1:].any(dim=1).nonzero().flatten() + 1).tolist() if steps > 1 else []  # steps where some env resets
         h, c = state.h.transpose(0, 1), state.c.transpose(0, 1)  # (L, B, H) as nn.LSTM wants
         outputs = []
         for start, end in zip([0, *cuts], [*cuts, steps]):
