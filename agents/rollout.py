@@ -98,7 +98,7 @@ class Actor:
         # torch.multinomial's own one-sample method (argmax of p / Exp(1) noise, the same
         # draws on the CPU), with the noise drawn for every slot of the batch (see slots).
         noise = torch.empty(self.total_envs, logits.shape[-1], device=logits.device).exponential_()  # (total, A)
-        return (torch.softmax(logits, -1) / noise[self.first_slot : self.first_slot + self.num_envs]).argmax(-1)
+        return (torch.softmax(logits.float(), -1) / noise[self.first_slot : self.first_slot + self.num_envs]).argmax(-1)
 
     def _act(self, logits: torch.Tensor, greedy: bool) -> tuple[dict[str, np.ndarray], Episodes]:
         """Choose actions from (B, A) logits, step the envs, and move to the next step. The

@@ -41,7 +41,7 @@ class SequenceRegime:
         if (self.batch + 1) * size > len(order):  # no full batch left: next epoch
             self.epoch, self.batch = self.epoch + 1, 0
         x, lengths, y = self._tensors("train", chosen)
-        loss = F.mse_loss(model(x, lengths), y)
+        loss = F.mse_loss(model(x, lengths).float(), y)  # float32 at any precision
         return loss, torch.full((), float(len(chosen)), device=self.device)
 
     @torch.no_grad()
@@ -53,7 +53,7 @@ class SequenceRegime:
         predictions = []
         for start in range(0, count, self.config.batch_size):
             x, lengths, _ = self._tensors(split, np.arange(start, min(start + self.config.batch_size, count)))
-            predictions.append(model(x, lengths).cpu())
+            predictions.append(model(x, lengths).float().cpu())
         model.train(training)
         predicted, targets = torch.cat(predictions).numpy(), self.splits[split].targets
         return {"loss": float(np.mean((predicted - targets) ** 2)), "accuracy": within_tolerance(predicted, targets)}

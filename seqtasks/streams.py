@@ -50,7 +50,7 @@ class TokenStream:
 def block_loss(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean cross-entropy over the tokens with a target, and their count (a float tensor on the
     device: reading it to the host would be a synchronisation on CUDA). logits: (T, B, V)."""
-    total = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE, reduction="sum")
+    total = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=IGNORE, reduction="sum")  # float32 at any precision
     count = (targets != IGNORE).sum().to(total.dtype)
     return total / count.clamp(min=1), count
 

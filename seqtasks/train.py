@@ -45,6 +45,7 @@ from agents.checkpoint import CheckpointError, checkpoint_path, load_checkpoint,
 from agents.cores.state import move_state
 from agents.device import resolve_device
 from agents.interrupt import StopOnInterrupt, held_interrupt
+from agents.precision import autocast
 from agents.seeding import rng_states, seed_everything, set_rng_states
 from seqtasks.config import SeqConfig
 from seqtasks.models import build_model
@@ -168,9 +169,14 @@ class Run:
         distributed.wait_for_all("waiting for the checkpoint to be written")
         return path
 
+    def evaluate(self, split: str) -> dict[str, float]:
+        """The model's metrics on `split`, computed at the run's precision."""
+        with autocast(self.device, self.config.precision):
+            return self.regime.evaluate(self.model, split)
+
     def _validate(self, writer: SummaryWriter) -> bool:
         """Validate, keep the best weights; True when training should stop early."""
-        metrics = self.regime.evaluate(self.model, "valid")
+        metrics = self.evaluate("valid")
         metrics = distributed.from_main(lambda: metrics, "sharing validation results")  # one decision for all ranks
         self.history.append({"update": self.update, "seconds": round(self.train_seconds, 3), **metrics})
         for name, value in metrics.items():
@@ -189,7 +195,8 @@ class Run:
         steps. Nothing in it reads a value back to the host (on CUDA, a synchronisation): the
         caller reads the two results when it logs them."""
         started = time.perf_counter()
-        loss, count = self.regime.train_loss(self.train_model)
+        with autocast(self.device, self.config.precision):
+            loss, count = self.regime.train_loss(self.train_model)
         total = distributed.sum_tensor(count.clone(), "counting targets")
         share = count / total.clamp(min=1)  # this rank's part of the batch's mean: 1 in one process
         self.optimizer.zero_grad(set_to_none=True)
@@ -287,8 +294,8 @@ class Run:
                 "trained": sum(p.numel() for p in self.model.parameters() if p.requires_grad),
                 "frozen": sum(p.numel() for p in self.model.parameters() if not p.requires_grad),
             },
-            "valid": self.regime.evaluate(self.model, "valid"),
-            "test": self.regime.evaluate(self.model, "test"),
+            "valid": self.evaluate("valid"),
+            "test": self.evaluate("test"),
         }
         results["history"] = self.history
         results = distributed.from_main(lambda: results, "sharing test results")

@@ -18,7 +18,14 @@ the highest representations of the past. That makes the steps sequential; each i
 - at the start of a call the carried memory's keys and values are recomputed with the current
   weights, except when acting (no gradients) with unchanged weights: then the stored ones are
   reused and the call extends the state's buffers in place (append_log.py), so a T = 1 call
-  costs one step, whatever the span.
+  costs one step, whatever the span;
+- mixed precision: a call computes in autocast's dtype where autocast is on (else the weights'),
+  explicitly: the weights are cast once per call, the buffers and the tape are in that dtype, and
+  autocast is off inside the steps and the backward (dtypes.py says why). The weights' gradients
+  are accumulated in their own dtype (float32 under autocast), each step's share added in. The
+  autograd Function takes no torch.amp.custom_fwd/custom_bwd: they hand a backward its forward's
+  autocast state, which nothing here reads, and their cast_inputs would round the float32
+  gradients to bfloat16 on their way back to the weights.
 
 Letters: T steps, B envs, S span, L layers, G key/value groups (1 shared, else L), D d_model,
 H heads, E head width.
@@ -33,9 +40,10 @@ import torch
 from torch import nn
 
 from agents.cores.append_log import AppendLog, capacity_for
-from agents.cores.attention import NEG_INF, AttentionBlock, init_value_path
+from agents.cores.attention import AttentionBlock, init_value_path
 from agents.cores.checks import check_bool
 from agents.cores.dropout import draw_masks
+from agents.cores.dtypes import compute_dtype, exact, masked_score
 from agents.cores.feedback_step import (
     GroupWeights, LayerTape, LayerWeights, layer_backward, layer_forward, layer_norm_input_grad, project,
     projection_gradients,
@@ -126,8 +134,10 @@ class FeedbackCore(nn.Module):
         return self.layer_weights, layers, groups
 
     def initial_state(self, batch_size: int, device: torch.device | str) -> FeedbackState:
+        """Empty memory in the weights' dtype (a call under autocast copies it into its own)."""
         span = self.config.span
-        memory, keys, values = self._new_buffers(batch_size, capacity_for(span, 0), torch.zeros(0, device=device), torch.zeros)
+        like = torch.zeros(0, dtype=self.layer_logits.dtype, device=device)
+        memory, keys, values = self._new_buffers(batch_size, capacity_for(span, 0), like, torch.zeros)
         valid = torch.zeros(batch_size, span, dtype=torch.bool, device=device)
         return FeedbackState(memory, keys, values, valid, span, None, AppendLog(span))
 
@@ -184,14 +194,25 @@ class FeedbackRun:
         self.recording = torch.is_grad_enabled() and c.fused
         self.autograd = torch.is_grad_enabled() and not c.fused
         self.slot = torch.arange(span, device=like.device)
+        self.dtype = compute_dtype(like.device, core.layer_logits.dtype)
+        self.exact = lambda: exact(like.device)  # autocast off: the steps set their dtypes themselves
+        like = like.new_empty(0, dtype=self.dtype)
         # The buffer index (counting the carried span from 0) where each env's episode began.
         self.episode_start = span - state.valid.sum(dim=1)  # (B,); S when nothing carried is valid
         self.version = weights_version(core)
-        self.mix, self.layers, self.groups = core.call_weights(self.version)
+        # The weights as derived (their own dtype, with autograd when on): what the gradients are for ...
+        self.master = core.call_weights(self.version)
+        if self.dtype == self.master[0].dtype:  # ... and as the steps read them: the same, or cast once per call
+            self.mix, self.layers, self.groups = self.master
+        else:
+            with torch.set_grad_enabled(self.autograd):  # (the reference's casts with autograd)
+                self.mix = self.master[0].to(self.dtype)
+                self.layers = [LayerWeights(*(None if x is None else x.to(self.dtype) for x in w)) for w in self.master[1]]
+                self.groups = [GroupWeights(*(None if x is None else x.to(self.dtype) for x in w)) for w in self.master[2]]
         self.masks = self._draw_masks(batch, steps, like)
         reuse = not torch.is_grad_enabled() and state.version == self.version  # stored keys are current
         window = slice(state.end - span, state.end)
-        extend = reuse and state.log.can_extend(state.end, steps, state.memory.shape[1])
+        extend = reuse and state.memory.dtype == self.dtype and state.log.can_extend(state.end, steps, state.memory.shape[1])
         if extend:
             memory, keys, values, start, log = state.memory, state.keys, state.values, state.end, state.log
         else:  # new buffers, starting with this state's memory (its keys and values below)
@@ -205,19 +226,20 @@ class FeedbackRun:
             self.key_rows, self.value_columns = torch.empty_like(values), torch.empty_like(keys)
             self.group_key_rows, self.group_value_columns = [self.key_rows[:, :, g] for g in groups], [self.value_columns[:, :, g] for g in groups]
         if not extend:  # the carried window's keys and values
-            with torch.no_grad():
+            with torch.no_grad(), self.exact():
                 for g in range(core.groups):
                     if reuse:
                         keys[:, :, g, :, :span], values[:, :, g, :span] = state.keys[:, :, g, :, window], state.values[:, :, g, window]
                     else:  # recomputed with the current weights
                         self._write(g, memory[:, :span], 0)
         if self.autograd:  # the reference reads windows with gradients, grown a step at a time
-            kv = [self._split(project(group, state.memory[:, window])[0]) for group in self.groups]
-            self.key_windows, self.value_windows = [k.transpose(-1, -2) for k, _ in kv], [v for _, v in kv]
+            with self.exact():
+                kv = [self._split(project(group, state.memory[:, window].to(self.dtype))[0]) for group in self.groups]
+                self.key_windows, self.value_windows = [k.transpose(-1, -2) for k, _ in kv], [v for _, v in kv]
         self.inputs: list[torch.Tensor] = []  # what step() was given, for outputs()
         self.tops: list[torch.Tensor] = []  # (B, D) the top layer's output per step, before the final norm
         self.tapes: list[StepTape] = []
-        self.zero, self.neg_inf = like.new_zeros(()), like.new_full((), NEG_INF)
+        self.zero, self.neg_inf = like.new_zeros(()), like.new_full((), masked_score(self.dtype))
 
     def _draw_masks(self, batch: int, steps: int, like: torch.Tensor) -> list:
         """Per layer, the dropout masks of all steps, (attention (T, B, H, S [+ N]), ReLU (T, B, F)),
@@ -265,10 +287,14 @@ class FeedbackRun:
 
     def advance(self, embedded: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
         """One step from its embedding (B, D): the top layer's output (B, D) before the final
-        norm; the step's memory vector and its keys and values go into the buffers."""
-        c, t = self.core.config, self.t
-        if t == self.steps:
+        norm, in the call's dtype; the step's memory vector and its keys and values go into the buffers."""
+        if self.t == self.steps:
             raise RuntimeError(f"this run was opened for {self.steps} steps")
+        with self.exact():
+            return self._advance(embedded.to(self.dtype), first)
+
+    def _advance(self, embedded: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
+        c, t = self.core.config, self.t
         span, lo = c.span, self.start + self.t - c.span  # the window: buffer slots [lo, lo + S)
         self.episode_start = torch.where(first, span + t, self.episode_start)
         visible = (t + self.slot)[None, :] >= self.episode_start[:, None]  # (B, S)
@@ -309,7 +335,8 @@ class FeedbackRun:
             return self.core.norm_out(torch.stack(self.tops))
         if embedded is None:
             embedded = self.core.embed(torch.stack(self.inputs))
-        y = _Call.apply(embedded, self, self.mix, *[x for w in self.layers for x in w], *[x for w in self.groups for x in w])
+        mix, layers, groups = self.master
+        y = _Call.apply(embedded, self, mix, *[x for w in layers for x in w], *[x for w in groups for x in w])
         return self.core.norm_out(y)
 
     def finish(self) -> FeedbackState:
@@ -326,19 +353,27 @@ class FeedbackRun:
 
         A step's memory slot is read by the S steps after it, so when the reverse walk reaches
         step t the gradient at its keys and values is complete; from it comes the gradient at
-        m_t, which joins the gradients flowing down step t's layers."""
+        m_t, which joins the gradients flowing down step t's layers.
+
+        In the call's dtype, but the weights' gradients and the gradients at every slot's keys
+        and values (each a sum over many steps) accumulate in the weights' own dtype."""
+        with self.exact():
+            return self._backward(grad_y.to(self.dtype))
+
+    def _backward(self, grad_y: torch.Tensor) -> tuple:
         c, steps = self.core.config, self.t
+        master_mix, master_layers, master_groups = self.master
         span, (batch, width) = c.span, grad_y.shape[1:]
         # per group (B, 2, H, E, S + T): gradients at every slot's keys ([:, 0]) and values, transposed
-        grad_kv = [grad_y.new_zeros(batch, 2, c.n_heads, width // c.n_heads, span + steps) for _ in self.groups]
+        grad_kv = [master_mix.new_zeros(batch, 2, c.n_heads, width // c.n_heads, span + steps) for _ in self.groups]
         mix = self.mix.detach().unbind(0)
         d_embedded, d_mix = torch.empty_like(grad_y), []
-        d_layers = [LayerWeights(*(None if x is None else torch.zeros_like(x) for x in w)) for w in self.layers]
+        d_layers = [LayerWeights(*(None if x is None else torch.zeros_like(x) for x in w)) for w in master_layers]
         for t in reversed(range(steps)):
             tape = self.tapes[t]
             dm = None
             for g, w in enumerate(self.groups):
-                d_normed = torch.mm(grad_kv[g][..., span + t].reshape(batch, 2 * width), w.kv_w)  # keys' then values' (B, 2 D)
+                d_normed = torch.mm(grad_kv[g][..., span + t].reshape(batch, 2 * width).to(self.dtype), w.kv_w)  # keys' then values' (B, 2 D)
                 dg = d_normed if w.norm_w is None else layer_norm_input_grad(d_normed, tape.m, tape.stats[g], w.norm_w)
                 dm = dg if dm is None else dm + dg
             dm_flat = dm.view(-1)
@@ -354,10 +389,10 @@ class FeedbackRun:
                 )
                 dh = torch.addcmul(dh, dm, mix[layer])
             d_embedded[t] = dh
-        d_mix = torch.stack(d_mix).sum(0)  # softmax(w): layer l's output reaches m_t times w_l (l = 0: the embedded input)
-        memory = self.memory[:, : span + steps].reshape(-1, width)  # every slot the call read
+        d_mix = torch.stack(d_mix).to(master_mix.dtype).sum(0)  # softmax(w): layer l's output reaches m_t times w_l (l = 0: the embedded input)
+        memory = self.memory[:, : span + steps].reshape(-1, width).to(master_mix.dtype)  # every slot the call read
         d_groups = [  # each slot's key and value gradients as one row (B (S + T), 2 D)
-            projection_gradients(w, memory, grad.permute(0, 4, 1, 2, 3).reshape(-1, 2 * width)) for w, grad in zip(self.groups, grad_kv)
+            projection_gradients(w, memory, grad.permute(0, 4, 1, 2, 3).reshape(-1, 2 * width)) for w, grad in zip(master_groups, grad_kv)
         ]
         return (d_embedded, None, d_mix, *[x for w in d_layers for x in w], *[x for w in d_groups for x in w])
 

@@ -46,7 +46,8 @@ class LSTMCore(nn.Module):
         self.lstm = nn.LSTM(input_dim, config.hidden_size, config.n_layers)  # time-major
 
     def initial_state(self, batch_size: int, device: torch.device | str) -> LSTMState:
-        zeros = torch.zeros(batch_size, self.config.n_layers, self.config.hidden_size, device=device)
+        dtype = self.lstm.weight_ih_l0.dtype  # the weights' (a core cast to bfloat16 carries bfloat16)
+        zeros = torch.zeros(batch_size, self.config.n_layers, self.config.hidden_size, dtype=dtype, device=device)
         return LSTMState(zeros, zeros.clone())
 
     def forward(self, x: torch.Tensor, state: LSTMState, first: torch.Tensor) -> tuple[torch.Tensor, LSTMState]:

@@ -81,8 +81,10 @@ class TransformerCore(nn.Module):
         track_loads(self)
 
     def initial_state(self, batch_size: int, device: torch.device | str) -> TransformerState:
+        """Empty memory in the weights' dtype."""
         span = self.config.span
-        inputs, keys, values = self._new_buffers(batch_size, capacity_for(span, 0), torch.zeros(0, device=device))
+        like = torch.zeros(0, dtype=self.embed.weight.dtype, device=device)
+        inputs, keys, values = self._new_buffers(batch_size, capacity_for(span, 0), like)
         valid = torch.zeros(batch_size, span, dtype=torch.bool, device=device)
         return TransformerState(inputs, keys, values, valid, span, None, AppendLog(span))
 
