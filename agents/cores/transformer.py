@@ -139,7 +139,8 @@ class TransformerCore(nn.Module):
                 # The carried steps apart: their inputs take no gradient, so backward skips the
                 # (B S, 2D) @ (2D, D) product that would compute one only to drop it. (Read from
                 # the state, which this call does not write: backward needs them as they were.)
-                carried_kv, new_kv = kv(block.attention_input(state.inputs[:, layer, carried])), kv(block.attention_input(h))
+                carried_inputs = state.inputs[:, layer, carried].to(h.dtype)  # (a state made in another dtype: cast)
+                carried_kv, new_kv = kv(block.attention_input(carried_inputs)), kv(block.attention_input(h))
                 k, v = torch.cat([carried_kv, new_kv], dim=1).chunk(2, dim=-1)  # (B, S + T, D) each
                 k, v = split_heads(k, c.n_heads), split_heads(v, c.n_heads)
                 if store:
