@@ -42,8 +42,9 @@ from torch import nn
 from agents.cores.append_log import AppendLog, capacity_for
 from agents.cores.attention import AttentionBlock, init_value_path
 from agents.cores.checks import check_bool
-from agents.cores.dropout import draw_masks
+from agents.cores.dropout import draw_keep
 from agents.cores.dtypes import compute_dtype, exact, masked_score
+from agents.cores.stepwise import StepwiseRun
 from agents.cores.feedback_step import (
     GroupWeights, LayerTape, LayerWeights, layer_backward, layer_forward, layer_norm_input_grad, project,
     projection_gradients,
@@ -176,11 +177,12 @@ class StepTape(NamedTuple):
     m: torch.Tensor  # (B, D) the step's memory vector
     stats: list  # per key/value group: its norm's (mean, rstd) of m, or None
     seen: torch.Tensor  # (B, 1, 1) 1.0 where some window slot was visible
-    masks: list  # per layer: this step's dropout masks, or None
+    masks: list  # per layer: this step's dropout masks, bool (kept), or None
 
 
-class FeedbackRun:
-    """The state of one call over at most `steps` steps, advanced a step at a time.
+class FeedbackRun(StepwiseRun):
+    """The state of one call over at most `steps` steps, advanced a step at a time (in the order
+    stepwise.py says).
 
     Three ways to run, by the grad mode when the run begins: without gradients (acting: nothing
     kept); with gradients and `fused` (the default: steps without autograd, each keeping its
@@ -243,17 +245,25 @@ class FeedbackRun:
 
     def _draw_masks(self, batch: int, steps: int, like: torch.Tensor) -> list:
         """Per layer, the dropout masks of all steps, (attention (T, B, H, S [+ N]), ReLU (T, B, F)),
-        drawn layer by layer, attention first, in one draw each (dropout.py); [] without dropout."""
+        bool (True: kept), drawn layer by layer, attention first, in one draw each (dropout.py);
+        [] without dropout. Scaled by 1 / (1 - p) a step at a time (`_scaled`)."""
         core, c = self.core, self.core.config
         if not core.training or c.dropout == 0:
             return []
+        self.keep_scale = like.new_full((), 1.0 / (1.0 - c.dropout))
         masks = []
         for block, w in zip(core.blocks, self.layers):
             keys = c.span + (w.persistent_k.shape[1] if w.persistent_k is not None else 0)
-            attention = draw_masks(steps, (batch, c.n_heads, 1, keys), c.dropout, like)[:, :, :, 0]
-            relu = draw_masks(steps, (batch, 1, block.ff.fc1.out_features), c.dropout, like)[:, :, 0] if block.ff is not None else None
+            attention = draw_keep(steps, (batch, c.n_heads, 1, keys), c.dropout, like.device)[:, :, :, 0]
+            relu = draw_keep(steps, (batch, 1, block.ff.fc1.out_features), c.dropout, like.device)[:, :, 0] if block.ff is not None else None
             masks.append((attention, relu))
         return masks
+
+    def _scaled(self, keep: tuple | None) -> tuple | None:
+        """A step's bool masks of one layer -> the masks layer_forward multiplies by: 0 or 1 / (1 - p)."""
+        if keep is None:
+            return None
+        return tuple(None if mask is None else torch.where(mask, self.keep_scale, self.zero) for mask in keep)
 
     def _split(self, kv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(B, n, 2 D) projected memory -> keys and values (B, H, n, E)."""
@@ -280,6 +290,7 @@ class FeedbackRun:
     def step(self, x: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
         """x: (B, input_dim), first: (B,) bool -> y: (B, D), with gradients only in the
         reference (fused=False); outputs() gives all steps' with gradients either way."""
+        self.check_step()
         if self.recording:
             self.inputs.append(x)
         with torch.set_grad_enabled(self.autograd):
@@ -288,8 +299,6 @@ class FeedbackRun:
     def advance(self, embedded: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
         """One step from its embedding (B, D): the top layer's output (B, D) before the final
         norm, in the call's dtype; the step's memory vector and its keys and values go into the buffers."""
-        if self.t == self.steps:
-            raise RuntimeError(f"this run was opened for {self.steps} steps")
         with self.exact():
             return self._advance(embedded.to(self.dtype), first)
 
@@ -300,7 +309,7 @@ class FeedbackRun:
         visible = (t + self.slot)[None, :] >= self.episode_start[:, None]  # (B, S)
         bias = torch.where(visible, self.zero, self.neg_inf)[:, None, :]  # (B, 1, S)
         seen = visible.any(dim=1).to(embedded.dtype)[:, None, None]  # (B, 1, 1)
-        masks = [(attention[t], None if relu is None else relu[t]) for attention, relu in self.masks] or [None] * c.n_layers
+        keep = [(attention[t], None if relu is None else relu[t]) for attention, relu in self.masks] or [None] * c.n_layers
         h, m, tapes = embedded, self.mix[0] * embedded, []
         for layer, w in enumerate(self.layers):
             g = 0 if c.shared_kv else layer
@@ -308,7 +317,7 @@ class FeedbackRun:
                 k_t, v = self.key_windows[g], self.value_windows[g]
             else:
                 k_t, v = self.group_keys[g][..., lo : lo + span], self.group_values[g][:, :, lo : lo + span]
-            h, tape = layer_forward(h, k_t, v, bias, seen, w, masks[layer], c.pre_norm)
+            h, tape = layer_forward(h, k_t, v, bias, seen, w, self._scaled(keep[layer]), c.pre_norm)
             m = torch.addcmul(m, self.mix[layer + 1], h)
             tapes.append(tape)
         slot = self.start + t
@@ -322,7 +331,7 @@ class FeedbackRun:
                 self.key_windows[g] = torch.cat([self.key_windows[g][..., 1:], k.transpose(-1, -2)], dim=-1)
                 self.value_windows[g] = torch.cat([self.value_windows[g][:, :, 1:], v], dim=2)
         if self.recording:
-            self.tapes.append(StepTape(tapes, m, [None if s is None else (s[0][:, 0], s[1][:, 0]) for s in stats], seen, masks))
+            self.tapes.append(StepTape(tapes, m, [None if s is None else (s[0][:, 0], s[1][:, 0]) for s in stats], seen, keep))
         self.tops.append(h)
         self.t += 1
         return h
@@ -331,6 +340,7 @@ class FeedbackRun:
         """(T, B, D) the outputs of the steps taken (after the final norm). A recording run
         hands them to autograd here, with gradients to `embedded` (the steps' embedded inputs,
         (T, B, D); by default embed(the inputs step() was given)) and the weights."""
+        self.check_outputs()
         if not self.recording:
             return self.core.norm_out(torch.stack(self.tops))
         if embedded is None:
@@ -341,6 +351,7 @@ class FeedbackRun:
 
     def finish(self) -> FeedbackState:
         """The state after the steps taken (detached, like forward's)."""
+        self.check_finish()
         span, end = self.core.config.span, self.start + self.t
         self.log.end = end
         index = torch.arange(self.t, self.t + span, device=self.slot.device)  # buffer index of the last S slots
@@ -384,7 +395,7 @@ class FeedbackRun:
                 window = slice(t, t + span)
                 dh = layer_backward(
                     dh, self.group_key_rows[g][:, :, window], self.group_value_columns[g][..., window], grad_kv[g][:, 0, ..., window],
-                    grad_kv[g][:, 1, ..., window], tape.seen, self.layers[layer], tape.layers[layer], tape.masks[layer], c.pre_norm,
+                    grad_kv[g][:, 1, ..., window], tape.seen, self.layers[layer], tape.layers[layer], self._scaled(tape.masks[layer]), c.pre_norm,
                     d_layers[layer],
                 )
                 dh = torch.addcmul(dh, dm, mix[layer])

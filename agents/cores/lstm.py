@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from agents.cores.checks import check_at_least
+from agents.cores.stepwise import StepwiseRun
 
 
 @dataclass
@@ -88,8 +89,9 @@ class LSTMCore(nn.Module):
         return out[None], (torch.stack(hs), torch.stack(cs))
 
 
-class LSTMRun:
-    """One call over at most `steps` steps, advanced a step at a time; equals forward()."""
+class LSTMRun(StepwiseRun):
+    """One call over at most `steps` steps, advanced a step at a time; equals forward(). Its
+    methods keep the order stepwise.py says."""
 
     def __init__(self, core: LSTMCore, state: LSTMState, steps: int):
         self.core, self.steps, self.t = core, steps, 0
@@ -98,8 +100,7 @@ class LSTMRun:
 
     def step(self, x: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
         """x: (B, I), first: (B,) bool -> y: (B, H)."""
-        if self.t == self.steps:
-            raise RuntimeError(f"this run was opened for {self.steps} steps")
+        self.check_step()
         reset = first[None, :, None]  # (1, B, 1)
         carried = (torch.where(reset, 0.0, self.h), torch.where(reset, 0.0, self.c))
         y, (self.h, self.c) = self.core._one_step(x[None], carried)
@@ -109,8 +110,10 @@ class LSTMRun:
 
     def outputs(self) -> torch.Tensor:
         """(T, B, H) the outputs of the steps taken, with their graph."""
+        self.check_outputs()
         return torch.stack(self.ys)
 
     def finish(self) -> LSTMState:
         """The state after the steps taken (detached, like forward's)."""
+        self.check_finish()
         return LSTMState(self.h.detach().transpose(0, 1).contiguous(), self.c.detach().transpose(0, 1).contiguous())
