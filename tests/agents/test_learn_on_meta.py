@@ -14,6 +14,7 @@ import torch
 
 from agents.a2c_config import resolve_config
 from agents.rollout import Rollout
+from agents.staging import Staging
 from agents.train import Trainer, build_optimizer
 
 META = torch.device("meta")
@@ -21,13 +22,14 @@ T, B = 5, 4
 
 
 def meta_trainer(tmp_path, env: str, core: str, options: dict) -> Trainer:
-    """A trainer built on the CPU, then its policy moved to meta with a fresh optimiser."""
+    """A trainer built on the CPU, then its policy moved to meta with a fresh optimiser (and its
+    actor's inputs staged for meta)."""
     config = resolve_config({"env": env, "core": core, "core_options": options, "num_envs": B, "rollout": T,
                              "total_steps": T * B, "seed": 1, "threads": 1, "run_dir": str(tmp_path)})
     trainer = Trainer(config)
     trainer.policy.to(META)
     trainer.optimizer = build_optimizer(config, trainer.policy)
-    trainer.learner, trainer.device, trainer.actor.device = trainer.policy, META, META
+    trainer.learner, trainer.device, trainer.actor.device, trainer.actor.staging = trainer.policy, META, META, Staging(META)
     return trainer
 
 
