@@ -13,8 +13,10 @@ few dozen ATen calls on tensors the caller hands in:
   (out, B) @ (B, in) product a step: at the CPU preset's sizes the gradients stay in cache, and
   no step's inputs need gathering into one product at the end, which cost more).
 
-Shapes are static within a call and nothing reads a value back to the host, so a call can be
-captured in a CUDA graph or traced by torch.compile with no graph break.
+Shapes are static and nothing reads a value back to the host, so one layer's step traces whole
+under torch.compile (fullgraph=True) and is what a CUDA graph could capture; a whole call is
+not capturable as it stands (its window moves a slot a step, its buffers are made per call:
+docs/speed.md says exactly what is and is not).
 
 Letters: B envs, D model width, H heads, E head width (D / H), S span (window slots), N
 persistent vectors per head, F feed-forward width, R rows of all steps of a call (T B).
