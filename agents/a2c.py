@@ -64,7 +64,7 @@ def a2c_loss(
     of per-rank means would weight a rank's steps by how few valid steps it had)."""
     weight = valid.to(values.dtype)
     count = (weight.sum() if count is None else count).clamp(min=1.0)
-    distribution = Categorical(logits=logits)
+    distribution = Categorical(logits=logits, validate_args=False)  # validation reads its checks back to the host
     policy_loss = -(distribution.log_prob(actions) * advantages.detach() * weight).sum() / count
     value_loss = 0.5 * ((values - returns.detach()).square() * weight).sum() / count
     entropy = (distribution.entropy() * weight).sum() / count
@@ -79,7 +79,15 @@ def a2c_loss(
 
 
 def explained_variance(predicted: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """1 - Var(target - predicted) / Var(target) over masked entries (nan when Var(target) = 0)."""
-    predicted, target = predicted[mask], target[mask]
-    variance = target.var(unbiased=False)
-    return 1.0 - (target - predicted).var(unbiased=False) / variance
+    """1 - Var(target - predicted) / Var(target) over masked entries (nan when Var(target) = 0
+    or no entry is masked in). Weighted by the mask rather than indexed by it: boolean indexing
+    has a data-dependent shape, a host synchronisation on CUDA."""
+    weight = mask.to(target.dtype)
+    count = weight.sum()
+    return 1.0 - masked_variance(target - predicted, weight, count) / masked_variance(target, weight, count)
+
+
+def masked_variance(x: torch.Tensor, weight: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
+    """The population variance of the entries of x where weight is 1 (weight 0 or 1, count its sum)."""
+    mean = (x * weight).sum() / count
+    return ((x - mean).square() * weight).sum() / count

@@ -20,6 +20,7 @@ import envs
 from agents.cores import CORES, core_options
 from agents.cores.checks import check_bool
 from agents.policy import HEAD_INITS
+from agents.precision import PRECISIONS, check_precision
 
 OPTIMIZERS = ("adam", "rmsprop")
 # How the learner gets the rollout's outputs with gradients: "recompute" runs the policy over the
@@ -78,6 +79,10 @@ class A2CConfig:
     )
     num_actors: int = field(default=0, metadata={"help": "CPU actor worker processes stepping env shards; 0 steps envs in the learner"})
     device: str = field(default="auto", metadata={"help": "auto (CUDA if present, else CPU), cpu, cuda, cuda:N"})
+    precision: str = field(
+        default="fp32",
+        metadata={"help": f"one of {PRECISIONS}: bf16 runs acting and the learning forward under bfloat16 autocast (weights, optimiser and loss stay float32)"},
+    )
     threads: int = field(default=0, metadata={"help": "torch CPU threads of the learner; 0 keeps torch's default"})
     run_dir: str = field(default="", metadata={"help": "run folder (default runs/<env>-<core>-<time>)"})
     save_every: float = field(default=300.0, metadata={"help": "seconds between checkpoints (also saved at exit)"})
@@ -98,6 +103,7 @@ class A2CConfig:
         if self.head_init not in HEAD_INITS:
             raise ValueError(f"unknown head_init {self.head_init!r}; choose from {list(HEAD_INITS)}")
         check_bool("previous_inputs", self.previous_inputs)
+        check_precision(self.precision)
         if self.learner not in LEARNERS:
             raise ValueError(f"unknown learner {self.learner!r}; choose from {list(LEARNERS)}")
         for name in ("total_steps", "num_envs", "rollout", "embed_dim", "log_every"):

@@ -6,8 +6,10 @@ knows how to take them apart again, in the same order as `flatten` lays them out
 - Discrete: 1 column (the value, start offset kept); MultiDiscrete of any shape and Box: their
   values in C order; Dict: its parts in the space's key order; Tuple: its parts in order;
 - Text (or a MiniGrid mission): no columns (skipped, see `skipped_parts`).
-The array is int64 where every column is an integer (Discrete, MultiDiscrete), else float32
-(exact for integers below 2**24). Anything else is refused with `UnsupportedSpace`.
+The array is int64 where every column is an integer (Discrete, MultiDiscrete), uint8 where every
+column is a uint8 Box (images: they cross to the learner device as bytes, a quarter of float32,
+and the encoder converts them there), else float32 (exact for integers below 2**24). Anything
+else is refused with `UnsupportedSpace`.
 
 This module imports no torch: actor workers use it.
 """
@@ -68,8 +70,17 @@ def is_integer(space: gym.Space) -> bool:
     return is_text(space) or isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete))
 
 
+def is_bytes(space: gym.Space) -> bool:
+    """Whether every column of `space` is a uint8 Box value (so the flat array can be uint8)."""
+    if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
+        return all(is_bytes(part) for _, part in parts(space))
+    return is_text(space) or (isinstance(space, gym.spaces.Box) and space.dtype == np.uint8)
+
+
 def flat_dtype(space: gym.Space) -> np.dtype:
-    return np.dtype(np.int64 if is_integer(space) else np.float32)
+    if is_integer(space):
+        return np.dtype(np.int64)
+    return np.dtype(np.uint8 if is_bytes(space) else np.float32)
 
 
 def flatten(space: gym.Space, obs: Any, batch: int) -> np.ndarray:

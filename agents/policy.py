@@ -77,9 +77,10 @@ class Policy(nn.Module):
         y, state = self.core(self.encode(obs, prev_action, prev_reward), state, first)
         return self.actor(y), self.critic(y).squeeze(-1), state
 
-    def observe(self, obs: torch.Tensor) -> None:
-        """Update the encoder's input statistics (if it keeps any) with observations (..., N)."""
-        self.encoder.observe(obs)
+    def observe(self, obs: torch.Tensor, mask: torch.Tensor) -> None:
+        """Update the encoder's input statistics (if it keeps any) with the observations (..., N)
+        where mask (...) is True."""
+        self.encoder.observe(obs, mask)
 
     @property
     def can_open(self) -> bool:

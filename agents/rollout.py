@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from agents.policy import Policy
+from agents.staging import Staging
 
 
 @dataclass
@@ -25,7 +26,7 @@ class Rollout:
     """T steps of B envs on the learner device; index T of the (T + 1) tensors is the
     observation after the last step (for the bootstrap value)."""
 
-    obs: torch.Tensor  # (T + 1, B, N) int64, or float32 where the space has Box parts
+    obs: torch.Tensor  # (T + 1, B, N) in the flat array's dtype (agents/observations.py)
     prev_action: torch.Tensor  # (T + 1, B) long
     prev_reward: torch.Tensor  # (T + 1, B)
     first: torch.Tensor  # (T + 1, B) bool
@@ -65,6 +66,8 @@ class Actor:
         self.pool, self.policy, self.device = pool, policy, device
         self.num_envs = pool.num_envs
         self.first_slot, self.total_envs = slots or (0, pool.num_envs)
+        self.staging = Staging(device)  # each step's inputs cross in one copy (agents/staging.py)
+        self.bytes_to_host = 0  # the actions read back
         self.restart()
 
     def restart(self) -> None:
@@ -79,33 +82,44 @@ class Actor:
         self.episode_length = np.zeros(B, dtype=np.int64)
         self.state = self.policy.initial_state(B, self.device)
 
+    def staged(self) -> list[torch.Tensor]:
+        """The current step's obs (B, N) in the flat array's dtype, prev_action (B,), prev_reward
+        (B,), first (B,) and valid (B,) on the device, moved in one copy."""
+        return self.staging.to_device([self.obs, self.prev_action, self.prev_reward, self.first, self.valid])
+
     def inputs(self) -> tuple[torch.Tensor, ...]:
         """The policy's inputs for the current step, (1, B, ...) on the device."""
-        to = lambda array: torch.as_tensor(array, device=self.device).unsqueeze(0)  # noqa: E731
-        return to(self.obs), to(self.prev_action), to(self.prev_reward), to(self.first)
+        return tuple(tensor[None] for tensor in self.staged()[:4])
 
     def step(self, greedy: bool = False) -> tuple[dict[str, np.ndarray], Episodes]:
         """One step of every env. Returns the step's record (numpy, (B,) each) and the episodes
         that ended on it."""
         with torch.no_grad():
             logits, _, self.state = self.policy(*self.inputs(), self.state)
-        return self._act(logits[0], greedy)
+        record, ended, _ = self._act(logits[0], greedy)
+        return record, ended
 
-    def _act(self, logits: torch.Tensor, greedy: bool) -> tuple[dict[str, np.ndarray], Episodes]:
-        """Choose actions from (B, A) logits, step the envs, and move to the next step."""
+    def choose(self, logits: torch.Tensor, greedy: bool) -> torch.Tensor:
+        """Actions (B,) long from (B, A) logits, on their device: sampled, or the likeliest."""
         if greedy:
-            action = logits.argmax(-1)
-        else:
-            # torch.multinomial's own one-sample method (argmax of p / Exp(1) noise, the same
-            # draws on the CPU), with the noise drawn for every slot of the batch (see slots).
-            noise = torch.empty(self.total_envs, logits.shape[-1], device=logits.device).exponential_()  # (total, A)
-            action = (torch.softmax(logits, -1) / noise[self.first_slot : self.first_slot + self.num_envs]).argmax(-1)
-        action = action.cpu().numpy()
+            return logits.argmax(-1)
+        # torch.multinomial's own one-sample method (argmax of p / Exp(1) noise, the same
+        # draws on the CPU), with the noise drawn for every slot of the batch (see slots).
+        noise = torch.empty(self.total_envs, logits.shape[-1], device=logits.device).exponential_()  # (total, A)
+        return (torch.softmax(logits.float(), -1) / noise[self.first_slot : self.first_slot + self.num_envs]).argmax(-1)
+
+    def _act(self, logits: torch.Tensor, greedy: bool) -> tuple[dict[str, np.ndarray], Episodes, torch.Tensor]:
+        """Choose actions from (B, A) logits, step the envs, and move to the next step. The
+        actions cross to the host here, the one read-back an acting step needs (the envs run
+        there). Returns the step's record (numpy), the episodes ended and the actions on the device."""
+        chosen = self.choose(logits, greedy)
+        action = chosen.cpu().numpy()
+        self.bytes_to_host += action.nbytes
         next_obs, reward, terminated, truncated, info = self.pool.step(action)
         record = dict(obs=self.obs, prev_action=self.prev_action, prev_reward=self.prev_reward, first=self.first,
                       valid=self.valid, action=action, reward=reward, terminated=terminated, truncated=truncated)
         ended = self._advance(next_obs, action, reward, terminated | truncated, info)
-        return record, ended
+        return record, ended, chosen
 
     def _advance(self, next_obs, action, reward, ended, info) -> Episodes:
         """Book-keeping after a step: episode statistics and the next step's inputs."""
@@ -129,39 +143,43 @@ class Actor:
     def collect(self, steps: int, keep_graph: bool = False) -> tuple[Rollout, Episodes]:
         """T = `steps` steps of every env, for the learner. keep_graph: act through one core
         call fed a step at a time with gradients on (Policy.open), and hand the learner the
-        logits and values, so it need not run the chunk again."""
+        logits and values, so it need not run the chunk again.
+
+        What the rollout holds of the steps' inputs and actions is what already crossed to the
+        device for acting (one copy per step, agents/staging.py); the rewards and ends cross
+        once at the end, in one more copy."""
         start_state = self.state
         run = self.policy.open(self.state, steps) if keep_graph else None
-        records, episodes = [], Episodes()
+        inputs, actions, records, episodes = [], [], [], Episodes()
         for _ in range(steps):
+            staged = self.staged()  # obs, prev_action, prev_reward, first, valid (B, ...) each
             if run is None:
-                record, ended = self.step()
+                with torch.no_grad():
+                    logits, _, self.state = self.policy(*(tensor[None] for tensor in staged[:4]), self.state)
+                logits = logits[0]
             else:
-                step_logits, _ = run.step(*(tensor[0] for tensor in self.inputs()))
-                record, ended = self._act(step_logits, greedy=False)
+                logits, _ = run.step(*staged[:4])
+            record, ended, chosen = self._act(logits, greedy=False)
+            inputs.append(staged)
+            actions.append(chosen)
             records.append(record)
             for key, ended_values in ended.values.items():
                 episodes.add(key, ended_values)
-        stack = lambda key, last=None: torch.as_tensor(  # noqa: E731
-            np.stack([r[key] for r in records] + ([] if last is None else [last])), device=self.device
-        )
+        last = self.staged()  # the observation after the last step: the bootstrap value's
+        stacked = [torch.stack(parts) for parts in zip(*inputs, last)]  # (T + 1, B, ...) each
+        reward, terminated, truncated = self.staging.to_device([
+            np.stack([r["reward"] for r in records]).astype(np.float32), np.stack([r["terminated"] for r in records]),
+            np.stack([r["truncated"] for r in records]),
+        ])
         rollout = Rollout(
-            obs=stack("obs", self.obs),
-            prev_action=stack("prev_action", self.prev_action),
-            prev_reward=stack("prev_reward", self.prev_reward),
-            first=stack("first", self.first),
-            valid=stack("valid"),
-            action=stack("action"),
-            reward=stack("reward").float(),
-            terminated=stack("terminated"),
-            truncated=stack("truncated"),
-            start_state=start_state,
+            obs=stacked[0], prev_action=stacked[1], prev_reward=stacked[2], first=stacked[3], valid=stacked[4][:-1],
+            action=torch.stack(actions), reward=reward, terminated=terminated, truncated=truncated, start_state=start_state,
         )
         if run is not None:
             rollout.logits, values = run.outputs()
             self.state = run.finish()
             with torch.no_grad():  # the bootstrap value; the state it makes is not kept
-                _, bootstrap, _ = self.policy(*self.inputs(), self.state)
+                _, bootstrap, _ = self.policy(*(tensor[None] for tensor in last[:4]), self.state)
             rollout.values = torch.cat([values, bootstrap])
         return rollout, episodes
 

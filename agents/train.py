@@ -47,6 +47,7 @@ from agents.cores.state import move_state
 from agents.device import resolve_device
 from agents.interrupt import StopOnInterrupt
 from agents.policy import Policy
+from agents.precision import autocast
 from agents.rollout import Actor, Episodes, Rollout
 from agents.seeding import rng_states, seed_everything, set_rng_states
 
@@ -113,7 +114,8 @@ class Trainer:
         """Collect one rollout and take one optimiser step on it."""
         c = self.config
         self.policy.train(self.keep_graph)  # acting is the learning pass, or dropout (if any) is off
-        rollout, episodes = self.actor.collect(c.rollout, self.keep_graph)
+        with autocast(self.device, c.precision):
+            rollout, episodes = self.actor.collect(c.rollout, self.keep_graph)
         self.policy.train()
         stats = self.learn(rollout)
         parts = distributed.gather_to_main(episodes, "gathering episode statistics")
@@ -130,10 +132,12 @@ class Trainer:
     def learn(self, r: Rollout) -> dict[str, float]:
         c = self.config
         if r.logits is None:  # T + 1 steps: the last gives the bootstrap value
-            logits, values, _ = self.learner(r.obs, r.prev_action, r.prev_reward, r.first, r.start_state)
+            with autocast(self.device, c.precision):
+                logits, values, _ = self.learner(r.obs, r.prev_action, r.prev_reward, r.first, r.start_state)
             logits = logits[:-1]
         else:
             logits, values = r.logits, r.values
+        logits, values = logits.float(), values.float()  # the loss in float32 whatever the precision
         advantages = gae_advantages(r.reward, values, r.terminated, r.truncated, r.valid, c.gamma, c.gae_lambda)
         returns = advantages + values[:-1].detach()
         count = distributed.sum_tensor(r.valid.sum().to(values.dtype), "counting valid steps")  # over all ranks
@@ -158,7 +162,7 @@ class Trainer:
         if self.gathers_observations:  # every rank's, in the order of one process's batch
             shares = distributed.all_gather((obs.cpu(), valid.cpu()), "gathering observations")
             obs, valid = (torch.cat(tensors, dim=1).to(self.device) for tensors in zip(*shares))
-        self.policy.observe(obs[valid])
+        self.policy.observe(obs, valid)
         return stats
 
     def learning_rate(self) -> float:

@@ -14,7 +14,9 @@ is a subprocess of its own: it builds the trainer (agents/train.py), takes one u
 (warm-up, and memory filling up), then updates until the slice has passed (at least two).
 Frames/s = frames / seconds summed over the rounds, split between acting (collecting the
 rollout, envs included) and learning (the forward and backward pass over the chunk and the
-optimiser step). All run on the same `--threads` torch threads.
+optimiser step). All run on the same `--threads` torch threads. Beside each, the bytes moved
+between host and learner device per frame (a count, not a timing: agents/staging.py's copies to
+the device and the actions read back), which on a GPU is what crosses the bus.
 
 It also answers "should the learner keep the acting graph instead of recomputing the chunk?",
 per core, in seconds per update (in-process): the feedback and LSTM cores can be fed a step at
@@ -92,6 +94,7 @@ def measure(core: str, actors: int, device: str, threads: int, seconds: float, l
     rollout_steps, envs = trainer.config.rollout, trainer.config.num_envs
     try:
         trainer.update()  # warm-up: memory fills, allocator settles
+        moved_before = trainer.actor.staging.bytes_to_device + trainer.actor.bytes_to_host
         acting = learning = 0.0
         updates = 0
         while updates < 2 or acting + learning < seconds:
@@ -107,7 +110,8 @@ def measure(core: str, actors: int, device: str, threads: int, seconds: float, l
             learning += time.perf_counter() - collected
             updates += 1
         result = {"frames": updates * envs * rollout_steps, "seconds": acting + learning, "acting_s": acting,
-                  "update_s": (acting + learning) / updates, "threads": torch.get_num_threads()}
+                  "update_s": (acting + learning) / updates, "threads": torch.get_num_threads(),
+                  "bytes_moved": trainer.actor.staging.bytes_to_device + trainer.actor.bytes_to_host - moved_before}
         if learner == "estimate":
             result["graph_update_s"] = acting_graph_update(trainer)
         return result
@@ -154,13 +158,22 @@ def run_worker(core: str, actors: int, learner: str, seconds: float, args) -> di
 
 
 def combine(slices: list[dict]) -> dict:
-    """One measurement's slices from all rounds: frames/s and acting share over their sum."""
+    """One measurement's slices from all rounds: frames/s and acting share over their sum, and
+    the bytes moved per frame where the slices counted them (the peer's do not)."""
     errors = [r["error"] for r in slices if "error" in r]
     if errors:
         return {"error": errors[0]}
-    seconds = sum(r["seconds"] for r in slices)
-    return {"fps": sum(r["frames"] for r in slices) / seconds, "acting_share": sum(r["acting_s"] for r in slices) / seconds,
-            "threads": sorted({r["threads"] for r in slices})}
+    seconds, frames = sum(r["seconds"] for r in slices), sum(r["frames"] for r in slices)
+    combined = {"fps": frames / seconds, "acting_share": sum(r["acting_s"] for r in slices) / seconds,
+                "threads": sorted({r["threads"] for r in slices})}
+    if all("bytes_moved" in r for r in slices):
+        combined["bytes_per_frame"] = sum(r["bytes_moved"] for r in slices) / frames
+    return combined
+
+
+def bytes_moved(result: dict) -> str:
+    """"; N B" for a table cell, where the measurement counted the bytes moved per frame."""
+    return f"; {result['bytes_per_frame']:,.0f} B" if "bytes_per_frame" in result else ""
 
 
 def targets(fps: dict[str, float | None], peer_missing: str, sizes: str) -> list[Verdict]:
@@ -225,13 +238,14 @@ def main() -> int:
             else:
                 estimate = run_worker(core, 0, "estimate", args.seconds, args)
                 comparison[core] = (estimate.get("update_s"), estimate.get("graph_update_s"), "lower bound")
-    header = "| core | " + " | ".join(f"{a} workers: frames/s (acting share)" if a else "in-process: frames/s (acting share)" for a in args.actors)
+    header = "| core | " + " | ".join(f"{a} workers: frames/s (acting share; bytes moved per frame)" if a
+                                      else "in-process: frames/s (acting share; bytes moved per frame)" for a in args.actors)
     lines = [header + " | s/update, recompute | s/update, kept acting graph |", "|---" * (len(args.actors) + 3) + "|"]
     for core in args.cores + ([PEER] if (PEER, 0) in results else []):
         cells = []
         for actors in args.actors:
             r = results.get((core, actors))  # None: the peer with workers
-            cells.append("-" if r is None else r["error"] if "error" in r else f"{r['fps']:,.0f} ({r['acting_share']:.0%})")
+            cells.append("-" if r is None else r["error"] if "error" in r else f"{r['fps']:,.0f} ({r['acting_share']:.0%}{bytes_moved(r)})")
         recompute, kept, how = comparison.get(core, (None, None, ""))
         cells.append(f"{recompute:.2f}" if recompute else "-")
         cells.append(f"{kept:.2f} ({how})" if kept else "-")

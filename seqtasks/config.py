@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agents.precision import PRECISIONS, check_precision
+
 OPTIMIZERS = ("adam", "nesterov")
 PRESETS = ("auto", "paper", "cpu")  # (str fields, not Literal: agents/config_cli makes flags of bool, int, float, str)
 
@@ -37,6 +39,7 @@ class SeqConfig:
     preset: str = _help("auto (paper on a GPU, cpu otherwise), paper, or cpu", default="auto")
     seed: int = _help("seeds the data splits, the weights and dropout", default=1)
     device: str = _help("auto, cpu, cuda or cuda:N", default="auto")
+    precision: str = _help(f"one of {PRECISIONS}: bf16 runs the forward passes under bfloat16 autocast (weights, optimiser and loss float32)", default="fp32")
     run_dir: str = _help("run folder; empty: runs/seq-<task>-<core>-<time>", default="")
 
     # --- data (sizes in episodes, programs or sequences)
@@ -87,6 +90,7 @@ class SeqConfig:
         for name, choices in (("preset", PRESETS), ("optimizer", OPTIMIZERS)):
             if getattr(self, name) not in choices:
                 raise ValueError(f"{name} must be one of {list(choices)}, got {getattr(self, name)!r}")
+        check_precision(self.precision)
         if self.task not in TASKS:
             raise ValueError(f"unknown task {self.task!r}; choose from {sorted(TASKS)}")
         if self.core not in MODELS:

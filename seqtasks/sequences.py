@@ -31,8 +31,9 @@ class SequenceRegime:
         y = self.splits[split].targets[chosen]
         return (torch.from_numpy(x).to(self.device), torch.from_numpy(lengths).to(self.device), torch.from_numpy(y).to(self.device))
 
-    def train_loss(self, model) -> tuple[torch.Tensor, int]:
-        """The squared error of the next training batch, and its count of sequences."""
+    def train_loss(self, model) -> tuple[torch.Tensor, torch.Tensor]:
+        """The squared error of the next training batch, and its count of sequences (a tensor
+        on the device, as the token streams give theirs)."""
         size = self.config.batch_size
         order = np.random.default_rng([self.config.seed, 1, self.epoch]).permutation(len(self.splits["train"]))
         chosen = order[self.batch * size : (self.batch + 1) * size][self.rows]
@@ -40,7 +41,8 @@ class SequenceRegime:
         if (self.batch + 1) * size > len(order):  # no full batch left: next epoch
             self.epoch, self.batch = self.epoch + 1, 0
         x, lengths, y = self._tensors("train", chosen)
-        return F.mse_loss(model(x, lengths), y), len(chosen)
+        loss = F.mse_loss(model(x, lengths).float(), y)  # float32 at any precision
+        return loss, torch.full((), float(len(chosen)), device=self.device)
 
     @torch.no_grad()
     def evaluate(self, model, split: str) -> dict[str, float]:
@@ -51,7 +53,7 @@ class SequenceRegime:
         predictions = []
         for start in range(0, count, self.config.batch_size):
             x, lengths, _ = self._tensors(split, np.arange(start, min(start + self.config.batch_size, count)))
-            predictions.append(model(x, lengths).cpu())
+            predictions.append(model(x, lengths).float().cpu())
         model.train(training)
         predicted, targets = torch.cat(predictions).numpy(), self.splits[split].targets
         return {"loss": float(np.mean((predicted - targets) ** 2)), "accuracy": within_tolerance(predicted, targets)}

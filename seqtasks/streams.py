@@ -47,11 +47,12 @@ class TokenStream:
         return self.inputs.shape[0]
 
 
-def block_loss(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """Mean cross-entropy over the tokens with a target, and their count. logits: (T, B, V)."""
-    total = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE, reduction="sum")
-    count = int((targets != IGNORE).sum())
-    return total / max(count, 1), count
+def block_loss(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean cross-entropy over the tokens with a target, and their count (a float tensor on the
+    device: reading it to the host would be a synchronisation on CUDA). logits: (T, B, V)."""
+    total = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=IGNORE, reduction="sum")  # float32 at any precision
+    count = (targets != IGNORE).sum().to(total.dtype)
+    return total / count.clamp(min=1), count
 
 
 class StreamRegime:
@@ -72,8 +73,8 @@ class StreamRegime:
             self._stream = TokenStream(self.splits["train"].select(order), self.config.batch_size, self.device)
         return self._stream
 
-    def train_loss(self, model) -> tuple[torch.Tensor, int]:
-        """The loss of the next training block, and its count of tokens with a target."""
+    def train_loss(self, model) -> tuple[torch.Tensor, torch.Tensor]:
+        """The loss of the next training block, and its count of tokens with a target (a tensor)."""
         stream, T = self._training_stream(), self.config.bptt
         window = slice(self.block * T, (self.block + 1) * T)
         inputs, targets = stream.inputs[window, self.rows], stream.targets[window, self.rows]  # (T, B) of this rank's rows
@@ -103,7 +104,7 @@ class StreamRegime:
             first[0] = start == 0
             logits, state = model(inputs, state, first[: len(inputs)])
             loss, n = block_loss(logits, targets)
-            total, count = total + float(loss) * n, count + n
+            total, count = total + float(loss) * float(n), count + int(n)
             predictions.append(logits.argmax(-1).cpu())
         model.train(training)
         predicted = torch.cat(predictions).numpy()  # (W, B)

@@ -45,6 +45,7 @@ from agents.checkpoint import CheckpointError, checkpoint_path, load_checkpoint,
 from agents.cores.state import move_state
 from agents.device import resolve_device
 from agents.interrupt import StopOnInterrupt, held_interrupt
+from agents.precision import autocast
 from agents.seeding import rng_states, seed_everything, set_rng_states
 from seqtasks.config import SeqConfig
 from seqtasks.models import build_model
@@ -168,9 +169,14 @@ class Run:
         distributed.wait_for_all("waiting for the checkpoint to be written")
         return path
 
+    def evaluate(self, split: str) -> dict[str, float]:
+        """The model's metrics on `split`, computed at the run's precision."""
+        with autocast(self.device, self.config.precision):
+            return self.regime.evaluate(self.model, split)
+
     def _validate(self, writer: SummaryWriter) -> bool:
         """Validate, keep the best weights; True when training should stop early."""
-        metrics = self.regime.evaluate(self.model, "valid")
+        metrics = self.evaluate("valid")
         metrics = distributed.from_main(lambda: metrics, "sharing validation results")  # one decision for all ranks
         self.history.append({"update": self.update, "seconds": round(self.train_seconds, 3), **metrics})
         for name, value in metrics.items():
@@ -183,13 +189,16 @@ class Run:
         patience = self.config.patience
         return self.best_accuracy >= 1.0 or (patience > 0 and self.evals_since_best >= patience)
 
-    def step(self) -> tuple[torch.Tensor, int]:
+    def step(self) -> tuple[torch.Tensor, torch.Tensor]:
         """One update: the next batch's loss (returned detached, with its count of targets, over
-        all ranks), backward, gradient clip, optimiser and schedule steps."""
+        all ranks, both tensors on the device), backward, gradient clip, optimiser and schedule
+        steps. Nothing in it reads a value back to the host (on CUDA, a synchronisation): the
+        caller reads the two results when it logs them."""
         started = time.perf_counter()
-        loss, count = self.regime.train_loss(self.train_model)
-        total = int(distributed.sum_tensor(torch.tensor(count), "counting targets"))
-        share = count / max(total, 1)  # this rank's part of the batch's mean: 1 in one process
+        with autocast(self.device, self.config.precision):
+            loss, count = self.regime.train_loss(self.train_model)
+        total = distributed.sum_tensor(count.clone(), "counting targets")
+        share = count / total.clamp(min=1)  # this rank's part of the batch's mean: 1 in one process
         self.optimizer.zero_grad(set_to_none=True)
         (loss * (share * self.world.size)).backward()  # DDP averages the ranks' gradients; their shares add up
         if self.config.grad_clip > 0:
@@ -257,10 +266,10 @@ class Run:
         stop = distributed.any_rank([interrupt.requested], "agreeing to stop")[0]  # a Ctrl-C on any rank stops all
         while not self.stopped_early and self.update < c.max_updates and not self._out_of_time(started) and not stop:
             loss, count = self.step()
-            items += count
+            items += count  # a tensor on the device, read only when logged
             bar.update(1)
             if self.update % c.log_every == 0:
-                rate = items / (time.monotonic() - started)
+                rate = float(items) / (time.monotonic() - started)
                 self._scalar(writer, "losses/train", loss.item())
                 self._scalar(writer, "charts/learning_rate", self.schedule.get_last_lr()[0])
                 self._scalar(writer, "charts/targets_per_second", rate)
@@ -285,8 +294,8 @@ class Run:
                 "trained": sum(p.numel() for p in self.model.parameters() if p.requires_grad),
                 "frozen": sum(p.numel() for p in self.model.parameters() if not p.requires_grad),
             },
-            "valid": self.regime.evaluate(self.model, "valid"),
-            "test": self.regime.evaluate(self.model, "test"),
+            "valid": self.evaluate("valid"),
+            "test": self.evaluate("test"),
         }
         results["history"] = self.history
         results = distributed.from_main(lambda: results, "sharing test results")

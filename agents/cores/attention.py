@@ -21,9 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from agents.cores.dropout import Dropout
-
-# A finite "minus infinity" for masked scores: softmax of an all-masked row stays finite.
-NEG_INF = -1e9
+from agents.cores.dtypes import masked_score
 
 
 def episode_starts(first: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
@@ -72,7 +70,7 @@ def attend(
     feedback_step.py.)
     """
     scores = (q @ k.transpose(-1, -2)).add_(position_scores)  # (B, H, Q, K)
-    scores.masked_fill_(~visible[:, None], NEG_INF)
+    scores.masked_fill_(~visible[:, None], masked_score(scores.dtype))
     if persistent is None:
         weights = torch.softmax(scores, dim=-1) * visible.any(dim=-1)[:, None, :, None]
         if dropout is not None:

@@ -5,8 +5,9 @@ The distribution is nn.Dropout's: each entry zeroed with probability p, the rest
 that nn.Dropout uses (about 9 ms against 23 ms for 2 M entries, one thread, 2-core AMD EPYC);
 dropout masks were 7-11 % of an update of the paper's toy-task models.
 
-The Feedback core's step loop draws the masks of all its steps at once with `draw_masks`
-(feedback.py), in the order the layers use them; the Transformer applies `Dropout` modules.
+The Feedback core's step loop draws the masks of all its steps at once with `draw_keep`
+(feedback.py), in the order the layers use them, and keeps them as bool (a quarter of float32's
+memory; each step scales its own); the Transformer applies `Dropout` modules.
 """
 
 from __future__ import annotations
@@ -15,10 +16,14 @@ import torch
 from torch import nn
 
 
+def draw_keep(count: int, shape: tuple[int, ...], p: float, device: torch.device) -> torch.Tensor:
+    """(count, *shape) bool: False (dropped) with probability p."""
+    return torch.rand((count, *shape), device=device) >= p
+
+
 def draw_masks(count: int, shape: tuple[int, ...], p: float, like: torch.Tensor) -> torch.Tensor:
     """(count, *shape) masks: 0 with probability p, else 1 / (1 - p); dtype and device of `like`."""
-    keep = torch.rand((count, *shape), device=like.device) >= p
-    return keep.to(like.dtype).mul_(1.0 / (1.0 - p))
+    return draw_keep(count, shape, p, like.device).to(like.dtype).mul_(1.0 / (1.0 - p))
 
 
 class Dropout(nn.Module):

@@ -44,7 +44,7 @@ class EchoStateCore(nn.Module):
         self.readout = nn.Linear(c.units, c.d_model)
 
     def initial_state(self, batch_size: int, device: torch.device | str) -> EchoState:
-        return EchoState(torch.zeros(batch_size, self.config.units, device=device))
+        return EchoState(torch.zeros(batch_size, self.config.units, dtype=self.w.dtype, device=device))  # the weights' dtype
 
     def forward(self, x: torch.Tensor, state: EchoState, first: torch.Tensor) -> tuple[torch.Tensor, EchoState]:
         """x: (T, B, I), first: (T, B) bool -> y: (T, B, D), the state after step T - 1.

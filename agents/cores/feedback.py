@@ -18,7 +18,14 @@ the highest representations of the past. That makes the steps sequential; each i
 - at the start of a call the carried memory's keys and values are recomputed with the current
   weights, except when acting (no gradients) with unchanged weights: then the stored ones are
   reused and the call extends the state's buffers in place (append_log.py), so a T = 1 call
-  costs one step, whatever the span.
+  costs one step, whatever the span;
+- mixed precision: a call computes in autocast's dtype where autocast is on (else the weights'),
+  explicitly: the weights are cast once per call, the buffers and the tape are in that dtype, and
+  autocast is off inside the steps and the backward (dtypes.py says why). The weights' gradients
+  are accumulated in their own dtype (float32 under autocast), each step's share added in. The
+  autograd Function takes no torch.amp.custom_fwd/custom_bwd: they hand a backward its forward's
+  autocast state, which nothing here reads, and their cast_inputs would round the float32
+  gradients to bfloat16 on their way back to the weights.
 
 Letters: T steps, B envs, S span, L layers, G key/value groups (1 shared, else L), D d_model,
 H heads, E head width.
@@ -33,9 +40,11 @@ import torch
 from torch import nn
 
 from agents.cores.append_log import AppendLog, capacity_for
-from agents.cores.attention import NEG_INF, AttentionBlock, init_value_path
+from agents.cores.attention import AttentionBlock, init_value_path
 from agents.cores.checks import check_bool
-from agents.cores.dropout import draw_masks
+from agents.cores.dropout import draw_keep
+from agents.cores.dtypes import compute_dtype, exact, masked_score
+from agents.cores.stepwise import StepwiseRun
 from agents.cores.feedback_step import (
     GroupWeights, LayerTape, LayerWeights, layer_backward, layer_forward, layer_norm_input_grad, project,
     projection_gradients,
@@ -126,8 +135,10 @@ class FeedbackCore(nn.Module):
         return self.layer_weights, layers, groups
 
     def initial_state(self, batch_size: int, device: torch.device | str) -> FeedbackState:
+        """Empty memory in the weights' dtype (a call under autocast copies it into its own)."""
         span = self.config.span
-        memory, keys, values = self._new_buffers(batch_size, capacity_for(span, 0), torch.zeros(0, device=device), torch.zeros)
+        like = torch.zeros(0, dtype=self.layer_logits.dtype, device=device)
+        memory, keys, values = self._new_buffers(batch_size, capacity_for(span, 0), like, torch.zeros)
         valid = torch.zeros(batch_size, span, dtype=torch.bool, device=device)
         return FeedbackState(memory, keys, values, valid, span, None, AppendLog(span))
 
@@ -166,11 +177,12 @@ class StepTape(NamedTuple):
     m: torch.Tensor  # (B, D) the step's memory vector
     stats: list  # per key/value group: its norm's (mean, rstd) of m, or None
     seen: torch.Tensor  # (B, 1, 1) 1.0 where some window slot was visible
-    masks: list  # per layer: this step's dropout masks, or None
+    masks: list  # per layer: this step's dropout masks, bool (kept), or None
 
 
-class FeedbackRun:
-    """The state of one call over at most `steps` steps, advanced a step at a time.
+class FeedbackRun(StepwiseRun):
+    """The state of one call over at most `steps` steps, advanced a step at a time (in the order
+    stepwise.py says).
 
     Three ways to run, by the grad mode when the run begins: without gradients (acting: nothing
     kept); with gradients and `fused` (the default: steps without autograd, each keeping its
@@ -184,14 +196,25 @@ class FeedbackRun:
         self.recording = torch.is_grad_enabled() and c.fused
         self.autograd = torch.is_grad_enabled() and not c.fused
         self.slot = torch.arange(span, device=like.device)
+        self.dtype = compute_dtype(like.device, core.layer_logits.dtype)
+        self.exact = lambda: exact(like.device)  # autocast off: the steps set their dtypes themselves
+        like = like.new_empty(0, dtype=self.dtype)
         # The buffer index (counting the carried span from 0) where each env's episode began.
         self.episode_start = span - state.valid.sum(dim=1)  # (B,); S when nothing carried is valid
         self.version = weights_version(core)
-        self.mix, self.layers, self.groups = core.call_weights(self.version)
+        # The weights as derived (their own dtype, with autograd when on): what the gradients are for ...
+        self.master = core.call_weights(self.version)
+        if self.dtype == self.master[0].dtype:  # ... and as the steps read them: the same, or cast once per call
+            self.mix, self.layers, self.groups = self.master
+        else:
+            with torch.set_grad_enabled(self.autograd):  # (the reference's casts with autograd)
+                self.mix = self.master[0].to(self.dtype)
+                self.layers = [LayerWeights(*(None if x is None else x.to(self.dtype) for x in w)) for w in self.master[1]]
+                self.groups = [GroupWeights(*(None if x is None else x.to(self.dtype) for x in w)) for w in self.master[2]]
         self.masks = self._draw_masks(batch, steps, like)
         reuse = not torch.is_grad_enabled() and state.version == self.version  # stored keys are current
         window = slice(state.end - span, state.end)
-        extend = reuse and state.log.can_extend(state.end, steps, state.memory.shape[1])
+        extend = reuse and state.memory.dtype == self.dtype and state.log.can_extend(state.end, steps, state.memory.shape[1])
         if extend:
             memory, keys, values, start, log = state.memory, state.keys, state.values, state.end, state.log
         else:  # new buffers, starting with this state's memory (its keys and values below)
@@ -205,33 +228,42 @@ class FeedbackRun:
             self.key_rows, self.value_columns = torch.empty_like(values), torch.empty_like(keys)
             self.group_key_rows, self.group_value_columns = [self.key_rows[:, :, g] for g in groups], [self.value_columns[:, :, g] for g in groups]
         if not extend:  # the carried window's keys and values
-            with torch.no_grad():
+            with torch.no_grad(), self.exact():
                 for g in range(core.groups):
                     if reuse:
                         keys[:, :, g, :, :span], values[:, :, g, :span] = state.keys[:, :, g, :, window], state.values[:, :, g, window]
                     else:  # recomputed with the current weights
                         self._write(g, memory[:, :span], 0)
         if self.autograd:  # the reference reads windows with gradients, grown a step at a time
-            kv = [self._split(project(group, state.memory[:, window])[0]) for group in self.groups]
-            self.key_windows, self.value_windows = [k.transpose(-1, -2) for k, _ in kv], [v for _, v in kv]
+            with self.exact():
+                kv = [self._split(project(group, state.memory[:, window].to(self.dtype))[0]) for group in self.groups]
+                self.key_windows, self.value_windows = [k.transpose(-1, -2) for k, _ in kv], [v for _, v in kv]
         self.inputs: list[torch.Tensor] = []  # what step() was given, for outputs()
         self.tops: list[torch.Tensor] = []  # (B, D) the top layer's output per step, before the final norm
         self.tapes: list[StepTape] = []
-        self.zero, self.neg_inf = like.new_zeros(()), like.new_full((), NEG_INF)
+        self.zero, self.neg_inf = like.new_zeros(()), like.new_full((), masked_score(self.dtype))
 
     def _draw_masks(self, batch: int, steps: int, like: torch.Tensor) -> list:
         """Per layer, the dropout masks of all steps, (attention (T, B, H, S [+ N]), ReLU (T, B, F)),
-        drawn layer by layer, attention first, in one draw each (dropout.py); [] without dropout."""
+        bool (True: kept), drawn layer by layer, attention first, in one draw each (dropout.py);
+        [] without dropout. Scaled by 1 / (1 - p) a step at a time (`_scaled`)."""
         core, c = self.core, self.core.config
         if not core.training or c.dropout == 0:
             return []
+        self.keep_scale = like.new_full((), 1.0 / (1.0 - c.dropout))
         masks = []
         for block, w in zip(core.blocks, self.layers):
             keys = c.span + (w.persistent_k.shape[1] if w.persistent_k is not None else 0)
-            attention = draw_masks(steps, (batch, c.n_heads, 1, keys), c.dropout, like)[:, :, :, 0]
-            relu = draw_masks(steps, (batch, 1, block.ff.fc1.out_features), c.dropout, like)[:, :, 0] if block.ff is not None else None
+            attention = draw_keep(steps, (batch, c.n_heads, 1, keys), c.dropout, like.device)[:, :, :, 0]
+            relu = draw_keep(steps, (batch, 1, block.ff.fc1.out_features), c.dropout, like.device)[:, :, 0] if block.ff is not None else None
             masks.append((attention, relu))
         return masks
+
+    def _scaled(self, keep: tuple | None) -> tuple | None:
+        """A step's bool masks of one layer -> the masks layer_forward multiplies by: 0 or 1 / (1 - p)."""
+        if keep is None:
+            return None
+        return tuple(None if mask is None else torch.where(mask, self.keep_scale, self.zero) for mask in keep)
 
     def _split(self, kv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(B, n, 2 D) projected memory -> keys and values (B, H, n, E)."""
@@ -258,6 +290,7 @@ class FeedbackRun:
     def step(self, x: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
         """x: (B, input_dim), first: (B,) bool -> y: (B, D), with gradients only in the
         reference (fused=False); outputs() gives all steps' with gradients either way."""
+        self.check_step()
         if self.recording:
             self.inputs.append(x)
         with torch.set_grad_enabled(self.autograd):
@@ -265,16 +298,18 @@ class FeedbackRun:
 
     def advance(self, embedded: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
         """One step from its embedding (B, D): the top layer's output (B, D) before the final
-        norm; the step's memory vector and its keys and values go into the buffers."""
+        norm, in the call's dtype; the step's memory vector and its keys and values go into the buffers."""
+        with self.exact():
+            return self._advance(embedded.to(self.dtype), first)
+
+    def _advance(self, embedded: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
         c, t = self.core.config, self.t
-        if t == self.steps:
-            raise RuntimeError(f"this run was opened for {self.steps} steps")
         span, lo = c.span, self.start + self.t - c.span  # the window: buffer slots [lo, lo + S)
         self.episode_start = torch.where(first, span + t, self.episode_start)
         visible = (t + self.slot)[None, :] >= self.episode_start[:, None]  # (B, S)
         bias = torch.where(visible, self.zero, self.neg_inf)[:, None, :]  # (B, 1, S)
         seen = visible.any(dim=1).to(embedded.dtype)[:, None, None]  # (B, 1, 1)
-        masks = [(attention[t], None if relu is None else relu[t]) for attention, relu in self.masks] or [None] * c.n_layers
+        keep = [(attention[t], None if relu is None else relu[t]) for attention, relu in self.masks] or [None] * c.n_layers
         h, m, tapes = embedded, self.mix[0] * embedded, []
         for layer, w in enumerate(self.layers):
             g = 0 if c.shared_kv else layer
@@ -282,7 +317,7 @@ class FeedbackRun:
                 k_t, v = self.key_windows[g], self.value_windows[g]
             else:
                 k_t, v = self.group_keys[g][..., lo : lo + span], self.group_values[g][:, :, lo : lo + span]
-            h, tape = layer_forward(h, k_t, v, bias, seen, w, masks[layer], c.pre_norm)
+            h, tape = layer_forward(h, k_t, v, bias, seen, w, self._scaled(keep[layer]), c.pre_norm)
             m = torch.addcmul(m, self.mix[layer + 1], h)
             tapes.append(tape)
         slot = self.start + t
@@ -296,7 +331,7 @@ class FeedbackRun:
                 self.key_windows[g] = torch.cat([self.key_windows[g][..., 1:], k.transpose(-1, -2)], dim=-1)
                 self.value_windows[g] = torch.cat([self.value_windows[g][:, :, 1:], v], dim=2)
         if self.recording:
-            self.tapes.append(StepTape(tapes, m, [None if s is None else (s[0][:, 0], s[1][:, 0]) for s in stats], seen, masks))
+            self.tapes.append(StepTape(tapes, m, [None if s is None else (s[0][:, 0], s[1][:, 0]) for s in stats], seen, keep))
         self.tops.append(h)
         self.t += 1
         return h
@@ -305,15 +340,18 @@ class FeedbackRun:
         """(T, B, D) the outputs of the steps taken (after the final norm). A recording run
         hands them to autograd here, with gradients to `embedded` (the steps' embedded inputs,
         (T, B, D); by default embed(the inputs step() was given)) and the weights."""
+        self.check_outputs()
         if not self.recording:
             return self.core.norm_out(torch.stack(self.tops))
         if embedded is None:
             embedded = self.core.embed(torch.stack(self.inputs))
-        y = _Call.apply(embedded, self, self.mix, *[x for w in self.layers for x in w], *[x for w in self.groups for x in w])
+        mix, layers, groups = self.master
+        y = _Call.apply(embedded, self, mix, *[x for w in layers for x in w], *[x for w in groups for x in w])
         return self.core.norm_out(y)
 
     def finish(self) -> FeedbackState:
         """The state after the steps taken (detached, like forward's)."""
+        self.check_finish()
         span, end = self.core.config.span, self.start + self.t
         self.log.end = end
         index = torch.arange(self.t, self.t + span, device=self.slot.device)  # buffer index of the last S slots
@@ -326,19 +364,27 @@ class FeedbackRun:
 
         A step's memory slot is read by the S steps after it, so when the reverse walk reaches
         step t the gradient at its keys and values is complete; from it comes the gradient at
-        m_t, which joins the gradients flowing down step t's layers."""
+        m_t, which joins the gradients flowing down step t's layers.
+
+        In the call's dtype, but the weights' gradients and the gradients at every slot's keys
+        and values (each a sum over many steps) accumulate in the weights' own dtype."""
+        with self.exact():
+            return self._backward(grad_y.to(self.dtype))
+
+    def _backward(self, grad_y: torch.Tensor) -> tuple:
         c, steps = self.core.config, self.t
+        master_mix, master_layers, master_groups = self.master
         span, (batch, width) = c.span, grad_y.shape[1:]
         # per group (B, 2, H, E, S + T): gradients at every slot's keys ([:, 0]) and values, transposed
-        grad_kv = [grad_y.new_zeros(batch, 2, c.n_heads, width // c.n_heads, span + steps) for _ in self.groups]
+        grad_kv = [master_mix.new_zeros(batch, 2, c.n_heads, width // c.n_heads, span + steps) for _ in self.groups]
         mix = self.mix.detach().unbind(0)
         d_embedded, d_mix = torch.empty_like(grad_y), []
-        d_layers = [LayerWeights(*(None if x is None else torch.zeros_like(x) for x in w)) for w in self.layers]
+        d_layers = [LayerWeights(*(None if x is None else torch.zeros_like(x) for x in w)) for w in master_layers]
         for t in reversed(range(steps)):
             tape = self.tapes[t]
             dm = None
             for g, w in enumerate(self.groups):
-                d_normed = torch.mm(grad_kv[g][..., span + t].reshape(batch, 2 * width), w.kv_w)  # keys' then values' (B, 2 D)
+                d_normed = torch.mm(grad_kv[g][..., span + t].reshape(batch, 2 * width).to(self.dtype), w.kv_w)  # keys' then values' (B, 2 D)
                 dg = d_normed if w.norm_w is None else layer_norm_input_grad(d_normed, tape.m, tape.stats[g], w.norm_w)
                 dm = dg if dm is None else dm + dg
             dm_flat = dm.view(-1)
@@ -349,15 +395,15 @@ class FeedbackRun:
                 window = slice(t, t + span)
                 dh = layer_backward(
                     dh, self.group_key_rows[g][:, :, window], self.group_value_columns[g][..., window], grad_kv[g][:, 0, ..., window],
-                    grad_kv[g][:, 1, ..., window], tape.seen, self.layers[layer], tape.layers[layer], tape.masks[layer], c.pre_norm,
+                    grad_kv[g][:, 1, ..., window], tape.seen, self.layers[layer], tape.layers[layer], self._scaled(tape.masks[layer]), c.pre_norm,
                     d_layers[layer],
                 )
                 dh = torch.addcmul(dh, dm, mix[layer])
             d_embedded[t] = dh
-        d_mix = torch.stack(d_mix).sum(0)  # softmax(w): layer l's output reaches m_t times w_l (l = 0: the embedded input)
-        memory = self.memory[:, : span + steps].reshape(-1, width)  # every slot the call read
+        d_mix = torch.stack(d_mix).to(master_mix.dtype).sum(0)  # softmax(w): layer l's output reaches m_t times w_l (l = 0: the embedded input)
+        memory = self.memory[:, : span + steps].reshape(-1, width).to(master_mix.dtype)  # every slot the call read
         d_groups = [  # each slot's key and value gradients as one row (B (S + T), 2 D)
-            projection_gradients(w, memory, grad.permute(0, 4, 1, 2, 3).reshape(-1, 2 * width)) for w, grad in zip(self.groups, grad_kv)
+            projection_gradients(w, memory, grad.permute(0, 4, 1, 2, 3).reshape(-1, 2 * width)) for w, grad in zip(master_groups, grad_kv)
         ]
         return (d_embedded, None, d_mix, *[x for w in d_layers for x in w], *[x for w in d_groups for x in w])
 

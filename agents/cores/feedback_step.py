@@ -13,8 +13,10 @@ few dozen ATen calls on tensors the caller hands in:
   (out, B) @ (B, in) product a step: at the CPU preset's sizes the gradients stay in cache, and
   no step's inputs need gathering into one product at the end, which cost more).
 
-Shapes are static within a call and nothing reads a value back to the host, so a call can be
-captured in a CUDA graph or traced by torch.compile with no graph break.
+Shapes are static and nothing reads a value back to the host, so one layer's step traces whole
+under torch.compile (fullgraph=True) and is what a CUDA graph could capture; a whole call is
+not capturable as it stands (its window moves a slot a step, its buffers are made per call:
+docs/speed.md says exactly what is and is not).
 
 Letters: B envs, D model width, H heads, E head width (D / H), S span (window slots), N
 persistent vectors per head, F feed-forward width, R rows of all steps of a call (T B).
@@ -29,6 +31,9 @@ from torch import Tensor
 
 aten = torch.ops.aten
 EPS = 1e-5  # nn.LayerNorm's default, which every norm of the core uses
+# Norms of inputs in these dtypes compute in float32: statistics rounded to bfloat16 cost the
+# backward most of its digits where a row's mean is large beside its spread (x - mean cancels).
+NARROW = (torch.bfloat16, torch.float16)
 
 
 class LayerWeights(NamedTuple):
@@ -73,27 +78,50 @@ class LayerTape(NamedTuple):
 
 
 def layer_norm(x: Tensor, weight: Tensor, bias: Tensor) -> tuple[Tensor, tuple[Tensor, Tensor]]:
-    """x (R, D) -> normalised (R, D), (mean, rstd) (R, 1) each."""
+    """x (R, D) -> normalised (R, D) in x's dtype, (mean, rstd) (R, 1) each (float32 for a NARROW x)."""
+    if x.dtype in NARROW:
+        y, mean, rstd = aten.native_layer_norm(x.float(), [x.shape[-1]], weight.float(), bias.float(), EPS)
+        return y.to(x.dtype), (mean, rstd)
     y, mean, rstd = aten.native_layer_norm(x, [x.shape[-1]], weight, bias, EPS)
     return y, (mean, rstd)
 
 
+def _layer_norm_backward(grad: Tensor, x: Tensor, stats: tuple, weight: Tensor, bias: Tensor | None, mask: list[bool]) -> tuple:
+    """native_layer_norm_backward, in float32 for a NARROW x (as layer_norm ran): the input's
+    gradient in x's dtype, the weight's and bias's in float32."""
+    if x.dtype not in NARROW:
+        return aten.native_layer_norm_backward(grad, x, [x.shape[-1]], stats[0], stats[1], weight, bias, mask)
+    dx, dw, db = aten.native_layer_norm_backward(grad.float(), x.float(), [x.shape[-1]], stats[0], stats[1], weight.float(),
+                                                 None if bias is None else bias.float(), mask)
+    return None if dx is None else dx.to(x.dtype), dw, db
+
+
 def layer_norm_input_grad(grad: Tensor, x: Tensor, stats: tuple, weight: Tensor) -> Tensor:
     """The gradient at the input x of layer_norm, from the gradient at its output."""
-    return aten.native_layer_norm_backward(grad, x, [x.shape[-1]], stats[0], stats[1], weight, None, [True, False, False])[0]
+    return _layer_norm_backward(grad, x, stats, weight, None, [True, False, False])[0]
 
 
 def layer_norm_grads(grad: Tensor, x: Tensor, stats: tuple, weight: Tensor, bias: Tensor, acc_w: Tensor, acc_b: Tensor) -> Tensor:
     """layer_norm backwards: the gradient at the input x; its weight's and bias's are added into acc_w, acc_b."""
-    dx, dw, db = aten.native_layer_norm_backward(grad, x, [x.shape[-1]], stats[0], stats[1], weight, bias, [True, True, True])
+    dx, dw, db = _layer_norm_backward(grad, x, stats, weight, bias, [True, True, True])
     acc_w.add_(dw)
     acc_b.add_(db)
     return dx
 
 
+def add_product(acc: Tensor, a: Tensor, b: Tensor) -> None:
+    """acc += a @ b. In one in-place product where the dtypes agree; where acc is wider (float32
+    gradients of a bfloat16 call), the product in the factors' dtype, then added in: a BLAS
+    product's output takes its factors' dtype on every device, the sum over steps stays wide."""
+    if acc.dtype == a.dtype:
+        acc.addmm_(a, b)
+    else:
+        acc.add_(torch.mm(a, b))
+
+
 def linear_grads(grad: Tensor, x: Tensor, acc_w: Tensor, acc_b: Tensor) -> None:
     """Add a Linear's weight and bias gradients, from its input x (R, in) and output gradient (R, out)."""
-    acc_w.addmm_(grad.t(), x)
+    add_product(acc_w, grad.t(), x)
     acc_b.add_(grad.sum(0))
 
 
@@ -103,7 +131,7 @@ def layer_forward(
     """One layer, one step. h (B, D) the layer input; k_t (B, H, E, S) the memory window's keys,
     transposed, and v (B, H, S, E) its values (a one-row product is fastest when the other
     factor's rows run along the output, so the forward pass reads keys as (E, S)); bias (B, 1, S)
-    0 where a slot is visible, attention.NEG_INF where not; seen (B, 1, 1) 1.0 where any slot is visible (else the attention reads nothing, not a uniform mean); masks:
+    0 where a slot is visible, dtypes.masked_score where not; seen (B, 1, 1) 1.0 where any slot is visible (else the attention reads nothing, not a uniform mean); masks:
     dropout masks, scaled, (attention (B, H, S [+ N]), ReLU (B, F)) or None -> (B, D), tape."""
     batch, width = h.shape
     heads, span, head_width = v.shape[1], v.shape[2], v.shape[3]
@@ -192,7 +220,7 @@ def layer_backward(
     ds_keys = ds[..., None, :span]  # (B, H, 1, S)
     rows = tape.q.view(-1, head_width)  # (B H, E)
     grad_k_t.addcmul_(tape.q.view(batch, heads, head_width, 1), ds_keys)
-    acc.positions.addmm_(ds_keys.reshape(-1, span).t(), rows)
+    add_product(acc.positions, ds_keys.reshape(-1, span).t(), rows)
     dq = torch.bmm(ds_keys.reshape(-1, 1, span), k.flatten(0, 1)).view(-1, head_width)  # (B H, E)
     dq = dq.addmm_(ds_keys.reshape(-1, span), w.positions)
     if w.persistent_k is not None:
@@ -229,7 +257,6 @@ def projection_gradients(w: GroupWeights, memory: Tensor, grad_kv: Tensor) -> Gr
     if w.norm_w is None:
         normed, norm = memory, (None, None)
     else:
-        normed, (mean, rstd) = layer_norm(memory, w.norm_w, w.norm_b)
-        _, *norm = aten.native_layer_norm_backward(torch.mm(grad_kv, w.kv_w), memory, [memory.shape[-1]], mean, rstd, w.norm_w,
-                                                   w.norm_b, [False, True, True])
+        normed, stats = layer_norm(memory, w.norm_w, w.norm_b)
+        _, *norm = _layer_norm_backward(torch.mm(grad_kv, w.kv_w), memory, stats, w.norm_w, w.norm_b, [False, True, True])
     return GroupWeights(*norm, grad_kv.t() @ normed, grad_kv.sum(0))

@@ -5,6 +5,10 @@ chunk is cut at the steps where some env begins an episode, and each piece is on
 that starts from the carried state with the resetting envs' rows zeroed. A chunk with no reset
 after its first step is a single call (the fast path: acting, and most learning chunks).
 
+Finding the cuts reads `first` on the host: on CUDA one synchronisation per call of T > 1 steps
+(a learning or evaluation block), the price of nn.LSTM's fused pass, which cannot reset part of
+the batch mid-sequence. A call of one step (acting) has no cut to find and reads nothing back.
+
 Letters: T steps, B envs, L layers, I input width, H hidden size.
 """
 
@@ -17,6 +21,7 @@ import torch
 from torch import nn
 
 from agents.cores.checks import check_at_least
+from agents.cores.stepwise import StepwiseRun
 
 
 @dataclass
@@ -42,7 +47,8 @@ class LSTMCore(nn.Module):
         self.lstm = nn.LSTM(input_dim, config.hidden_size, config.n_layers)  # time-major
 
     def initial_state(self, batch_size: int, device: torch.device | str) -> LSTMState:
-        zeros = torch.zeros(batch_size, self.config.n_layers, self.config.hidden_size, device=device)
+        dtype = self.lstm.weight_ih_l0.dtype  # the weights' (a core cast to bfloat16 carries bfloat16)
+        zeros = torch.zeros(batch_size, self.config.n_layers, self.config.hidden_size, dtype=dtype, device=device)
         return LSTMState(zeros, zeros.clone())
 
     def forward(self, x: torch.Tensor, state: LSTMState, first: torch.Tensor) -> tuple[torch.Tensor, LSTMState]:
@@ -51,7 +57,7 @@ class LSTMCore(nn.Module):
         Where first[t, b], env b's h and c are zeroed before step t.
         """
         steps = x.shape[0]
-        cuts = (first[1:].any(dim=1).nonzero().flatten() + 1).tolist()  # steps where some env resets
+        cuts = (first[1:].any(dim=1).nonzero().flatten() + 1).tolist() if steps > 1 else []  # steps where some env resets
         h, c = state.h.transpose(0, 1), state.c.transpose(0, 1)  # (L, B, H) as nn.LSTM wants
         outputs = []
         for start, end in zip([0, *cuts], [*cuts, steps]):
@@ -83,8 +89,9 @@ class LSTMCore(nn.Module):
         return out[None], (torch.stack(hs), torch.stack(cs))
 
 
-class LSTMRun:
-    """One call over at most `steps` steps, advanced a step at a time; equals forward()."""
+class LSTMRun(StepwiseRun):
+    """One call over at most `steps` steps, advanced a step at a time; equals forward(). Its
+    methods keep the order stepwise.py says."""
 
     def __init__(self, core: LSTMCore, state: LSTMState, steps: int):
         self.core, self.steps, self.t = core, steps, 0
@@ -93,8 +100,7 @@ class LSTMRun:
 
     def step(self, x: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
         """x: (B, I), first: (B,) bool -> y: (B, H)."""
-        if self.t == self.steps:
-            raise RuntimeError(f"this run was opened for {self.steps} steps")
+        self.check_step()
         reset = first[None, :, None]  # (1, B, 1)
         carried = (torch.where(reset, 0.0, self.h), torch.where(reset, 0.0, self.c))
         y, (self.h, self.c) = self.core._one_step(x[None], carried)
@@ -104,8 +110,10 @@ class LSTMRun:
 
     def outputs(self) -> torch.Tensor:
         """(T, B, H) the outputs of the steps taken, with their graph."""
+        self.check_outputs()
         return torch.stack(self.ys)
 
     def finish(self) -> LSTMState:
         """The state after the steps taken (detached, like forward's)."""
+        self.check_finish()
         return LSTMState(self.h.detach().transpose(0, 1).contiguous(), self.c.detach().transpose(0, 1).contiguous())

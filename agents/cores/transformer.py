@@ -81,8 +81,10 @@ class TransformerCore(nn.Module):
         track_loads(self)
 
     def initial_state(self, batch_size: int, device: torch.device | str) -> TransformerState:
+        """Empty memory in the weights' dtype."""
         span = self.config.span
-        inputs, keys, values = self._new_buffers(batch_size, capacity_for(span, 0), torch.zeros(0, device=device))
+        like = torch.zeros(0, dtype=self.embed.weight.dtype, device=device)
+        inputs, keys, values = self._new_buffers(batch_size, capacity_for(span, 0), like)
         valid = torch.zeros(batch_size, span, dtype=torch.bool, device=device)
         return TransformerState(inputs, keys, values, valid, span, None, AppendLog(span))
 
@@ -137,7 +139,8 @@ class TransformerCore(nn.Module):
                 # The carried steps apart: their inputs take no gradient, so backward skips the
                 # (B S, 2D) @ (2D, D) product that would compute one only to drop it. (Read from
                 # the state, which this call does not write: backward needs them as they were.)
-                carried_kv, new_kv = kv(block.attention_input(state.inputs[:, layer, carried])), kv(block.attention_input(h))
+                carried_inputs = state.inputs[:, layer, carried].to(h.dtype)  # (a state made in another dtype: cast)
+                carried_kv, new_kv = kv(block.attention_input(carried_inputs)), kv(block.attention_input(h))
                 k, v = torch.cat([carried_kv, new_kv], dim=1).chunk(2, dim=-1)  # (B, S + T, D) each
                 k, v = split_heads(k, c.n_heads), split_heads(v, c.n_heads)
                 if store:

@@ -31,19 +31,23 @@ class RunningNorm(nn.Module):
         return ((x - self.mean) / torch.sqrt(self.var + EPS)).clamp(-CLIP, CLIP)
 
     @torch.no_grad()
-    def update(self, x: torch.Tensor) -> None:
-        """Fold a batch x (..., N) into the running mean and variance."""
+    def update(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> None:
+        """Fold a batch x (..., N) into the running mean and variance: the rows where mask (...)
+        is True (all rows without one). The mask weighs rows rather than selecting them, and an
+        empty batch leaves the statistics as they were through torch.where, not an `if`: nothing
+        is read back to the host (on CUDA, a synchronisation)."""
         x = x.reshape(-1, x.shape[-1]).to(self.mean.dtype)
-        n = x.shape[0]
-        if n == 0:
-            return
-        mean, var = x.mean(0), x.var(0, unbiased=False)
+        weight = x.new_ones(x.shape[0], 1) if mask is None else mask.reshape(-1, 1).to(x.dtype)
+        n = weight.sum()
+        mean = (x * weight).sum(0) / n.clamp(min=1)
+        var = ((x - mean).square() * weight).sum(0) / n.clamp(min=1)
         total = self.count + n
         delta = mean - self.mean
-        m2 = self.var * self.count + var * n + delta**2 * self.count * n / total
-        self.mean += delta * n / total
-        self.var.copy_((m2 / total).to(self.var.dtype))
-        self.count.fill_(total)
+        m2 = self.var * self.count + var * n + delta**2 * self.count * n / total.clamp(min=1)
+        seen = n > 0
+        self.mean.copy_(torch.where(seen, self.mean + delta * n / total.clamp(min=1), self.mean))
+        self.var.copy_(torch.where(seen, (m2 / total.clamp(min=1)).to(self.var.dtype), self.var))
+        self.count.copy_(total)
 
 
 class BoxEncoder(Encoder):
@@ -58,5 +62,5 @@ class BoxEncoder(Encoder):
         """x (..., N) -> (..., WIDTH)."""
         return torch.relu(self.linear(self.norm(x.float())))
 
-    def observe(self, x: torch.Tensor) -> None:
-        self.norm.update(x.float())
+    def observe(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> None:
+        self.norm.update(x.float(), mask)

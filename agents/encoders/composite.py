@@ -30,6 +30,6 @@ class CompositeEncoder(Encoder):
         """x (..., N) -> (..., sum of the parts' widths)."""
         return torch.cat([self.parts[name](columns) for name, columns in self._split(x)], dim=-1)
 
-    def observe(self, x: torch.Tensor) -> None:
+    def observe(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> None:
         for name, columns in self._split(x):
-            self.parts[name].observe(columns)
+            self.parts[name].observe(columns, mask)

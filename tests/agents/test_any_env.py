@@ -118,6 +118,24 @@ def test_an_image_env_trains_its_cnn_end_to_end(tmp_path):
     assert not torch.equal(trainer.policy.encoder.net[0].weight, first_conv)
 
 
+def test_pixels_cross_to_the_device_as_bytes_in_one_copy_a_step(tmp_path):
+    """The rollout's observations are uint8 as the env gave them (float32 would be 4 times the
+    bytes), and what crossed to the device is one staged copy a step plus one for the rewards
+    and ends, each part padded to 8 bytes: B = 4 envs, T = 8 steps, 7 x 5 x 3 = 105 pixels."""
+    trainer = Trainer(small_config(tmp_path, "TestOnly/PixelCue-v0", updates=1))
+    try:
+        rollout, _ = trainer.actor.collect(8)
+        moved = trainer.actor.staging.bytes_to_device
+    finally:
+        trainer.close()
+    assert rollout.obs.dtype == torch.uint8 and rollout.obs.shape == (9, 4, 105)
+    pad = lambda size: -(-size // 8) * 8  # noqa: E731
+    a_step = pad(4 * 105) + pad(4 * 8) + pad(4 * 4) + pad(4 * 1) + pad(4 * 1)  # obs, prev_action, prev_reward, first, valid
+    ends = pad(8 * 4 * 4) + pad(8 * 4) + pad(8 * 4)  # reward (float32), terminated, truncated of all steps
+    assert moved == 9 * a_step + ends  # T steps and the observation after them
+    assert trainer.actor.bytes_to_host == 8 * 4 * 8  # the actions read back, int64
+
+
 class MultiBinaryEnv(gym.Env):
     """An env whose observations the agent cannot read."""
 

@@ -64,6 +64,21 @@ def test_each_space_gets_its_encoder(space, kind, width, columns):
     assert encoder(torch.as_tensor(flat)[None]).shape == (1, B, width)  # any leading dims (T, B)
 
 
+@pytest.mark.parametrize(
+    "space, dtype",
+    [
+        (spaces.Box(0, 255, (12, 10, 3), np.uint8), np.uint8),  # pixels stay bytes
+        (spaces.Dict({"left": spaces.Box(0, 255, (4, 4), np.uint8), "note": spaces.Text(5)}), np.uint8),
+        (spaces.MultiDiscrete([3, 4]), np.int64),
+        (spaces.Box(-1.0, 1.0, (3,)), np.float32),
+        (spaces.Box(0, 9, (3,), np.int64), np.float32),  # an integer Box is not bytes
+        (MINIGRID, np.float32),  # pixels beside a direction: one dtype for both, exact for either
+    ],
+)
+def test_the_flat_array_keeps_bytes_as_bytes(space, dtype):
+    assert flat_dtype(space) == dtype
+
+
 def test_discrete_and_multi_discrete_read_values_from_their_start():
     encoder, encoded, _ = encode(spaces.Discrete(3, start=5))
     assert torch.equal(encoder(torch.tensor([[5], [7]])), encoder.embed.weight[[0, 2]])

@@ -126,6 +126,7 @@ def test_paper_preset_has_the_paper_maze_settings():
         (["--gamma", "1.5"], "gamma must be in [0, 1], got 1.5"),
         (["--num-actors", "99"], "got 99"),
         (["--device", "tpu"], "'tpu'"),
+        (["--precision", "fp16"], "precision must be one of ['fp32', 'bf16'], got 'fp16'"),
         (["--resume", "/nonexistent/run"], "no checkpoint at '/nonexistent/run'"),
         (["--resume", "/nonexistent/run", "--core", "lstm"], "--core lstm would change it"),
         # Options travel outside the config's fields, but a resumed run keeps its own just the same.

@@ -155,6 +155,16 @@ def test_a2c_combine_sums_the_rounds():
     assert a2c.combine([slices[0], {"error": "boom"}]) == {"error": "boom"}
 
 
+def test_a2c_bytes_moved_per_frame_sum_over_the_rounds():
+    """Counted by the trainer's slices (bytes, not seconds); the peer's slices count none."""
+    slices = [{"frames": 6400, "seconds": 1.0, "acting_s": 0.5, "threads": 1, "bytes_moved": 64_000},
+              {"frames": 12800, "seconds": 3.0, "acting_s": 1.0, "threads": 1, "bytes_moved": 128_000}]
+    combined = a2c.combine(slices)
+    assert combined["bytes_per_frame"] == 10.0 and a2c.bytes_moved(combined) == "; 10 B"
+    assert "bytes_per_frame" not in a2c.combine([{key: value for key, value in s.items() if key != "bytes_moved"} for s in slices])
+    assert a2c.bytes_moved(a2c.combine(slices[:1] + [{**slices[1], "bytes_moved": 1_280_000}])) == "; 70 B"
+
+
 def test_recurrent_ppo_env_reports_truncation_as_sb3_expects():
     pytest.importorskip("sb3_contrib", reason="the bench extra is not installed")
     from benchmarks.recurrent_ppo import NativeVecEnv

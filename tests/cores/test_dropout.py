@@ -100,3 +100,16 @@ def test_dropout_masks_have_nn_dropouts_distribution():
     assert torch.equal(layer.eval()(y), y)
     with pytest.raises(ValueError, match=r"dropout must be in \[0, 1\), got 1.0"):
         Dropout(1.0)
+
+
+def test_the_feedback_tape_keeps_its_dropout_masks_as_bool():
+    """A recording run keeps every step's masks for the backward pass: one byte an entry, a
+    quarter of float32's (at the paper's maze sizes, 28.5 MiB a step as float32)."""
+    torch.manual_seed(0)
+    core = make_core("feedback", INPUT_DIM, d_model=D, n_heads=H, n_layers=2, span=KEYS, d_ff=FF, dropout=P).train()
+    run = core.open(core.initial_state(B, "cpu"), 2)
+    for _ in range(2):
+        run.step(torch.randn(B, INPUT_DIM), torch.zeros(B, dtype=torch.bool))
+    for tape in run.tapes:
+        for attention, relu in tape.masks:
+            assert (attention.dtype, attention.shape, relu.dtype, relu.shape) == (torch.bool, (B, H, KEYS), torch.bool, (B, FF))

@@ -43,3 +43,24 @@ def test_open_equals_forward_in_outputs_state_and_gradients(name):
         torch.testing.assert_close(p.grad, expected[n], msg=n)
     with pytest.raises(RuntimeError, match="opened for 7 steps"):
         run.step(x[0], first[0])
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+@pytest.mark.parametrize("grad", [True, False])
+def test_a_run_refuses_steps_after_its_outputs_and_everything_after_finish(name, grad):
+    """outputs() hands the steps taken over (to autograd, whose backward walks exactly those):
+    a later step could not join them. finish() hands the buffers on to the next call."""
+    torch.manual_seed(0)
+    core = make_core(name, 5, **OPTIONS[name])
+    x, first = torch.randn(3, 2, 5), torch.zeros(3, 2, dtype=torch.bool)
+    with torch.set_grad_enabled(grad):
+        run = core.open(core.initial_state(2, "cpu"), 3)
+        run.step(x[0], first[0])
+        run.outputs()
+        with pytest.raises(RuntimeError, match=r"step\(\) after outputs\(\): the outputs of this run's 1 steps were handed over"):
+            run.step(x[1], first[1])
+        run.finish()
+        with pytest.raises(RuntimeError, match=r"outputs\(\) after finish\(\): this run handed its state"):
+            run.outputs()
+        with pytest.raises(RuntimeError, match=r"step\(\) after finish\(\): this run handed its state on"):
+            run.step(x[1], first[1])

@@ -1,7 +1,7 @@
 """Acting (no gradients) reuses the keys and values carried in a Feedback or Transformer state
 only while the weights that made them are unchanged: after an optimiser step (fused ones
-included), a load_state_dict, an in-place edit under no_grad (unmarked) or a marked write through
-`p.data`, an acting call equals a call with gradients, which always recomputes them from the
+included), a load_state_dict, an in-place edit under no_grad, a write through `p.data` or a
+conversion (module.double()), none of them marked, an acting call equals a call with gradients, which always recomputes them from the
 carried memory."""
 
 import ast
@@ -112,6 +112,41 @@ def test_an_unmarked_in_place_edit_makes_acting_recompute(name, edit):
             elif p.dim() >= 2:
                 nn.init.orthogonal_(p)
     assert_acting_is_current(core, state, x, first, before)
+
+
+@pytest.mark.parametrize("name", CACHING)
+@pytest.mark.parametrize("edit", ["data =", "data.copy_", "data.mul_"])
+def test_an_unmarked_write_through_data_makes_acting_recompute(name, edit):
+    """`p.data` is a tensor with its own version counter: these writes leave p._version as it
+    was, and the weights version sees them through TrackedParameter, unmarked."""
+    core, state, x, first = core_and_state(name)
+    before = acting(core, state, x, first)
+    target, _, _, _ = core_and_state(name, seed=1)
+    for p, q in zip(core.parameters(), target.parameters()):
+        counter = p._version
+        if edit == "data =":
+            p.data = q.detach().clone()
+        elif edit == "data.copy_":
+            p.data.copy_(q)
+        else:
+            p.data.mul_(1.5)
+        assert p._version == counter  # what the version counter alone would miss
+    assert_acting_is_current(core, state, x, first, before)
+
+
+@pytest.mark.parametrize("name", CACHING)
+def test_converting_the_core_makes_acting_recompute(name):
+    """module.double() (as .half(), .to(dtype)) sets each parameter's data in place: acting in
+    the new dtype equals recomputing in it to float64's precision: reused, the stored keys would
+    bring float32's rounding (about 1e-7) in."""
+    core, state, x, first = core_and_state(name)
+    core.double()
+    x = x.double()
+    with torch.no_grad():
+        acted = core(x, state, first)[0]
+    recomputed = core(x, state, first)[0].detach()
+    torch.testing.assert_close(acted, recomputed, atol=1e-12, rtol=0)
+    assert acted.dtype == torch.float64
 
 
 def tags_of_a_fresh_process() -> list[tuple[str, int]]:

@@ -2,6 +2,7 @@
 and bad input ending in a clear error (exit code 2)."""
 
 import json
+import math
 import re
 import signal
 import sys
@@ -105,6 +106,7 @@ def test_cli_prints_and_saves_results(tmp_path, capsys):
         (["--n-train", "0"], "n_train must be an integer >= 1, got 0"),
         (["--optimizer", "sgd"], "optimizer must be one of \\['adam', 'nesterov'\\], got 'sgd'"),
         (["--device", "tpu"], "unknown device 'tpu'"),
+        (["--precision", "half"], "precision must be one of \\['fp32', 'bf16'\\], got 'half'"),
         (["--core-opt", "span=long"], "core option span='long': expected int"),
         (["--core-opt", "width=3"], "unknown option 'width' for core 'feedback'"),
         (["--n-heads", "3"], "d_model \\(16\\) must be divisible by n_heads \\(3\\)"),
@@ -220,3 +222,17 @@ def test_ctrl_c_anywhere_exits_130_and_resumes_to_the_same_results(tmp_path, mon
     if (run_dir / "results.json").exists():  # Ctrl-C while writing it: the file is whole
         assert untimed(json.loads((run_dir / "results.json").read_text())) == untimed(unstopped_results)
     assert untimed(main(["--resume", str(run_dir), "--no-progress"])) == untimed(unstopped_results)
+
+
+def test_a_bf16_run_computes_in_bfloat16_and_learns(tmp_path):
+    """--precision bf16: the core's outputs are bfloat16 (autocast), the weights and the loss
+    float32, validation runs at the same precision, and the training loss falls."""
+    run = make(tmp_path, "bf16", precision="bf16", dropout=0.0, lr=3e-3, max_updates=60)
+    dtypes = []
+    run.model.core.register_forward_hook(lambda module, inputs, output: dtypes.append(output[0].dtype))
+    losses = [float(run.step()[0]) for _ in range(60)]
+    assert set(dtypes) == {torch.bfloat16}
+    assert {p.dtype for p in run.model.parameters()} == {torch.float32} and all(math.isfinite(loss) for loss in losses)
+    assert sum(losses[-10:]) < 0.9 * sum(losses[:10]), losses  # (measured: 16 % lower)
+    dtypes.clear()
+    assert 0.0 <= run.evaluate("valid")["accuracy"] <= 1.0 and set(dtypes) == {torch.bfloat16}
