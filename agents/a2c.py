@@ -13,6 +13,8 @@ Letters: T steps, B envs, A actions.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch.distributions import Categorical
 
@@ -45,6 +47,17 @@ def gae_advantages(
     return advantages
 
 
+@dataclass
+class Clip:
+    """PPO's clipping (agents/ppo.py): the log-probabilities and values the policy had when it
+    acted, and how far from them an update may move before its gradient stops."""
+
+    old_logprob: torch.Tensor  # (T, B)
+    old_values: torch.Tensor  # (T, B)
+    coef: float
+    clip_values: bool
+
+
 def a2c_loss(
     logits: torch.Tensor,  # (T, B, A)
     values: torch.Tensor,  # (T, B) with gradients
@@ -55,26 +68,49 @@ def a2c_loss(
     value_coef: float,
     entropy_coef: float,
     count: torch.Tensor | None = None,
+    clip: Clip | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Policy gradient + value_coef * squared error / 2 - entropy_coef * entropy, means over
     valid steps. Also returns the parts and the explained variance (detached).
 
     `count` divides the sums instead of this rollout's valid steps: under torchrun, the valid
     steps of all ranks, so the ranks' losses sum to the loss of the whole batch (a plain average
-    of per-rank means would weight a rank's steps by how few valid steps it had)."""
+    of per-rank means would weight a rank's steps by how few valid steps it had).
+
+    With `clip` this is PPO's loss, on the same path: the policy term becomes the clipped
+    surrogate min(r A, clip(r, 1 - eps, 1 + eps) A) of the ratio r = pi / pi_old, whose gradient
+    at r = 1 is the policy gradient above, and (clip.clip_values) the value error the larger of
+    the plain and the clipped one; the stats add approx_kl (the (r - 1) - log r estimator) and
+    clipfrac, CleanRL's keys."""
     weight = valid.to(values.dtype)
     count = (weight.sum() if count is None else count).clamp(min=1.0)
     distribution = Categorical(logits=logits, validate_args=False)  # validation reads its checks back to the host
-    policy_loss = -(distribution.log_prob(actions) * advantages.detach() * weight).sum() / count
-    value_loss = 0.5 * ((values - returns.detach()).square() * weight).sum() / count
+    log_prob = distribution.log_prob(actions)
+    advantages, returns = advantages.detach(), returns.detach()
+    value_error = (values - returns).square()
+    stats = {}
+    if clip is None:
+        surrogate = log_prob * advantages
+    else:
+        log_ratio = log_prob - clip.old_logprob
+        ratio = log_ratio.exp()
+        surrogate = torch.minimum(ratio * advantages, ratio.clamp(1 - clip.coef, 1 + clip.coef) * advantages)
+        if clip.clip_values:
+            clipped = clip.old_values + (values - clip.old_values).clamp(-clip.coef, clip.coef)
+            value_error = torch.maximum(value_error, (clipped - returns).square())
+        with torch.no_grad():
+            stats["approx_kl"] = (((ratio - 1) - log_ratio) * weight).sum() / count
+            stats["clipfrac"] = (((ratio - 1).abs() > clip.coef).to(weight.dtype) * weight).sum() / count
+    policy_loss = -(surrogate * weight).sum() / count
+    value_loss = 0.5 * (value_error * weight).sum() / count
     entropy = (distribution.entropy() * weight).sum() / count
     loss = policy_loss + value_coef * value_loss - entropy_coef * entropy
-    stats = {
+    stats.update({
         "policy_loss": policy_loss.detach(),
         "value_loss": value_loss.detach(),
         "entropy": entropy.detach(),
         "explained_variance": explained_variance(values.detach(), returns, valid),
-    }
+    })
     return loss, stats
 
 

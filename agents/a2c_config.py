@@ -169,17 +169,18 @@ def preset_values(env: str, core: str, preset: str) -> tuple[dict[str, Any], dic
     return fields, {key: value for key, value in sizes.items() if key in allowed}
 
 
-def resolve_config(given: dict[str, Any]) -> A2CConfig:
+def resolve_config(given: dict[str, Any], config_class: type[A2CConfig] = A2CConfig) -> A2CConfig:
     """Defaults, then the preset, then `given` (fields typed on the command line, core options
-    from --core-opt merged over the preset's)."""
-    base = A2CConfig(**{key: given[key] for key in ("env", "core", "preset") if key in given})
+    from --core-opt merged over the preset's). `config_class`: A2CConfig or agents/ppo_config.py's
+    PPOConfig, whose extra fields the presets leave alone."""
+    base = config_class(**{key: given[key] for key in ("env", "core", "preset") if key in given})
     preset = base.preset
     if preset == "auto":
         preset = "paper" if torch.cuda.is_available() else "cpu"
     fields, options = preset_values(base.env, base.core, preset)
     merged = {**fields, **given, "preset": preset}
     merged["core_options"] = {**options, **given.get("core_options", {})}
-    config = A2CConfig(**{**dataclasses.asdict(base), **merged})
+    config = config_class(**{**dataclasses.asdict(base), **merged})
     if not config.run_dir:
         config.run_dir = f"runs/{envs.short_name(config.env)}-{config.core}-{time.strftime('%Y%m%d-%H%M%S')}"
     return config

@@ -62,8 +62,9 @@ def save_checkpoint(path: str | os.PathLike, kind: str, payload: dict[str, Any])
     return path
 
 
-def load_checkpoint(run_dir_or_file: str | os.PathLike, kind: str, map_location: Any = "cpu") -> dict[str, Any]:
-    """Read the checkpoint of `run_dir_or_file`, checking it was written by trainer `kind`."""
+def load_checkpoint(run_dir_or_file: str | os.PathLike, kind: str | tuple[str, ...], map_location: Any = "cpu") -> dict[str, Any]:
+    """Read the checkpoint of `run_dir_or_file`, checking it was written by trainer `kind` (or
+    one of several)."""
     path = checkpoint_path(run_dir_or_file)
     if not path.is_file():
         raise CheckpointError(f"no checkpoint at {str(path)!r} (give a run folder holding {FILE_NAME} or the file itself)")
@@ -75,8 +76,10 @@ def load_checkpoint(run_dir_or_file: str | os.PathLike, kind: str, map_location:
         raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or not a checkpoint: {error}") from error
     if not isinstance(payload, dict) or "kind" not in payload:
         raise CheckpointError(f"{str(path)!r} is not a feedback-rl checkpoint")
-    if payload["kind"] != kind:
-        raise CheckpointError(f"{str(path)!r} is a {payload['kind']!r} checkpoint, expected {kind!r}")
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if payload["kind"] not in kinds:
+        expected = " or ".join(repr(k) for k in kinds)
+        raise CheckpointError(f"{str(path)!r} is a {payload['kind']!r} checkpoint, expected {expected}")
     if payload.get("format") != FORMAT:
         raise CheckpointError(f"{str(path)!r} has checkpoint format {payload.get('format')!r}; this version reads {FORMAT}")
     return payload

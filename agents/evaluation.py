@@ -25,9 +25,12 @@ from agents.actors import LocalEnvs
 from agents.checkpoint import CheckpointError, load_checkpoint
 from agents.policy import Policy
 from agents.rollout import Actor
+from agents.ppo import PPOTrainer
 from agents.seeding import seed_everything
-from agents.train import KIND, build_policy
+from agents.train import Trainer, build_policy
 from envs.any_env import render_modes
+
+CONFIGS = {trainer.kind: trainer.config_class for trainer in (Trainer, PPOTrainer)}  # checkpoint kind -> its config
 
 VIDEO_FORMATS = (".gif", ".mp4")
 DEFAULT_FPS = 30  # for envs whose metadata gives no render_fps
@@ -47,11 +50,11 @@ class Run:
 
 
 def load_run(run_dir_or_file: str, device: torch.device) -> Run:
-    """The policy of an A2C checkpoint (a run folder or the file), on `device`; CheckpointError
-    for anything that is not one this version can rebuild."""
-    payload = load_checkpoint(run_dir_or_file, KIND, map_location=device)
+    """The policy of an A2C or PPO checkpoint (a run folder or the file), on `device`;
+    CheckpointError for anything that is not one this version can rebuild."""
+    payload = load_checkpoint(run_dir_or_file, tuple(CONFIGS), map_location=device)
     try:
-        config = A2CConfig(**payload["config"])
+        config = CONFIGS[payload["kind"]](**payload["config"])
     except (TypeError, ValueError) as error:
         raise CheckpointError(f"checkpoint config does not match this version: {error}") from error
     policy = new_policy(config).to(device)

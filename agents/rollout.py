@@ -39,6 +39,9 @@ class Rollout:
     # When acting kept the graph (Actor.collect(keep_graph=True)), the policy's outputs:
     logits: torch.Tensor | None = None  # (T, B, A) with gradients
     values: torch.Tensor | None = None  # (T + 1, B): with gradients, and the bootstrap value last
+    # When acting kept what it chose with (Actor.collect(keep_outputs=True), for PPO), without gradients:
+    logprob: torch.Tensor | None = None  # (T, B) float32: log pi(action) when it was taken
+    # (and `values` above, float32 and detached, the bootstrap value last)
 
 
 @dataclass
@@ -140,10 +143,12 @@ class Actor:
         self.first, self.valid = next_first, ~ended
         return episodes
 
-    def collect(self, steps: int, keep_graph: bool = False) -> tuple[Rollout, Episodes]:
+    def collect(self, steps: int, keep_graph: bool = False, keep_outputs: bool = False) -> tuple[Rollout, Episodes]:
         """T = `steps` steps of every env, for the learner. keep_graph: act through one core
         call fed a step at a time with gradients on (Policy.open), and hand the learner the
-        logits and values, so it need not run the chunk again.
+        logits and values, so it need not run the chunk again. keep_outputs (without keep_graph):
+        keep each step's log-probability of the action taken and value, and the bootstrap value,
+        as PPO's reference point.
 
         What the rollout holds of the steps' inputs and actions is what already crossed to the
         device for acting (one copy per step, agents/staging.py); the rewards and ends cross
@@ -151,15 +156,19 @@ class Actor:
         start_state = self.state
         run = self.policy.open(self.state, steps) if keep_graph else None
         inputs, actions, records, episodes = [], [], [], Episodes()
+        logprobs, values = [], []
         for _ in range(steps):
             staged = self.staged()  # obs, prev_action, prev_reward, first, valid (B, ...) each
             if run is None:
                 with torch.no_grad():
-                    logits, _, self.state = self.policy(*(tensor[None] for tensor in staged[:4]), self.state)
+                    logits, value, self.state = self.policy(*(tensor[None] for tensor in staged[:4]), self.state)
                 logits = logits[0]
             else:
                 logits, _ = run.step(*staged[:4])
             record, ended, chosen = self._act(logits, greedy=False)
+            if keep_outputs:
+                logprobs.append(torch.log_softmax(logits.float(), -1).gather(-1, chosen[:, None])[:, 0])
+                values.append(value[0].float())
             inputs.append(staged)
             actions.append(chosen)
             records.append(record)
@@ -181,6 +190,10 @@ class Actor:
             with torch.no_grad():  # the bootstrap value; the state it makes is not kept
                 _, bootstrap, _ = self.policy(*(tensor[None] for tensor in last[:4]), self.state)
             rollout.values = torch.cat([values, bootstrap])
+        elif keep_outputs:
+            with torch.no_grad():  # the bootstrap value; the state it makes is not kept
+                _, bootstrap, _ = self.policy(*(tensor[None] for tensor in last[:4]), self.state)
+            rollout.logprob, rollout.values = torch.stack(logprobs), torch.stack([*values, bootstrap[0].float()])
         return rollout, episodes
 
     def carry(self) -> dict[str, Any]:

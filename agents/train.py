@@ -68,6 +68,13 @@ def build_optimizer(config: A2CConfig, policy: Policy) -> torch.optim.Optimizer:
 
 
 class Trainer:
+    """A2C: one optimiser step per rollout. agents/ppo.py:PPOTrainer changes only `learn`."""
+
+    kind = KIND  # the checkpoint's kind
+    config_class = A2CConfig
+    keeps_acting_outputs = False  # Actor.collect(keep_outputs=...): PPO's reference point
+    sums_gradients = False  # sum the ranks' gradients by hand, not through DDP, whatever the learner
+
     def __init__(self, config: A2CConfig):
         self.config = config
         self.world = distributed.init()
@@ -97,7 +104,8 @@ class Trainer:
                 )
             self.actor = Actor(self.pool, self.policy, self.device, (self.first_env, config.num_envs))
             # The learner's forward, through DistributedDataParallel under torchrun (see the module docstring).
-            self.learner = self.policy if self.keep_graph else distributed.data_parallel(self.policy, self.world)
+            by_hand = self.keep_graph or self.sums_gradients
+            self.learner = self.policy if by_hand else distributed.data_parallel(self.policy, self.world)
             # Encoders with running statistics hold them in buffers; only then are observations gathered.
             self.gathers_observations = self.world.size > 1 and any(True for _ in self.policy.encoder.buffers())
         except BaseException:
@@ -115,7 +123,7 @@ class Trainer:
         c = self.config
         self.policy.train(self.keep_graph)  # acting is the learning pass, or dropout (if any) is off
         with autocast(self.device, c.precision):
-            rollout, episodes = self.actor.collect(c.rollout, self.keep_graph)
+            rollout, episodes = self.actor.collect(c.rollout, self.keep_graph, self.keeps_acting_outputs)
         self.policy.train()
         stats = self.learn(rollout)
         parts = distributed.gather_to_main(episodes, "gathering episode statistics")
@@ -142,9 +150,19 @@ class Trainer:
         returns = advantages + values[:-1].detach()
         count = distributed.sum_tensor(r.valid.sum().to(values.dtype), "counting valid steps")  # over all ranks
         loss, stats = a2c_loss(logits, values[:-1], r.action, advantages, returns, r.valid, c.value_coef, c.entropy_coef, count)
+        self.optimizer_step(loss, stats)
+        self.observe(r)
+        return stats
+
+    def optimizer_step(self, loss: torch.Tensor | None, stats: dict[str, torch.Tensor]) -> None:
+        """Backward, gradients summed over ranks, clipping, this update's learning rate, step;
+        `stats`' loss parts become sums over ranks and gain the gradient norm. A rank with no
+        share of the batch (loss None; PPO's minibatches) adds zero gradients and takes the step."""
+        c = self.config
         self.optimizer.zero_grad(set_to_none=True)
-        if self.keep_graph:
-            loss.backward()
+        if self.keep_graph or self.sums_gradients:
+            if loss is not None:
+                loss.backward()
             distributed.sum_gradients([p for p in self.policy.parameters() if p.requires_grad])
         else:
             (loss * self.world.size).backward()  # DDP averages over ranks; the ranks' losses are to be summed
@@ -157,13 +175,15 @@ class Trainer:
         for group in self.optimizer.param_groups:
             group["lr"] = self.learning_rate()
         self.optimizer.step()
-        # After the step, so acting on this rollout and learning from it saw the same statistics.
+
+    def observe(self, r: Rollout) -> None:
+        """The encoders' running statistics take in the rollout's observations: after the step,
+        so acting on this rollout and learning from it saw the same statistics."""
         obs, valid = r.obs[:-1], r.valid
         if self.gathers_observations:  # every rank's, in the order of one process's batch
             shares = distributed.all_gather((obs.cpu(), valid.cpu()), "gathering observations")
             obs, valid = (torch.cat(tensors, dim=1).to(self.device) for tensors in zip(*shares))
         self.policy.observe(obs, valid)
-        return stats
 
     def learning_rate(self) -> float:
         """This update's learning rate: constant, or annealed linearly from the configured one to
@@ -204,7 +224,7 @@ class Trainer:
     def save(self, with_envs: bool = True) -> Path | None:
         """Write the checkpoint (on rank 0; under torchrun every rank must call this)."""
         payload = self.state_dict(with_envs)
-        path = None if payload is None else save_checkpoint(run_checkpoint(self.config.run_dir), KIND, payload)
+        path = None if payload is None else save_checkpoint(run_checkpoint(self.config.run_dir), self.kind, payload)
         distributed.wait_for_all("waiting for the checkpoint to be written")
         return path
 
@@ -221,9 +241,9 @@ class Trainer:
         # Rank 0 reads it and sends it to the others, whose machines need not hold the run folder.
         # The run continues in the folder its checkpoint was read from, wherever it was first made.
         payload, run_dir = distributed.from_main(
-            lambda: (load_checkpoint(run_dir_or_file, KIND), str(checkpoint_path(run_dir_or_file).parent)), "reading the checkpoint")
+            lambda: (load_checkpoint(run_dir_or_file, cls.kind), str(checkpoint_path(run_dir_or_file).parent)), "reading the checkpoint")
         try:
-            config = A2CConfig(**{**payload["config"], **overrides, "run_dir": run_dir})
+            config = cls.config_class(**{**payload["config"], **overrides, "run_dir": run_dir})
         except TypeError as error:
             raise CheckpointError(f"checkpoint config does not match this version: {error}") from error
         trainer = cls(config)

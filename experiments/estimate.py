@@ -52,13 +52,14 @@ def timed_update(update: Callable[[], object]) -> float:
 
 def seconds_per_frame(train_args: list[str]) -> float:
     """Wall seconds per env frame of `python train_a2c.py TRAIN_ARGS --threads 1` on this machine."""
-    from train_a2c import make_parser, make_trainer
+    from agents.command_line import make_parser, make_trainer
+    from agents.train import Trainer
 
     threads = torch.get_num_threads()
     with tempfile.TemporaryDirectory() as run_dir:
-        parser = make_parser()
+        parser = make_parser(Trainer, "")
         args = parser.parse_args([*train_args, "--threads", "1", "--run-dir", run_dir])
-        trainer = make_trainer(args, parser)
+        trainer = make_trainer(Trainer, args, parser)
         try:
             seconds = timed_update(trainer.update)
         finally:

@@ -103,13 +103,14 @@ def gradient_norms(env_args: list[str], core: str, head_init: str, seed: int) ->
     a fresh agent's first rollout (the losses as the trainer weighs them)."""
     import torch
 
-    import train_a2c
     from agents.a2c import a2c_loss, gae_advantages
+    from agents.command_line import make_parser, make_trainer
+    from agents.train import Trainer
 
-    parser = train_a2c.make_parser()
+    parser = make_parser(Trainer, "")
     args = parser.parse_args([*env_args, "--core", core, "--preset", "cpu", "--seed", str(seed),
                               "--head-init", head_init, "--run-dir", "unused", "--threads", "1"])
-    trainer = train_a2c.make_trainer(args, parser)
+    trainer = make_trainer(Trainer, args, parser)
     try:
         c, rollout = trainer.config, trainer.actor.collect(trainer.config.rollout)[0]
         logits, values, _ = trainer.policy(rollout.obs, rollout.prev_action, rollout.prev_reward, rollout.first, rollout.start_state)

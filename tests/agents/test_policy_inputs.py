@@ -8,7 +8,8 @@ from gymnasium.spaces import MultiDiscrete
 from agents.a2c_config import A2CConfig, resolve_config
 from agents.config_cli import given_fields
 from agents.policy import Policy
-from train_a2c import make_parser
+from agents.command_line import make_parser
+from agents.train import Trainer
 
 NVEC, ACTIONS, T, B = [3, 4], 3, 5, 6
 
@@ -38,7 +39,7 @@ def test_without_previous_inputs_the_policy_ignores_the_last_action_and_reward()
 
 
 def test_no_previous_inputs_flag_reaches_the_config():
-    args = make_parser().parse_args(["--env", "corridor", "--no-previous-inputs"])
+    args = make_parser(Trainer, "").parse_args(["--env", "corridor", "--no-previous-inputs"])
     assert resolve_config(given_fields(args, A2CConfig)).previous_inputs is False
     assert resolve_config({"env": "corridor"}).previous_inputs is True
     with pytest.raises(ValueError, match="previous_inputs must be True or False, got 'no'"):

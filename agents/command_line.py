@@ -1,0 +1,77 @@
+"""The command line both trainers share (train_a2c.py, train_ppo.py): flags from the trainer's
+config dataclass, --resume, --core-opt and --env-opt, the run, and how it ends (a stop signal, a
+dead actor worker or rank). Each script is this with its trainer class and its docstring.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from agents import distributed
+from agents.a2c_config import resolve_config
+from agents.actors import ActorError
+from agents.checkpoint import CheckpointError, run_checkpoint
+from agents.config_cli import add_config_arguments, flag_name, given_fields, parse_core_options, parse_env_options
+from agents.interrupt import exit_interrupted, stop_signals_raise
+from agents.train import RESUMABLE_OVERRIDES, Trainer
+
+
+def make_parser(trainer_class: type[Trainer], description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its checkpoint (run folder or file)")
+    parser.add_argument("--core-opt", action="append", default=[], metavar="KEY=VALUE", help="core option, e.g. span=100 (repeatable)")
+    parser.add_argument("--env-opt", action="append", default=[], metavar="KEY=VALUE", help="env constructor option, e.g. length=8 (repeatable)")
+    add_config_arguments(parser, trainer_class.config_class, exclude=("core_options", "env_options"))
+    return parser
+
+
+def make_trainer(trainer_class: type[Trainer], args: argparse.Namespace, parser: argparse.ArgumentParser) -> Trainer:
+    """The trainer the arguments ask for; any bad value ends in parser.error (exit code 2)."""
+    config_class = trainer_class.config_class
+    given = given_fields(args, config_class)
+    try:
+        if args.resume:
+            refused = [f"{flag_name(name)} {given[name]}" for name in sorted(set(given) - RESUMABLE_OVERRIDES)]
+            refused += [f"--core-opt {item}" for item in args.core_opt] + [f"--env-opt {item}" for item in args.env_opt]
+            if refused:
+                allowed = ", ".join(flag_name(name) for name in sorted(RESUMABLE_OVERRIDES))
+                parser.error(f"--resume keeps the run's config; {', '.join(refused)} would change it (only {allowed} may be given)")
+            trainer = trainer_class.from_checkpoint(args.resume, given)
+            if trainer.world.main:
+                print(f"resuming {trainer.config.run_dir} at step {trainer.global_step:,}: {trainer.resumed_how}")
+            return trainer
+        given["core_options"] = parse_core_options(given.get("core", config_class.core), args.core_opt)
+        given["env_options"] = parse_env_options(args.env_opt)
+        return trainer_class(resolve_config(given, config_class))
+    except (ValueError, CheckpointError) as error:
+        parser.error(str(error))
+
+
+def main(trainer_class: type[Trainer], description: str, argv: list[str] | None = None) -> None:
+    """Ctrl-C, SIGTERM, SIGHUP or SIGUSR2 at any point ends with exit code 128 + the signal (130
+    for Ctrl-C, 143 for SIGTERM) and a line saying whether and how the run can be resumed
+    (agents/train.py: Trainer.train keeps the checkpoint whole). Under torchrun
+    every rank runs this; rank 0 prints the config, and a rank that dies ends the others with
+    an error (distributed.RankError) and the last checkpoint as it was."""
+    with stop_signals_raise():
+        parser = make_parser(trainer_class, description)
+        trainer = None
+        try:
+            args = parser.parse_args(argv)
+            trainer = make_trainer(trainer_class, args, parser)
+            if trainer.world.main:
+                print(json.dumps(trainer.config.to_dict(), indent=2))
+            try:
+                trainer.train()
+            except (ActorError, distributed.RankError) as error:
+                where = f" (process {trainer.world.rank} of {trainer.world.size})" if trainer.world.size > 1 else ""
+                sys.exit(f"training stopped{where}: {error}\nthe last checkpoint is in {trainer.config.run_dir}")
+            finally:
+                trainer.close()
+                distributed.close()
+        except KeyboardInterrupt as interrupt:
+            if trainer is not None and run_checkpoint(trainer.config.run_dir).is_file():
+                exit_interrupted(f"at step {trainer.global_step:,}; continue with --resume {trainer.config.run_dir}", interrupt)
+            exit_interrupted("while setting up; nothing was saved", interrupt)

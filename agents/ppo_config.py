@@ -1,0 +1,44 @@
+"""PPO's hyperparameters: A2C's (agents/a2c_config.py: the env, core, presets, optimiser, ...)
+and the update's own, under CleanRL's names.
+
+Defaults are CleanRL's `ppo_trxl` (its Transformer-XL recipe for MiniGrid Memory and Memory
+Gym): 3 epochs of 8 minibatches, clip 0.1 on the ratio and the value, no advantage
+normalisation, GAE lambda 0.95, no KL stop. Its other settings (discount 0.995, gradient norm
+0.25, learning rate 2.75e-4 annealed to 1e-5, entropy 1e-4 annealed) stay A2C's or the preset's
+here: set them with the flags (docs/training.md, "PPO").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agents.a2c_config import A2CConfig
+from agents.cores.checks import check_bool
+
+
+@dataclass
+class PPOConfig(A2CConfig):
+    gae_lambda: float = field(default=0.95, metadata={"help": "GAE lambda (CleanRL's ppo_trxl: 0.95)"})
+    learner: str = field(default="recompute", metadata={"help": "PPO recomputes every minibatch from the rollout's stored core state"})
+    update_epochs: int = field(default=3, metadata={"help": "passes over each rollout"})
+    num_minibatches: int = field(default=8, metadata={"help": "minibatches per epoch, each a subset of whole envs; must divide each process's envs"})
+    clip_coef: float = field(default=0.1, metadata={"help": "how far the ratio pi / pi_old (and with --clip-vloss the value) may move"})
+    clip_vloss: bool = field(default=True, metadata={"help": "clip the value error as the ratio (--no-clip-vloss: plain squared error)"})
+    norm_adv: bool = field(default=False, metadata={"help": "normalise the advantages within each minibatch"})
+    target_kl: float = field(default=0.0, metadata={"help": "stop the update's epochs once the approximate KL passes this; 0: never"})
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.learner != "recompute":
+            raise ValueError(f"PPO recomputes the rollout for every minibatch; learner {self.learner!r} is not allowed (use recompute)")
+        for name in ("update_epochs", "num_minibatches"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.num_envs % self.num_minibatches:
+            raise ValueError(f"num_minibatches ({self.num_minibatches}) must divide num_envs ({self.num_envs}): minibatches are whole envs")
+        if not self.clip_coef > 0:
+            raise ValueError(f"clip_coef must be > 0, got {self.clip_coef}")
+        if self.target_kl < 0:
+            raise ValueError(f"target_kl must be >= 0 (0: no early stop), got {self.target_kl}")
+        check_bool("clip_vloss", self.clip_vloss)
+        check_bool("norm_adv", self.norm_adv)

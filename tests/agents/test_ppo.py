@@ -1,0 +1,189 @@
+"""PPO (agents/ppo.py, train_ppo.py): one loss path with A2C, the memory contract (acting's
+log-probabilities recomputed exactly from the stored start state, minibatches of whole envs that
+do not leak), exact resume, evaluate.py on its checkpoints, bad input refused naming the value."""
+
+import dataclasses
+import json
+
+import pytest
+import torch
+
+import evaluate
+import train_ppo
+from agents.a2c_config import A2CConfig, resolve_config
+from agents.checkpoint import load_checkpoint
+from agents.a2c import gae_advantages
+from agents.cores import CORES
+from agents.ppo import PPOTrainer
+from agents.ppo_config import PPOConfig
+from agents.train import Trainer
+from tests.float32 import close32
+from tests.trained import assert_same_parameters
+
+SMALL = {
+    "feedback": {"d_model": 16, "n_layers": 2, "n_heads": 2, "span": 4},
+    "transformer": {"d_model": 16, "n_layers": 2, "n_heads": 2, "span": 4},
+    "reservoir": {"d_model": 16, "n_layers": 2, "n_heads": 2, "span": 4},
+    "lstm": {"hidden_size": 16},
+    "mlp": {"hidden_size": 16},
+}
+ENVS, STEPS = 8, 8  # rollouts of 8 steps over episodes of at most 7: episode starts inside every rollout
+
+
+def small(tmp_path, core="lstm", config_class=PPOConfig, updates=2, **fields):
+    given = dict(env="corridor", core=core, num_envs=ENVS, rollout=STEPS, total_steps=updates * ENVS * STEPS, seed=5,
+                 run_dir=str(tmp_path), core_options=SMALL[core], env_options={"length": 3, "max_episode_steps": 7},
+                 threads=1, learning_rate=1e-2, **fields)
+    return resolve_config(given, config_class)
+
+
+def recorded_gradients(trainer, updates: int) -> list[dict[str, torch.Tensor]]:
+    """Each optimiser step's gradients, as the optimiser takes them (plain SGD)."""
+    named = list(trainer.policy.named_parameters())
+    trainer.optimizer = torch.optim.SGD([p for _, p in named], lr=0.1)
+    taken = []
+    trainer.optimizer.register_step_pre_hook(lambda *_: taken.append({n: p.grad.clone() for n, p in named}))
+    for _ in range(updates):
+        trainer.update()
+    return taken
+
+
+@pytest.mark.parametrize("core", ["lstm", "feedback"])
+def test_one_epoch_of_one_minibatch_is_the_a2c_update(tmp_path, core):
+    """Ratio 1, so clipping is inactive: PPO's first step is A2C's on the same advantages (the
+    same GAE lambda), the value clipping inactive too, through the same loss path."""
+    same = dict(gae_lambda=0.95, learner="recompute")
+    gradients, weights = [], []
+    # One after the other: each trainer seeds the generators, so both act the same rollout.
+    for trainer_class, config in ((PPOTrainer, small(tmp_path / "ppo", core, update_epochs=1, num_minibatches=1, **same)),
+                                  (Trainer, small(tmp_path / "a2c", core, config_class=A2CConfig, **same))):
+        trainer = trainer_class(config)
+        try:
+            weights.append({name: value.clone() for name, value in trainer.policy.state_dict().items()})
+            gradients.append(recorded_gradients(trainer, 1)[0])
+        finally:
+            trainer.close()
+    assert_same_parameters(*weights)  # seeded alike
+    got, want = gradients
+    for name, expected in want.items():
+        torch.testing.assert_close(got[name], expected, **close32(terms=16, scale=expected.abs().max().item()), msg=name)
+
+
+@pytest.mark.parametrize("core", sorted(CORES))
+def test_acting_log_probabilities_and_values_are_what_the_recompute_gives(tmp_path, core):
+    """The first epoch's recompute from the stored start state gives the log-probabilities and
+    values acting used (ratio 1), with memory carried from the rollout before and episode starts
+    inside this one."""
+    trainer = PPOTrainer(small(tmp_path, core))
+    try:
+        trainer.policy.eval()
+        trainer.actor.collect(STEPS, keep_outputs=True)  # a first rollout: the second starts with memory
+        r, _ = trainer.actor.collect(STEPS, keep_outputs=True)
+        assert r.first[1:-1].any() and not r.first[0].all()  # resets inside, memory carried in
+        with torch.no_grad():
+            logits, values, _ = trainer.policy(r.obs[:-1], r.prev_action[:-1], r.prev_reward[:-1], r.first[:-1], r.start_state)
+        logprob = torch.log_softmax(logits, -1).gather(-1, r.action[..., None])[..., 0]
+    finally:
+        trainer.close()
+    torch.testing.assert_close(logprob, r.logprob, **close32(terms=STEPS * 4, scale=r.logprob.abs().max().item()))
+    torch.testing.assert_close(values, r.values[:-1], **close32(terms=STEPS * 4, scale=r.values.abs().max().item()))
+
+
+def test_a_minibatch_reads_only_its_own_envs(tmp_path):
+    """Changing env 0's rollout (its rewards, observations and actions) changes no gradient of a
+    minibatch without env 0, advantage normalisation included."""
+    trainer = PPOTrainer(small(tmp_path, "feedback", norm_adv=True))
+    try:
+        r, _ = trainer.actor.collect(STEPS, keep_outputs=True)
+        others = torch.arange(1, ENVS)
+        gradients = []
+        parameters = [p for p in trainer.policy.parameters() if p.requires_grad]
+        trainer.optimizer_step = lambda loss, stats: gradients.append(torch.autograd.grad(loss, parameters, allow_unused=True))
+        for rollout in (r, changed_env_zero(r)):
+            advantages = gae_advantages(rollout.reward, rollout.values, rollout.terminated, rollout.truncated, rollout.valid,
+                                        trainer.config.gamma, trainer.config.gae_lambda)
+            trainer.learn_minibatch(rollout, others, advantages, advantages + rollout.values[:-1])
+    finally:
+        trainer.close()
+    for a, b in zip(*gradients):
+        assert (a is None and b is None) or torch.equal(a, b)
+
+
+def changed_env_zero(r):
+    """The rollout with env 0's rewards, observations and actions changed."""
+    obs, reward, action = r.obs.clone(), r.reward.clone(), r.action.clone()
+    obs[:, 0] = obs[:, 0].flip(0)
+    reward[:, 0] += 1.0
+    action[:, 0] = (action[:, 0] + 1) % 3
+    return dataclasses.replace(r, obs=obs, reward=reward, action=action)
+
+
+def test_a_resumed_run_makes_the_updates_of_an_unstopped_one(tmp_path):
+    straight = PPOTrainer(small(tmp_path / "straight", updates=4))
+    try:
+        straight.train()
+    finally:
+        straight.close()
+    first = PPOTrainer(small(tmp_path / "split", updates=2))
+    try:
+        first.train()
+    finally:
+        first.close()
+    resumed = PPOTrainer.from_checkpoint(str(tmp_path / "split"), {"total_steps": 4 * ENVS * STEPS})
+    try:
+        assert resumed.resumed_how.startswith("envs and memory continue")
+        resumed.train()
+    finally:
+        resumed.close()
+    assert_same_parameters(resumed.policy.state_dict(), straight.policy.state_dict())
+
+
+def test_the_command_line_trains_logs_cleanrl_keys_and_evaluate_scores_it(tmp_path, capsys):
+    from agents.plot_curves import read_scalars
+
+    train_ppo.main(["--env", "corridor", "--core", "lstm", "--core-opt", "hidden_size=8", "--num-envs", "8", "--rollout", "8",
+                    "--num-minibatches", "2", "--update-epochs", "2", "--total-steps", "256", "--log-every", "1",
+                    "--threads", "1", "--run-dir", str(tmp_path)])
+    for key in ("losses/approx_kl", "losses/clipfrac", "losses/explained_variance", "losses/entropy", "losses/epochs"):
+        assert len(read_scalars(str(tmp_path), key)[0]) == 4, key  # one per update
+    capsys.readouterr()
+    evaluate.main([str(tmp_path), "--episodes", "4"])
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["global_step"] == 256
+
+
+@pytest.mark.parametrize("flags, named", [
+    (["--update-epochs", "0"], "update_epochs must be >= 1, got 0"),
+    (["--num-envs", "8", "--num-minibatches", "3"], "num_minibatches (3) must divide num_envs (8)"),
+    (["--clip-coef", "-0.1"], "clip_coef must be > 0, got -0.1"),
+    (["--target-kl", "-1"], "target_kl must be >= 0"),
+    (["--learner", "acting_graph"], "PPO recomputes the rollout for every minibatch; learner 'acting_graph'"),
+])
+def test_bad_ppo_settings_are_refused_naming_them(tmp_path, flags, named, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        train_ppo.main(["--env", "corridor", "--core", "lstm", "--run-dir", str(tmp_path), *flags])
+    assert exit_info.value.code == 2 and named in capsys.readouterr().err
+
+
+def test_two_processes_make_the_updates_of_one(tmp_path):
+    """torchrun, 2 processes of 4 envs each, against one process of 8: minibatches of 2 envs dealt
+    over all 8 (so a process may hold none of a minibatch), advantages normalised over each whole
+    minibatch, 3 updates of 2 epochs."""
+    from tests.agents.test_distributed import EPS, assert_close_parameters
+    from tests.launch import torchrun
+
+    settings = dict(updates=3, update_epochs=2, num_minibatches=4, norm_adv=True, optimizer_eps=EPS)
+    one = PPOTrainer(small(tmp_path / "one", **settings))
+    try:
+        one.train()
+    finally:
+        one.close()
+    config = small(tmp_path / "two", **settings)
+    argv = ["train_ppo.py", "--env-opt", "length=3,max_episode_steps=7", "--core-opt", "hidden_size=16", "--norm-adv"]
+    argv += [f"--{key.replace('_', '-')}={getattr(config, key)}" for key in
+             ("env", "core", "num_envs", "rollout", "total_steps", "seed", "threads", "learning_rate", "optimizer_eps",
+              "update_epochs", "num_minibatches", "run_dir")]
+    two = torchrun(2, *argv)
+    assert two.returncode == 0, two.stderr[-3000:]
+    saved = load_checkpoint(config.run_dir, "ppo")
+    assert saved["world_size"] == 2 and saved["counters"]["updates"] == 3
+    assert_close_parameters(one.policy.state_dict(), saved["policy"])
