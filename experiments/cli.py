@@ -12,6 +12,7 @@ import argparse
 from typing import Any, Callable
 
 QUICK_FRAMES = 4_096  # --quick's runs when --frames is not given: a test of the pipeline in seconds
+QUICK_ALGO = {"a2c": [], "ppo": ["--num-minibatches", "2"]}  # --quick runs have 4 envs, which PPO's 8 minibatches cannot split
 
 
 class Distinct(argparse.Action):
@@ -32,6 +33,14 @@ class Distinct(argparse.Action):
                 raise argparse.ArgumentError(self, f"{twice}; give each once")
             seen[key] = value
         setattr(namespace, self.dest, values)
+
+
+def add_algo_argument(parser: argparse.ArgumentParser) -> None:
+    """--algo: the learner of an RL experiment's runs, train_a2c.py (default) or train_ppo.py."""
+    from experiments.jobs import ALGOS
+
+    parser.add_argument("--algo", choices=ALGOS, default="a2c",
+                        help="the learner: a2c (train_a2c.py, default) or ppo (train_ppo.py); ppo's outputs and runs take a _ppo suffix")
 
 
 def frames_or_quick(args: argparse.Namespace, default: int) -> int:

@@ -33,7 +33,7 @@ import numpy as np
 
 from agents.a2c_config import preset_values
 from envs.cli import non_negative_float, positive_int
-from experiments.cli import QUICK_FRAMES, Distinct, frames_or_quick
+from experiments.cli import QUICK_ALGO, QUICK_FRAMES, Distinct, add_algo_argument, frames_or_quick
 from experiments.cue_memory import run_cue_separation
 from experiments.curves import training_seconds
 from experiments.estimate import print_expected_time
@@ -62,11 +62,12 @@ def make_parser() -> argparse.ArgumentParser:
                         help="entropy cost (default: 0.01, 20 x the presets': see the module docstring)")
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 (default: 3)")
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="greedy evaluation episodes (default: 100)")
-    parser.add_argument("--name", default="corridor_span", help="output file stem (default: corridor_span)")
+    parser.add_argument("--name", default=None, help="output file stem (default: corridor_span, or corridor_span_ppo with --algo ppo)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/corridor_span/[paper-]L{length}-T{rollout}[-obs]-ent{entropy})")
     parser.add_argument("--out", type=Path, default=ROOT / "assets")
     parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
     parser.add_argument("--quick", action="store_true", help="tiny models and runs, to test the pipeline")
+    add_algo_argument(parser)
     add_launcher_arguments(parser)
     return parser
 
@@ -74,10 +75,11 @@ def make_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     args = make_parser().parse_args(argv)
     args.frames = frames_or_quick(args, 3_000_000)
+    args.name = args.name or ("corridor_span" if args.algo == "a2c" else f"corridor_span_{args.algo}")
     seeds = list(range(args.seeds))
     args.rollout = args.rollout or preset_values("corridor", "feedback", args.preset)[0]["rollout"]
     inputs = "" if args.previous_inputs else "-obs"
-    preset = "" if args.preset == "cpu" else f"{args.preset}-"
+    preset = ("" if args.algo == "a2c" else f"{args.algo}-") + ("" if args.preset == "cpu" else f"{args.preset}-")
     runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / "corridor_span" / f"{preset}L{args.length}-T{args.rollout}{inputs}-ent{args.entropy_coef:g}"
     env_args = ["--env", "corridor", "--env-opt", f"length={args.length},max_episode_steps={4 * args.length}",
                 "--preset", args.preset, "--rollout", str(args.rollout), "--previous-inputs" if args.previous_inputs else "--no-previous-inputs", "--entropy-coef", str(args.entropy_coef)]
@@ -86,9 +88,9 @@ def main(argv: list[str] | None = None) -> None:
     models.update({(core, None): ["--core", core] for core in args.references})
     cells = [(model, seed) for seed in seeds for model in models]
     run_dir = {(model, seed): runs_dir / model[0] / (f"span{model[1]}" if model[1] else "") / f"seed{seed}" for model, seed in cells}
-    quick = lambda core: [*QUICK_TRAIN, "--core-opt", QUICK_CORE[core]] if args.quick else []  # noqa: E731
+    quick = lambda core: [*QUICK_TRAIN, *QUICK_ALGO[args.algo], "--core-opt", QUICK_CORE[core]] if args.quick else []  # noqa: E731
     training = [train_job(f"{model} seed {seed}", run_dir[model, seed],
-                          [*env_args, *models[model], "--seed", str(seed), *quick(model[0])], args.frames) for model, seed in cells]
+                          [*env_args, *models[model], "--seed", str(seed), *quick(model[0])], args.frames, args.algo) for model, seed in cells]
     evaluations = {cell: evaluate_job(run_dir[cell], 2 if args.quick else args.eval_episodes, args.frames, greedy=True) for cell in cells}
     print(f"{len(cells)} runs of {args.frames:,} frames on a corridor of {args.length} cells, {where_runs_go(args)}, in {runs_dir}")
     if not (args.quick or args.no_estimate):
@@ -97,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
 
     summary = {
         "command": "python -m experiments.corridor_span " + shlex.join(sys.argv[1:]), "machine": launcher_description(args),
-        "preset": args.preset, "entropy_coef": args.entropy_coef, "length": args.length, "layers": LAYERS, "rollout": args.rollout, "frames": args.frames, "seeds": seeds,
+        "algo": args.algo, "preset": args.preset, "entropy_coef": args.entropy_coef, "length": args.length, "layers": LAYERS, "rollout": args.rollout, "frames": args.frames, "seeds": seeds,
         "previous_inputs": args.previous_inputs,
         "eval": f"{args.eval_episodes} greedy episodes per run, env seeds {EVAL_SEED} + i", "models": {},
     }

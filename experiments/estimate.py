@@ -50,16 +50,19 @@ def timed_update(update: Callable[[], object]) -> float:
     return seconds
 
 
-def seconds_per_frame(train_args: list[str]) -> float:
-    """Wall seconds per env frame of `python train_a2c.py TRAIN_ARGS --threads 1` on this machine."""
+def seconds_per_frame(train_args: list[str], program: str = "train_a2c") -> float:
+    """Wall seconds per env frame of `python PROGRAM.py TRAIN_ARGS --threads 1` on this machine
+    (train_a2c or train_ppo)."""
     from agents.command_line import make_parser, make_trainer
+    from agents.ppo import PPOTrainer
     from agents.train import Trainer
 
+    trainer_class = {"train_a2c": Trainer, "train_ppo": PPOTrainer}[program]
     threads = torch.get_num_threads()
     with tempfile.TemporaryDirectory() as run_dir:
-        parser = make_parser(Trainer, "")
+        parser = make_parser(trainer_class, "")
         args = parser.parse_args([*train_args, "--threads", "1", "--run-dir", run_dir])
-        trainer = make_trainer(Trainer, args, parser)
+        trainer = make_trainer(trainer_class, args, parser)
         try:
             seconds = timed_update(trainer.update)
         finally:
@@ -85,8 +88,8 @@ def seconds_per_update(seq_args: list[str]) -> float:
 
 
 def seconds_per_unit(program: str, args: list[str]) -> float:
-    """Seconds per unit of a job's work: an env frame of train_a2c, an update of seqtasks."""
-    return seconds_per_frame(args) if program == "train_a2c" else seconds_per_update(args)
+    """Seconds per unit of a job's work: an env frame of train_a2c or train_ppo, an update of seqtasks."""
+    return seconds_per_update(args) if program == "seqtasks" else seconds_per_frame(args, program)
 
 
 def expected_seconds(jobs: list[Job], workers: int) -> tuple[float, int]:

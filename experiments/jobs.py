@@ -41,6 +41,7 @@ from tqdm import tqdm
 from agents.interrupt import STOP_SIGNALS, signal_of, stop_signals_raise
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository root, where the commands run
+ALGOS = ("a2c", "ppo")  # the learners an RL experiment can train with: train_a2c.py, train_ppo.py
 EVAL_SEED = 10_000  # evaluation envs are seeded 10,000 + i, training's seed + i with small seeds
 
 
@@ -65,19 +66,21 @@ class JobFailed(RuntimeError):
     """A command exited with an error; the message names it and ends with its log's tail."""
 
 
-def train_job(name: str, run_dir: Path, train_args: list[str], frames: int) -> Job:
-    """`python train_a2c.py ARGS --total-steps FRAMES --run-dir RUN_DIR`, or `--resume RUN_DIR`
-    when a checkpoint of an unfinished run is there."""
-
+def train_job(name: str, run_dir: Path, train_args: list[str], frames: int, algo: str = "a2c") -> Job:
+    """`python train_ALGO.py ARGS --total-steps FRAMES --run-dir RUN_DIR` (train_a2c.py or
+    train_ppo.py), or `--resume RUN_DIR` when a checkpoint of an unfinished run is there."""
+    if algo not in ALGOS:
+        raise ValueError(f"unknown algo {algo!r}; choose from {list(ALGOS)}")
     record = run_dir / "train.done.json"
+    script = f"train_{algo}.py"
 
     def command() -> list[str]:
         refuse_smaller_budget(record, frames, "frames")
         if (run_dir / "checkpoint.pt").exists():
-            return [sys.executable, "train_a2c.py", "--resume", str(run_dir), "--total-steps", str(frames), "--threads", "1"]
-        return [sys.executable, "train_a2c.py", *train_args, "--total-steps", str(frames), "--threads", "1", "--run-dir", str(run_dir)]
+            return [sys.executable, script, "--resume", str(run_dir), "--total-steps", str(frames), "--threads", "1"]
+        return [sys.executable, script, *train_args, "--total-steps", str(frames), "--threads", "1", "--run-dir", str(run_dir)]
 
-    return Job(name, command, run_dir / "train.log", record, f"{frames} frames", ("train_a2c", train_args, frames))
+    return Job(name, command, run_dir / "train.log", record, f"{frames} frames", (f"train_{algo}", train_args, frames))
 
 
 def refuse_smaller_budget(record: Path, budget: int, unit: str) -> None:

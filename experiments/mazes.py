@@ -35,7 +35,7 @@ import numpy as np
 import envs
 from agents.cores import CORES
 from envs.cli import env_name, positive_int
-from experiments.cli import QUICK_FRAMES, Distinct, frames_or_quick
+from experiments.cli import QUICK_ALGO, QUICK_FRAMES, Distinct, add_algo_argument, frames_or_quick
 from experiments.curves import binned_curve, draw_curves, training_seconds
 from experiments.estimate import print_expected_time
 from experiments.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, train_job
@@ -64,11 +64,12 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--preset", choices=["cpu", "paper"], default="cpu", help="train_a2c.py preset (default: cpu)")
     parser.add_argument("--train-args", default="", help='more train_a2c.py flags for every run, e.g. "--head-init orthogonal"')
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="evaluation episodes per run (default: 100)")
-    parser.add_argument("--name", default="mazes", help="output file stem and run folder (default: mazes)")
+    parser.add_argument("--name", default=None, help="output file stem and run folder (default: mazes, or mazes_ppo with --algo ppo)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/NAME)")
     parser.add_argument("--out", type=Path, default=ROOT / "assets", help="where results go (default: assets/)")
     parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
     parser.add_argument("--quick", action="store_true", help="tiny runs and evaluations, to test the pipeline")
+    add_algo_argument(parser)
     add_launcher_arguments(parser)
     return parser
 
@@ -76,6 +77,7 @@ def make_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     args = make_parser().parse_args(argv)
     args.frames = frames_or_quick(args, 2_000_000)
+    args.name = args.name or ("mazes" if args.algo == "a2c" else f"mazes_{args.algo}")
     runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / args.name
     if args.quick:
         args.eval_episodes = 2
@@ -88,8 +90,8 @@ def main(argv: list[str] | None = None) -> None:
     for env, core, seed in cells:
         train_args = ["--env", env, "--core", core, "--preset", args.preset, "--seed", str(seed), *shlex.split(args.train_args)]
         if args.quick:
-            train_args += QUICK_TRAIN + ["--core-opt", QUICK_CORE[core]]
-        training.append(train_job(f"train {env}/{core}/seed{seed}", run_dir[env, core, seed], train_args, args.frames))
+            train_args += QUICK_TRAIN + QUICK_ALGO[args.algo] + ["--core-opt", QUICK_CORE[core]]
+        training.append(train_job(f"train {env}/{core}/seed{seed}", run_dir[env, core, seed], train_args, args.frames, args.algo))
     evaluations = {cell: evaluate_job(run_dir[cell], args.eval_episodes, args.frames) for cell in cells}
     if not (args.quick or args.no_estimate):
         print_expected_time(training, args.jobs)
@@ -114,7 +116,7 @@ def summarise(args, seeds, run_dir, evaluation_jobs) -> dict:
     summary = {
         "command": "python -m experiments.mazes " + shlex.join(sys.argv[1:]),
         "machine": launcher_description(args),
-        "preset": args.preset, "train_args": args.train_args, "frames": args.frames, "seeds": seeds, "eval_episodes": args.eval_episodes,
+        "algo": args.algo, "preset": args.preset, "train_args": args.train_args, "frames": args.frames, "seeds": seeds, "eval_episodes": args.eval_episodes,
         "eval_seed": EVAL_SEED, "actions": "sampled", "envs": {},
     }
     for env in args.envs:

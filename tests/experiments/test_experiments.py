@@ -160,3 +160,20 @@ def test_quick_mazes_have_sizes_for_every_core_they_take():
     and they must be options its core takes."""
     for core in CORES:
         parse_core_options(core, [mazes.QUICK_CORE[core]])
+
+
+def test_a_quick_experiment_trains_with_ppo_into_files_of_its_own(tmp_path, monkeypatch):
+    """--algo ppo: train_ppo.py runs (PPO checkpoints), the JSON says so, and the outputs and the
+    runs take a _ppo suffix, so an A2C experiment's are never read or overwritten."""
+    from agents.checkpoint import load_checkpoint
+
+    out = tmp_path / "out"
+    argv = ["--quick", "--algo", "ppo", "--envs", "corridor", "--cores", "lstm", "--seeds", "2", "--frames", "512", "--out", str(out),
+            "--jobs", "2", "--no-estimate"]
+    monkeypatch.setattr(mazes, "ROOT", tmp_path)  # the default runs folder: tmp_path/runs/experiments/mazes_ppo
+    monkeypatch.setattr(sys, "argv", ["mazes"] + argv)
+    mazes.main(argv)
+    summary = json.loads((out / "mazes_ppo.json").read_text())
+    assert summary["algo"] == "ppo" and not (out / "mazes.json").exists()
+    run = tmp_path / "runs" / "experiments" / "mazes_ppo" / "corridor" / "lstm" / "seed0"
+    assert load_checkpoint(run, "ppo")["counters"]["global_step"] == 512
