@@ -1,5 +1,5 @@
 """Learning on the corridor: memory cores remember the cue, the memoryless MLP cannot; the
-Feedback core learns it in bfloat16 (--precision bf16) too.
+Feedback core learns it in bfloat16 (--precision bf16) too, and the LSTM with PPO.
 
 The cue (blue or green) is seen only in the first cell; the doors are at the far end, 8 cells
 on. An agent that walks to the end and guesses succeeds half the time; one that remembers, always.
@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from agents.a2c_config import resolve_config
+from agents.ppo import PPOTrainer
 from agents.train import Trainer
 
 CORRIDOR = {"length": 8, "max_episode_steps": 32}
@@ -21,12 +22,12 @@ SIZES = {
 WINDOW = 300  # episodes the success rate is measured over
 
 
-def train_until(core: str, max_frames: int, target: float, tmp_path, **fields) -> float:
+def train_until(core: str, max_frames: int, target: float, tmp_path, trainer_class=Trainer, **fields) -> float:
     """Train on the corridor until the success rate over the last WINDOW episodes reaches
     `target` or `max_frames` pass; returns that success rate. `fields` change the config."""
     given = dict(env="corridor", core=core, seed=1, num_envs=64, rollout=32, learning_rate=1e-3, threads=1, run_dir=str(tmp_path),
                  core_options=SIZES[core], env_options=CORRIDOR)
-    trainer = Trainer(resolve_config({**given, **fields}))
+    trainer = trainer_class(resolve_config({**given, **fields}, trainer_class.config_class))
     successes: list[float] = []
     try:
         while trainer.global_step < max_frames:
@@ -46,6 +47,12 @@ def train_until(core: str, max_frames: int, target: float, tmp_path, **fields) -
 @pytest.mark.parametrize("core", ["feedback", "lstm"])
 def test_memory_cores_solve_the_corridor(core, tmp_path):
     assert train_until(core, max_frames=1_500_000, target=0.95, tmp_path=tmp_path) >= 0.9
+
+
+@pytest.mark.slow
+def test_ppo_with_the_lstm_solves_the_corridor(tmp_path):
+    """Measured: 80k frames, 30 s on the 2-core CPU (seed 1, 4 minibatches of 16 envs)."""
+    assert train_until("lstm", max_frames=600_000, target=0.95, tmp_path=tmp_path, trainer_class=PPOTrainer, num_minibatches=4) >= 0.9
 
 
 @pytest.mark.slow
