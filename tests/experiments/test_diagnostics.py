@@ -21,7 +21,7 @@ def test_model_key_drops_only_the_seed():
 
 def test_expected_time_times_each_model_once_and_skips_finished_runs(tmp_path, monkeypatch):
     timed = []
-    monkeypatch.setattr(estimate, "seconds_per_frame", lambda args: timed.append(args) or (1e-3 if "mlp" in args else 4e-3))
+    monkeypatch.setattr(estimate, "seconds_per_frame", lambda args, program: timed.append(args) or (1e-3 if "mlp" in args else 4e-3))
     jobs = [train_job(f"{core}{seed}", tmp_path / f"{core}{seed}", [*TINY[:5], core, "--seed", str(seed)], 1000)
             for core in ("mlp", "lstm") for seed in range(3)]
     (tmp_path / "lstm2").mkdir()
