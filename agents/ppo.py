@@ -82,7 +82,7 @@ class PPOTrainer(Trainer):
                 break
         self.observe(r)
         stats = {key: value / minibatches for key, value in totals.items()}
-        stats["epochs"] = torch.tensor(float(epochs))
+        stats["epochs"] = torch.full((), float(epochs), device=self.device)
         return stats
 
     def learn_minibatch(self, r: Rollout, index: torch.Tensor, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, torch.Tensor]:

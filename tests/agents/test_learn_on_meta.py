@@ -1,4 +1,4 @@
-"""The A2C update on the meta device, a stand-in for CUDA (see tests/cores/test_meta_device.py):
+"""The A2C and PPO updates on the meta device, a stand-in for CUDA (see tests/cores/test_meta_device.py):
 no tensor of it is made on the CPU by mistake, and nothing of it is read back to the host.
 
 `Trainer.learn` is the update: the loss from the rollout (the graph kept while acting, or the
@@ -13,6 +13,7 @@ stay on the device: logging reads them once per update, after it (Trainer.log).
 import torch
 
 from agents.a2c_config import resolve_config
+from agents.ppo import PPOTrainer
 from agents.rollout import Rollout
 from agents.staging import Staging
 from agents.train import Trainer, build_optimizer
@@ -21,12 +22,13 @@ META = torch.device("meta")
 T, B = 5, 4
 
 
-def meta_trainer(tmp_path, env: str, core: str, options: dict) -> Trainer:
+def meta_trainer(tmp_path, env: str, core: str, options: dict, trainer_class=Trainer, **fields) -> Trainer:
     """A trainer built on the CPU, then its policy moved to meta with a fresh optimiser (and its
     actor's inputs staged for meta)."""
     config = resolve_config({"env": env, "core": core, "core_options": options, "num_envs": B, "rollout": T,
-                             "total_steps": T * B, "seed": 1, "threads": 1, "run_dir": str(tmp_path)})
-    trainer = Trainer(config)
+                             "total_steps": T * B, "seed": 1, "threads": 1, "run_dir": str(tmp_path), **fields},
+                            trainer_class.config_class)
+    trainer = trainer_class(config)
     trainer.policy.to(META)
     trainer.optimizer = build_optimizer(config, trainer.policy)
     trainer.learner, trainer.device, trainer.actor.device, trainer.actor.staging = trainer.policy, META, META, Staging(META)
@@ -55,6 +57,8 @@ def meta_rollout(trainer: Trainer) -> Rollout:
             _, bootstrap, _ = trainer.policy(rollout.obs[T:], rollout.prev_action[T:], rollout.prev_reward[T:], rollout.first[T:],
                                              run.finish())
         rollout.values = torch.cat([values, bootstrap])
+    if trainer.keeps_acting_outputs:  # PPO's reference point, as Actor.collect(keep_outputs=True) keeps it
+        rollout.logprob, rollout.values = steps(0, torch.float32), steps(1, torch.float32)
     return rollout
 
 
@@ -78,6 +82,14 @@ def test_the_recomputing_update_with_running_observation_statistics_runs_on_meta
     variance after the step (a boolean mask indexed them before: a read-back on CUDA)."""
     trainer = meta_trainer(tmp_path, "CartPole-v1", "transformer", {"d_model": 8, "n_heads": 2, "n_layers": 1, "span": 4})
     assert not trainer.keep_graph and any(True for _ in trainer.policy.encoder.buffers())
+    learn_on_meta(trainer)
+
+
+def test_the_ppo_update_runs_on_meta(tmp_path):
+    """Two epochs of two minibatches of whole envs, each recomputed from its envs' stored start
+    state, advantages normalised over the minibatch (sums over ranks, no read-back)."""
+    trainer = meta_trainer(tmp_path, "corridor", "feedback", {"d_model": 8, "n_heads": 2, "n_layers": 2, "span": 4}, PPOTrainer,
+                           update_epochs=2, num_minibatches=2, norm_adv=True)
     learn_on_meta(trainer)
 
 
