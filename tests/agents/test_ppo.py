@@ -187,3 +187,21 @@ def test_two_processes_make_the_updates_of_one(tmp_path):
     saved = load_checkpoint(config.run_dir, "ppo")
     assert saved["world_size"] == 2 and saved["counters"]["updates"] == 3
     assert_close_parameters(one.policy.state_dict(), saved["policy"])
+
+
+def test_the_ppo_update_runs_in_bfloat16(tmp_path):
+    """--precision bf16: acting and every minibatch's recompute under bfloat16 autocast, the loss,
+    weights and gradients in float32 (agents/precision.py), the core's carried state in bf16, and
+    the reference point kept while acting in float32."""
+    from agents.precision import autocast
+
+    trainer = PPOTrainer(small(tmp_path, "feedback", precision="bf16"))
+    try:
+        trainer.train()
+        assert trainer.actor.state.memory.dtype == torch.bfloat16
+        assert {(p.dtype, p.grad.dtype) for p in trainer.policy.parameters()} == {(torch.float32, torch.float32)}
+        with autocast(trainer.device, "bf16"):
+            r, _ = trainer.actor.collect(STEPS, keep_outputs=True)
+        assert r.logprob.dtype == r.values.dtype == torch.float32
+    finally:
+        trainer.close()
