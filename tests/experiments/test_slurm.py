@@ -11,7 +11,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -66,13 +65,6 @@ def state(job_id: str) -> str:
     return subprocess.run(["squeue", "-h", "-o", "%T", "-j", job_id], capture_output=True, text=True).stdout.strip()
 
 
-def wait_for(condition, what: str, timeout: float = DEADLINE) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what}: not after {timeout:.0f} s"
-        time.sleep(0.5)
-
-
 def test_slurm_gives_the_per_seed_numbers_of_local(tmp_path):
     run(experiment(tmp_path, "here"))
     run(experiment(tmp_path, "there", "--launcher", "slurm", "--slurm-time", "10"))
@@ -117,10 +109,10 @@ def test_a_job_stopped_as_slurm_stops_it_saves_requeues_and_finishes(tmp_path):
     waiting = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         run_dir = tmp_path / "requeued" / "corridor" / "lstm" / "seed0"
-        wait_for(lambda: (run_dir / "checkpoint.pt").is_file(), "a first checkpoint")
+        assert wait_until(lambda: (run_dir / "checkpoint.pt").is_file(), waiting), "no first checkpoint"
         job_id = json.loads((run_dir / "train.slurm.json").read_text())["job_id"]
         subprocess.run(["scancel", "--signal=USR2", job_id], check=True)
-        wait_for(lambda: state(job_id) == "PENDING", "the job requeued")
+        assert wait_until(lambda: state(job_id) == "PENDING", waiting), "the job was not requeued"
         stopped_at = load_checkpoint(run_dir, "a2c")["counters"]["global_step"]
         assert 0 < stopped_at < frames
         subprocess.run(["scontrol", "update", f"jobid={job_id}", "starttime=now"], check=True)  # Slurm holds a requeued job ~2 min
