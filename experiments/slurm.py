@@ -121,7 +121,8 @@ def active_job_ids(job_ids: list[str]) -> set[str]:
     own view, current at once, where sacct may lag behind a submission)."""
     if not job_ids:
         return set()
-    result = subprocess.run(["squeue", "-h", "-o", "%i %T", "-j", ",".join(job_ids)], capture_output=True, text=True)
+    # -r: one line per array task (a pending array prints its tasks folded, "90_[1-3]", without it)
+    result = subprocess.run(["squeue", "-h", "-r", "-o", "%i %T", "-j", ",".join(job_ids)], capture_output=True, text=True)
     active = set()
     for line in result.stdout.splitlines():
         job_id, state = line.split()

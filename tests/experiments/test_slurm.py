@@ -7,7 +7,6 @@ folder would pick up an old job's result.
 """
 
 import json
-import shutil
 import signal
 import subprocess
 import sys
@@ -16,24 +15,21 @@ import pytest
 
 from agents.checkpoint import load_checkpoint
 from experiments.jobs import Job, JobFailed
+from experiments.slurm import check_slurm
 from tests.launch import DEADLINE, ROOT, wait_until
 
 
 def slurm_answers() -> str:
-    """Why Slurm cannot be used here, or "" when it can."""
+    """Why Slurm cannot be used here (the launcher's own check), or "" when it can."""
     try:
-        import submitit  # noqa: F401
-    except ImportError:
-        return "submitit is not installed"
-    if shutil.which("sbatch") is None:
-        return "no Slurm commands on this machine (start a local cluster: sudo scripts/local_slurm.sh)"
-    ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True)
-    if "UP" not in ping.stdout:
-        return f"no Slurm controller answers ({(ping.stdout + ping.stderr).strip()}; sudo scripts/local_slurm.sh starts one)"
+        check_slurm()
+    except JobFailed as error:
+        return f"{error} (sudo scripts/local_slurm.sh starts a local cluster)"
     return ""
 
 
-pytestmark = pytest.mark.skipif(bool(slurm_answers()), reason=slurm_answers() or "Slurm answers")
+WHY_NOT = slurm_answers()  # asked once, at collection
+pytestmark = pytest.mark.skipif(bool(WHY_NOT), reason=WHY_NOT or "Slurm answers")
 
 
 def experiment(tmp_path, name: str, *extra: str, frames: int = 2048) -> list[str]:
@@ -62,7 +58,7 @@ def slurm_ids(tmp_path, name: str, seeds: int = 2) -> list[str]:
 
 def state(job_id: str) -> str:
     """The job's state as the controller has it (squeue), or "" once it has left the queue."""
-    return subprocess.run(["squeue", "-h", "-o", "%T", "-j", job_id], capture_output=True, text=True).stdout.strip()
+    return subprocess.run(["squeue", "-h", "-r", "-o", "%T", "-j", job_id], capture_output=True, text=True).stdout.strip()
 
 
 def test_slurm_gives_the_per_seed_numbers_of_local(tmp_path):
