@@ -35,3 +35,10 @@ def non_negative_float(text: str) -> float:
     if not 0.0 <= value < float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {value}")
     return value
+
+
+def positive_float(text: str) -> float:
+    value = non_negative_float(text)
+    if value == 0.0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {value}")
+    return value
