@@ -1,0 +1,46 @@
+"""Where the Feedback core's PPO update spends its time: the update against epochs x minibatches.
+
+    python -m benchmarks.ppo_feedback
+
+The Feedback Transformer's memory is recurrent (each step's memory is made from all layers of the
+step before), so recomputing a minibatch over the rollout is T sequential steps whatever the
+minibatch's width; PPO recomputes every minibatch of every epoch, from its stored start state,
+with the current weights (docs/training.md, "the memory contract"). This times one update (after
+a warm-up one) of experiments/ppo_peers.py's Feedback agent, CleanRL's MiniGrid recipe (16 envs,
+256-step rollouts, d 256, 2 layers, span 64), one thread, at 1 or 3 epochs of 1 or 8 minibatches:
+if a minibatch of 2 envs costs about what one of 16 does, the update is bound by the sequential
+steps (epochs x minibatches x T), not by the arithmetic. Ratios within one run are the result;
+the absolute figures are this machine's.
+"""
+
+from __future__ import annotations
+
+from experiments.estimate import seconds_per_frame
+from experiments.ppo_peers import RECIPE, ours_args
+
+ENV = "experiments.peer_envs:SymbolicMemoryS9-v0"
+SETTINGS = [(3, 8), (3, 1), (1, 1), (1, 8)]  # (epochs, minibatches); (3, 8) is the recipe
+
+
+def update_seconds(epochs: int, minibatches: int) -> float:
+    """Seconds of one update (acting included) of the Feedback agent with these epochs and minibatches."""
+    recipe = {**RECIPE, "epochs": epochs, "minibatches": minibatches}
+    return seconds_per_frame(ours_args("feedback", ENV, 0, recipe)[1:], "train_ppo") * recipe["num_envs"] * recipe["rollout"]
+
+
+def main() -> None:
+    frames = RECIPE["num_envs"] * RECIPE["rollout"]
+    seconds = {setting: update_seconds(*setting) for setting in SETTINGS}
+    print(f"Feedback core, PPO, {frames:,} frames per update, one thread:")
+    for (epochs, minibatches), value in seconds.items():
+        print(f"  {epochs} epoch(s) x {minibatches} minibatch(es) of {RECIPE['num_envs'] // minibatches} envs: "
+              f"{value:.2f} s per update, {frames / value:,.0f} frames/s")
+    whole = (seconds[3, 1] - seconds[1, 1]) / 2  # one recompute of all 16 envs: what an epoch of 1 minibatch adds
+    acting = seconds[1, 1] - whole
+    eighth = (seconds[1, 8] - acting) / 8  # one recompute of a minibatch of 2 envs
+    print(f"acting {acting:.2f} s; a recompute of {RECIPE['num_envs']} envs {whole:.2f} s, of {RECIPE['num_envs'] // 8} envs "
+          f"{eighth:.2f} s: {eighth / whole:.2f}x (1.00: bound by the sequential steps; 0.125: by the arithmetic)")
+
+
+if __name__ == "__main__":
+    main()
