@@ -16,16 +16,15 @@ the absolute figures are this machine's.
 from __future__ import annotations
 
 from experiments.estimate import seconds_per_frame
-from experiments.ppo_peers import RECIPE, ours_args
+from experiments.ppo_peers import ENV, RECIPE, ours_args
 
-ENV = "experiments.peer_envs:SymbolicMemoryS9-v0"
 SETTINGS = [(3, 8), (3, 1), (1, 1), (1, 8)]  # (epochs, minibatches); (3, 8) is the recipe
 
 
 def update_seconds(epochs: int, minibatches: int) -> float:
     """Seconds of one update (acting included) of the Feedback agent with these epochs and minibatches."""
     recipe = {**RECIPE, "epochs": epochs, "minibatches": minibatches}
-    return seconds_per_frame(ours_args("feedback", ENV, 0, recipe)[1:], "train_ppo") * recipe["num_envs"] * recipe["rollout"]
+    return seconds_per_frame(ours_args("feedback", ENV, 0, recipe), "train_ppo") * recipe["num_envs"] * recipe["rollout"]
 
 
 def main() -> None:

@@ -98,7 +98,18 @@ def expected_seconds(jobs: list[Job], workers: int) -> tuple[float, int]:
     keys = {(job.work[0], model_key(job.work[1])) for job in todo}
     rates = {key: seconds_per_unit(key[0], list(key[1])) for key in keys}
     seconds = [rates[job.work[0], model_key(job.work[1])] * job.work[2] for job in todo]
-    return (max(sum(seconds) / workers, max(seconds)) if seconds else 0.0), len(rates)
+    return spread_over(seconds, workers), len(rates)
+
+
+def spread_over(seconds: list[float], workers: int) -> float:
+    """Wall seconds of runs taking `seconds` each, `workers` at once: never less than the longest."""
+    return max(sum(seconds) / workers, max(seconds)) if seconds else 0.0
+
+
+def print_expected(seconds: float, detail: str) -> None:
+    """The line every experiment prints before it starts: the expected wall time, then `detail`."""
+    hours, minutes = divmod(round(seconds / 60), 60)
+    print(f"expected training time on this machine: about {f'{hours} h ' if hours else ''}{minutes} min ({detail})", flush=True)
 
 
 def print_expected_time(jobs: list[Job], workers: int) -> None:
@@ -108,6 +119,4 @@ def print_expected_time(jobs: list[Job], workers: int) -> None:
         return
     print(f"timing an update of each model to estimate the run time of {todo} runs (--no-estimate skips this) ...", flush=True)
     seconds, models = expected_seconds(jobs, workers)
-    hours, minutes = divmod(round(seconds / 60), 60)
-    print(f"expected training time on this machine: about {f'{hours} h ' if hours else ''}{minutes} min "
-          f"({models} models timed, {workers} runs at once, 1 thread each)", flush=True)
+    print_expected(seconds, f"{models} models timed, {workers} runs at once, 1 thread each")

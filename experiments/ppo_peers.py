@@ -44,11 +44,12 @@ import numpy as np
 from envs.cli import positive_int
 from experiments.cli import QUICK_FRAMES, Distinct, frames_or_quick
 from experiments.curves import binned_curve, draw_curves
-from experiments.estimate import seconds_per_frame
+from experiments.estimate import print_expected, seconds_per_frame, spread_over
 from experiments.jobs import ROOT, Job, run_jobs
 from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
 from experiments.stats import format_interval, iqm_interval, seed_count
 
+ENV = "experiments.peer_envs:SymbolicMemoryS9-v0"  # the default task
 AGENTS = ("lstm", "sb3_lstm", "transformer", "feedback", "cleanrl_trxl")
 PEER_OF = {"lstm": "sb3_lstm", "transformer": "cleanrl_trxl", "feedback": "cleanrl_trxl"}
 LABELS = {"lstm": "our PPO, LSTM", "sb3_lstm": "sb3-contrib RecurrentPPO, LSTM", "transformer": "our PPO, Transformer",
@@ -65,7 +66,7 @@ QUICK_RECIPE = {**RECIPE, "num_envs": 4, "rollout": 128, "minibatches": 2, "head
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--env", default="experiments.peer_envs:SymbolicMemoryS9-v0", help="a Gymnasium id both sides can make (default: %(default)s)")
+    parser.add_argument("--env", default=ENV, help="a Gymnasium id both sides can make (default: %(default)s)")
     parser.add_argument("--agents", nargs="+", choices=AGENTS, action=Distinct, default=list(AGENTS), metavar="AGENT",
                         help=f"from {list(AGENTS)} (default: all)")
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 per agent (default: 3)")
@@ -82,9 +83,9 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def ours_args(core: str, env: str, seed: int, r: dict) -> list[str]:
-    """train_ppo.py flags for our agent with `core` under recipe `r` (one thread and the budget come from the job)."""
+    """train_ppo.py's flags for our agent with `core` under recipe `r` (one thread and the budget come from the job)."""
     core_opt = f"hidden_size={r['lstm']}" if core == "lstm" else f"d_model={r['width']},n_layers={r['layers']},n_heads={r['heads']},span={r['memory']}"
-    return ["train_ppo.py", "--env", env, "--core", core, "--preset", "cpu", "--seed", str(seed), "--core-opt", core_opt,
+    return ["--env", env, "--core", core, "--preset", "cpu", "--seed", str(seed), "--core-opt", core_opt,
             "--num-envs", str(r["num_envs"]), "--rollout", str(r["rollout"]), "--update-epochs", str(r["epochs"]),
             "--num-minibatches", str(r["minibatches"]), "--clip-coef", str(r["clip"]), "--clip-vloss", "--no-norm-adv",
             "--target-kl", "0", "--learning-rate", str(r["lr"]), "--optimizer-eps", "1e-5", "--gamma", str(r["gamma"]),
@@ -100,7 +101,7 @@ def sb3_args(env: str, seed: int, r: dict) -> list[str]:
             "--hidden-size", str(r["lstm"]), "--threads", "1"]
 
 
-def cleanrl_args(cleanrl: Path, env: str, seed: int, r: dict) -> list[str]:
+def cleanrl_args(cleanrl: Path, env: str, seed: int, r: dict, run_dir: Path) -> list[str]:
     """ppo_trxl.py through experiments/peer_cleanrl.py; learning rate and entropy cost held constant (final = initial)."""
     flags = ["--env_id", env, "--seed", str(seed), "--no-cuda", "--num_envs", str(r["num_envs"]), "--num_steps", str(r["rollout"]),
              "--update_epochs", str(r["epochs"]), "--num_minibatches", str(r["minibatches"]), "--clip_coef", str(r["clip"]),
@@ -109,18 +110,17 @@ def cleanrl_args(cleanrl: Path, env: str, seed: int, r: dict) -> list[str]:
              "--vf_coef", str(r["value"]), "--max_grad_norm", str(r["max_grad_norm"]), "--trxl_num_layers", str(r["layers"]),
              "--trxl_num_heads", str(r["heads"]), "--trxl_dim", str(r["width"]), "--trxl_memory_length", str(r["memory"])]
     return ["-m", "experiments.peer_cleanrl", "--python", str(cleanrl / "venv" / "bin" / "python"),
-            "--script", str(cleanrl / "cleanrl" / "cleanrl" / "ppo_trxl" / "ppo_trxl.py"), "--run-dir", "{run_dir}", "--", *flags]
+            "--script", str(cleanrl / "cleanrl" / "cleanrl" / "ppo_trxl" / "ppo_trxl.py"), "--run-dir", str(run_dir), "--", *flags]
 
 
 def agent_job(agent: str, args: argparse.Namespace, seed: int, run_dir: Path, frames: int, recipe: dict) -> Job:
     """The training command of one (agent, seed) for `frames` frames; its record says when it ran to the end."""
     if agent in PEER_OF:
-        argv = [*ours_args(agent, args.env, seed, recipe), "--total-steps", str(frames), "--threads", "1", "--run-dir", str(run_dir)]
+        argv = ["train_ppo.py", *ours_args(agent, args.env, seed, recipe), "--total-steps", str(frames), "--threads", "1", "--run-dir", str(run_dir)]
     elif agent == "sb3_lstm":
         argv = [*sb3_args(args.env, seed, recipe), "--frames", str(frames), "--run-dir", str(run_dir)]
     else:
-        budget = ["--total_timesteps", str(frames)]
-        argv = [token.replace("{run_dir}", str(run_dir)) for token in cleanrl_args(args.cleanrl, args.env, seed, recipe)] + budget
+        argv = [*cleanrl_args(args.cleanrl, args.env, seed, recipe, run_dir), "--total_timesteps", str(frames)]
     return Job(f"train {agent}/seed{seed}", lambda: [sys.executable, *argv], run_dir / "train.log", run_dir / "train.done.json",
                f"{frames} frames")
 
@@ -163,15 +163,11 @@ def print_expected_time(args: argparse.Namespace, jobs: dict, recipe: dict, fram
     rate = {}
     for agent in {agent for agent, _ in todo}:
         if agent in PEER_OF:
-            rate[agent] = seconds_per_frame(ours_args(agent, args.env, 0, recipe)[1:], "train_ppo")
+            rate[agent] = seconds_per_frame(ours_args(agent, args.env, 0, recipe), "train_ppo")
         else:
             rate[agent] = peer_seconds_per_frame(agent, args, recipe, runs_dir / "estimate")
         print(f"  {agent}: {1 / rate[agent]:,.0f} frames/s on one thread" if rate[agent] else f"  {agent}: too fast to time", flush=True)
-    seconds = [rate[agent] * frames for agent, _ in todo]
-    total = max(sum(seconds) / args.jobs, max(seconds))
-    hours, minutes = divmod(round(total / 60), 60)
-    print(f"expected training time on this machine: about {f'{hours} h ' if hours else ''}{minutes} min "
-          f"({args.jobs} runs at once, 1 thread each)", flush=True)
+    print_expected(spread_over([rate[agent] * frames for agent, _ in todo], args.jobs), f"{args.jobs} runs at once, 1 thread each")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -20,7 +20,7 @@ import pytest
 from experiments import peer_envs, ppo_peers
 from experiments.jobs import ROOT
 
-ENV = "experiments.peer_envs:SymbolicMemoryS9-v0"
+ENV = ppo_peers.ENV
 
 
 def test_the_shared_env_is_minigrids_3x3_view_as_27_symbols_with_a_96_step_limit():
