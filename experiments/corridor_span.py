@@ -68,27 +68,34 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
     parser.add_argument("--quick", action="store_true", help="tiny models and runs, to test the pipeline")
     add_algo_argument(parser)
+    parser.add_argument("--num-minibatches", type=positive_int, default=None,
+                        help="with --algo ppo: minibatches per epoch, each a subset of whole envs (default: train_ppo.py's, 8)")
     add_launcher_arguments(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = make_parser().parse_args(argv)
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    if args.num_minibatches is not None and args.algo != "ppo":
+        parser.error(f"--num-minibatches {args.num_minibatches} is a PPO setting; it needs --algo ppo (got --algo {args.algo})")
     args.frames = frames_or_quick(args, 3_000_000)
     args.name = args.name or ("corridor_span" if args.algo == "a2c" else f"corridor_span_{args.algo}")
     seeds = list(range(args.seeds))
     args.rollout = args.rollout or preset_values("corridor", "feedback", args.preset)[0]["rollout"]
     inputs = "" if args.previous_inputs else "-obs"
-    preset = ("" if args.algo == "a2c" else f"{args.algo}-") + ("" if args.preset == "cpu" else f"{args.preset}-")
+    minibatches = [] if args.num_minibatches is None else ["--num-minibatches", str(args.num_minibatches)]
+    preset = ("" if args.algo == "a2c" else f"{args.algo}-") + (f"mb{args.num_minibatches}-" if minibatches else "") + ("" if args.preset == "cpu" else f"{args.preset}-")
     runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / "corridor_span" / f"{preset}L{args.length}-T{args.rollout}{inputs}-ent{args.entropy_coef:g}"
     env_args = ["--env", "corridor", "--env-opt", f"length={args.length},max_episode_steps={4 * args.length}",
-                "--preset", args.preset, "--rollout", str(args.rollout), "--previous-inputs" if args.previous_inputs else "--no-previous-inputs", "--entropy-coef", str(args.entropy_coef)]
+                "--preset", args.preset, "--rollout", str(args.rollout), "--previous-inputs" if args.previous_inputs else "--no-previous-inputs", "--entropy-coef", str(args.entropy_coef), *minibatches]
     # (core, span or None) -> train_a2c.py arguments of that model
     models = {(core, span): ["--core", core, "--core-opt", f"span={span},n_layers={LAYERS}"] for core in args.cores for span in args.spans}
     models.update({(core, None): ["--core", core] for core in args.references})
     cells = [(model, seed) for seed in seeds for model in models]
     run_dir = {(model, seed): runs_dir / model[0] / (f"span{model[1]}" if model[1] else "") / f"seed{seed}" for model, seed in cells}
-    quick = lambda core: [*QUICK_TRAIN, *QUICK_ALGO[args.algo], "--core-opt", QUICK_CORE[core]] if args.quick else []  # noqa: E731
+    quick_algo = [] if minibatches else QUICK_ALGO[args.algo]  # an explicit --num-minibatches wins
+    quick = lambda core: [*QUICK_TRAIN, *quick_algo, "--core-opt", QUICK_CORE[core]] if args.quick else []  # noqa: E731
     training = [train_job(f"{model} seed {seed}", run_dir[model, seed],
                           [*env_args, *models[model], "--seed", str(seed), *quick(model[0])], args.frames, args.algo) for model, seed in cells]
     evaluations = {cell: evaluate_job(run_dir[cell], 2 if args.quick else args.eval_episodes, args.frames, greedy=True) for cell in cells}
@@ -99,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
 
     summary = {
         "command": "python -m experiments.corridor_span " + shlex.join(sys.argv[1:]), "machine": launcher_description(args),
-        "algo": args.algo, "preset": args.preset, "entropy_coef": args.entropy_coef, "length": args.length, "layers": LAYERS, "rollout": args.rollout, "frames": args.frames, "seeds": seeds,
+        "algo": args.algo, "num_minibatches": args.num_minibatches, "preset": args.preset, "entropy_coef": args.entropy_coef, "length": args.length, "layers": LAYERS, "rollout": args.rollout, "frames": args.frames, "seeds": seeds,
         "previous_inputs": args.previous_inputs,
         "eval": f"{args.eval_episodes} greedy episodes per run, env seeds {EVAL_SEED} + i", "models": {},
     }
@@ -124,7 +131,8 @@ def main(argv: list[str] | None = None) -> None:
 
 def table(summary: dict) -> str:
     inputs = "their previous action and reward too" if summary.get("previous_inputs", True) else "the observation only"
-    rows = [f"Greedy success rate on a corridor of {summary['length']} cells after {summary['frames']:,} frames "
+    learner = {"a2c": "A2C", "ppo": f"PPO ({summary.get('num_minibatches') or 8} minibatches per epoch)"}[summary.get("algo", "a2c")]
+    rows = [f"Greedy success rate on a corridor of {summary['length']} cells after {summary['frames']:,} frames of {learner} "
             f"(rollouts of {summary['rollout']} steps; the agents see {inputs}): IQM over seeds [95% bootstrap CI], then "
             "each seed, and each seed's cue separation at the doors (experiments/cue_memory.py: about 1e-7 is none left, "
             "float32 noise; around 1, the cue is a large part of the core's output), trained (fresh).\n",

@@ -124,6 +124,8 @@ def test_a_quick_corridor_span_experiment_writes_its_table_json_and_figure(tmp_p
     (["--spans", "0"], "argument --spans: must be an integer >= 1, got 0"),
     (["--seeds", "1"], "--seeds"),
     (["--preset", "gpu"], "argument --preset: invalid choice: 'gpu'"),
+    (["--num-minibatches", "2"], "--num-minibatches 2 is a PPO setting; it needs --algo ppo (got --algo a2c)"),
+    (["--algo", "ppo", "--num-minibatches", "0"], "argument --num-minibatches: must be an integer >= 1, got 0"),
 ])
 def test_bad_corridor_span_arguments_exit_2_naming_the_value(argv, message, capsys):
     from experiments import corridor_span
@@ -177,3 +179,21 @@ def test_a_quick_experiment_trains_with_ppo_into_files_of_its_own(tmp_path, monk
     assert summary["algo"] == "ppo" and not (out / "mazes.json").exists()
     run = tmp_path / "runs" / "experiments" / "mazes_ppo" / "corridor" / "lstm" / "seed0"
     assert load_checkpoint(run, "ppo")["counters"]["global_step"] == 512
+
+
+def test_a_ppo_corridor_span_run_takes_the_minibatches_asked_for(tmp_path, monkeypatch):
+    """--algo ppo --num-minibatches N reaches train_ppo.py (the run's config, over --quick's own
+    count), and the runs go to a folder of their own, so runs with other minibatches are not resumed."""
+    from experiments import corridor_span
+
+    out = tmp_path / "out"
+    argv = ["--quick", "--algo", "ppo", "--num-minibatches", "4", "--spans", "1", "--cores", "feedback", "--references",
+            "--seeds", "2", "--frames", "256", "--length", "3", "--out", str(out), "--jobs", "2"]
+    monkeypatch.setattr(corridor_span, "ROOT", tmp_path)
+    monkeypatch.setattr(sys, "argv", ["corridor_span"] + argv)
+    corridor_span.main(argv)
+    summary = json.loads((out / "corridor_span_ppo.json").read_text())
+    assert (summary["algo"], summary["num_minibatches"]) == ("ppo", 4)
+    run = tmp_path / "runs" / "experiments" / "corridor_span" / "ppo-mb4-L3-T32-obs-ent0.01" / "feedback" / "span1" / "seed0"
+    assert json.loads((run / "config.json").read_text())["num_minibatches"] == 4
+    assert "of PPO (4 minibatches per epoch)" in (out / "corridor_span_ppo.md").read_text()
