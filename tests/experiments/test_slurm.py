@@ -111,7 +111,11 @@ def test_a_job_stopped_as_slurm_stops_it_saves_requeues_and_finishes(tmp_path):
         assert wait_until(lambda: state(job_id) == "PENDING", waiting), "the job was not requeued"
         stopped_at = load_checkpoint(run_dir, "a2c")["counters"]["global_step"]
         assert 0 < stopped_at < frames
-        subprocess.run(["scontrol", "update", f"jobid={job_id}", "starttime=now"], check=True)  # Slurm holds a requeued job ~2 min
+        # Slurm holds a requeued job back (~2 min); release it, but not within the second its first
+        # run was killed in: slurmd refuses a launch whose credential is no newer, to the second,
+        # than the kill's revocation ("Killing non-startable batch ...: Job credential revoked"),
+        # and the job ends FAILED
+        subprocess.run(["scontrol", "update", f"jobid={job_id}", "starttime=now+3"], check=True)
         out, err = waiting.communicate(timeout=DEADLINE)
     finally:
         if waiting.poll() is None:
