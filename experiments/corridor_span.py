@@ -39,9 +39,10 @@ from experiments.curves import training_seconds
 from experiments.estimate import print_expected_time
 from experiments.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, train_job
 from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
-from experiments.stats import format_interval, iqm_interval, seed_count
+from experiments.stats import format_interval, iqm_interval, seed_count, solved_interval
 
 LAYERS = 2
+SOLVED = 0.95  # greedy success at which a run counts as having solved the corridor (a run that has not: 0.5 or less)
 QUICK_TRAIN = ["--num-envs", "4"]
 QUICK_CORE = {"feedback": "d_model=16,n_heads=2", "transformer": "d_model=16,n_heads=2", "lstm": "hidden_size=16", "mlp": "hidden_size=16"}
 
@@ -121,12 +122,19 @@ def main(argv: list[str] | None = None) -> None:
                           "training_seconds": round(training_seconds(run_dir[(core, span), s]), 1)}
                          for s, v, cue in zip(seeds, success, separation)],
             "success": iqm_interval({"x": success})["x"],
+            "solved": solved_interval(success, SOLVED),
         }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(json.dumps(summary, indent=1) + "\n")
     (args.out / f"{args.name}.md").write_text(table(summary))
     draw(summary, args.out / f"{args.name}.png")
     print(table(summary))
+
+
+def solved_cell(model: dict) -> str:
+    """"k of n, p [low, high]": how many runs solved the corridor, and the probability that one does."""
+    solved = model["solved"]
+    return f"{solved['solved']} of {solved['runs']}, {solved['solved'] / solved['runs']:.2f} [{solved['ci_low']:.2f}, {solved['ci_high']:.2f}]"
 
 
 def table(summary: dict) -> str:
@@ -136,14 +144,15 @@ def table(summary: dict) -> str:
             f"(rollouts of {summary['rollout']} steps; the agents see {inputs}): IQM over seeds [95% bootstrap CI], then "
             "each seed, and each seed's cue separation at the doors (experiments/cue_memory.py: about 1e-7 is none left, "
             "float32 noise; around 1, the cue is a large part of the core's output), trained (fresh).\n",
-            "| model | span | transformer reach (span x 2) | success: IQM [95% CI] | per seed | cue separation per seed, trained (fresh) | training time per run |",
-            "|---|---|---|---|---|---|---|"]
+            f"| model | span | transformer reach (span x 2) | success: IQM [95% CI] | solved (success >= {SOLVED}): runs, probability [Wilson 95% CI] "
+            "| per seed | cue separation per seed, trained (fresh) | training time per run |",
+            "|---|---|---|---|---|---|---|---|"]
     for model in summary["models"].values():
         seeds = ", ".join(f"{run['success']:.2f}" for run in model["per_seed"])
         cues = ", ".join(f"{run['cue_separation']:.0e} ({run['cue_separation_fresh']:.0e})" for run in model["per_seed"])
         minutes = np.mean([run["training_seconds"] for run in model["per_seed"]]) / 60
         rows.append(f"| {model['core']} | {model['span'] or '-'} | {model['reach'] or '-'} | "
-                    f"{format_interval(model['success'])} | {seeds} | {cues} | {minutes:.1f} min |")
+                    f"{format_interval(model['success'])} | {solved_cell(model)} | {seeds} | {cues} | {minutes:.1f} min |")
     return "\n".join(rows) + f"\n\nRandom policy: {summary['random_success']:.2f}.\n"
 
 

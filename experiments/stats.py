@@ -44,6 +44,19 @@ def iqm_interval(scores: dict[str, np.ndarray], seed: int = 0) -> dict[str, dict
     return result
 
 
+def solved_interval(successes: np.ndarray, threshold: float) -> dict[str, float]:
+    """How many runs solved a task (success >= threshold) and the Wilson 95% interval of the
+    probability that a run does: {"solved", "runs", "ci_low", "ci_high"}. Per-run success is
+    near all-or-nothing where a run either learns a memory or not, so the probability of
+    learning it is the number to compare, and with 10 runs its interval is wide and says so."""
+    from scipy.stats import binomtest
+
+    successes = np.asarray(successes, dtype=np.float64)
+    solved = int((successes >= threshold).sum())
+    interval = binomtest(solved, len(successes)).proportion_ci(confidence_level=0.95, method="wilson")
+    return {"solved": solved, "runs": len(successes), "ci_low": float(interval.low), "ci_high": float(interval.high)}
+
+
 def seed_count(text: str) -> int:
     """argparse type for an experiment's --seeds: an integer of at least MIN_RUNS."""
     count = positive_int(text)

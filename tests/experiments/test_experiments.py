@@ -12,7 +12,7 @@ from agents.config_cli import parse_core_options
 from agents.cores import CORES
 from experiments import corridor_span, head_init, mazes
 from experiments.curves import binned_curve
-from experiments.stats import iqm_interval
+from experiments.stats import iqm_interval, solved_interval
 from tests.experiments.cue_bounds import MEMORY_ABOVE, NO_MEMORY_BELOW
 
 
@@ -27,6 +27,17 @@ def test_iqm_is_the_mean_of_the_middle_half_and_its_interval_brackets_it():
     assert curves["iqm"] == pytest.approx([4.5, 5.5, 6.5], rel=1e-12)
     with pytest.raises(ValueError, match=r"'d': need .* at least 2 runs, got shape \(1,\)"):
         iqm_interval({"d": np.array([1.0])})
+
+
+def test_the_solved_probability_counts_runs_at_the_threshold_with_a_wilson_interval():
+    """3 of 10 runs at or above 0.95: p = 0.3, Wilson 95% interval [0.108, 0.603] (from the
+    formula: (p + z^2/2n -+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n), z = 1.96)."""
+    successes = np.array([1.0, 0.95, 0.999, 0.94, 0.5, 0.49, 0.0, 0.5, 0.5, 0.5])
+    result = solved_interval(successes, 0.95)
+    assert (result["solved"], result["runs"]) == (3, 10)
+    assert result["ci_low"] == pytest.approx(0.1078, abs=1e-4) and result["ci_high"] == pytest.approx(0.6032, abs=1e-4)
+    none = solved_interval(np.zeros(10), 0.95)
+    assert none["solved"] == 0 and none["ci_low"] == 0.0 and none["ci_high"] == pytest.approx(0.2775, abs=1e-4)
 
 
 def test_a_quick_experiment_writes_its_table_json_and_figures_and_resumes(tmp_path, capsys, monkeypatch):
@@ -117,6 +128,8 @@ def test_a_quick_corridor_span_experiment_writes_its_table_json_and_figure(tmp_p
     assert config["previous_inputs"] is False
     assert (out / "corridor_span.png").stat().st_size > 0
     assert "| transformer | 2 | 4 |" in (out / "corridor_span.md").read_text()
+    solved = span2["solved"]
+    assert solved["runs"] == 2 and solved["solved"] == sum(s >= corridor_span.SOLVED for s in successes)
 
 
 @pytest.mark.parametrize("argv, message", [
