@@ -104,7 +104,7 @@ def main() -> None:
     for rate in RATES:
         first = torch.rand(STEPS, ENVS, generator=torch.Generator().manual_seed(1)) < rate
         reference, reference_state = pieces(core, x, state, first)
-        for name, way in WAYS.items():
+        for way in WAYS.values():
             y, new_state = way(core, x, state, first)
             torch.testing.assert_close(y, reference)
             torch.testing.assert_close(new_state.h, reference_state.h)

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from agents.a2c_config import preset_values
+from agents.ppo_config import PPOConfig
 from envs.cli import non_negative_float, positive_int
 from experiments.cli import QUICK_ALGO, QUICK_FRAMES, Distinct, add_algo_argument, frames_or_quick
 from experiments.cue_memory import run_cue_separation
@@ -139,7 +140,7 @@ def solved_cell(model: dict) -> str:
 
 def table(summary: dict) -> str:
     inputs = "their previous action and reward too" if summary.get("previous_inputs", True) else "the observation only"
-    learner = {"a2c": "A2C", "ppo": f"PPO ({summary.get('num_minibatches') or 8} minibatches per epoch)"}[summary.get("algo", "a2c")]
+    learner = {"a2c": "A2C", "ppo": f"PPO ({summary.get('num_minibatches') or PPOConfig.num_minibatches} minibatches per epoch)"}[summary.get("algo", "a2c")]
     rows = [f"Greedy success rate on a corridor of {summary['length']} cells after {summary['frames']:,} frames of {learner} "
             f"(rollouts of {summary['rollout']} steps; the agents see {inputs}): IQM over seeds [95% bootstrap CI], then "
             "each seed, and each seed's cue separation at the doors (experiments/cue_memory.py: about 1e-7 is none left, "
