@@ -57,7 +57,11 @@ class A2CConfig:
     seed: int = 0
     total_steps: int = field(default=1_000_000, metadata={"help": "env frames to train for (all envs together)"})
     num_envs: int = field(default=64, metadata={"help": "B: envs stepped together (the batch)"})
-    rollout: int = field(default=32, metadata={"help": "T: steps per update (the BPTT length)"})
+    rollout: int = field(default=32, metadata={"help": "T: steps per update"})
+    bptt: int = field(
+        default=0,
+        metadata={"help": "K: steps the gradient reaches back, >= rollout (agents/window.py: the rollout's loss through the K - T steps before it); 0: the rollout"},
+    )
     optimizer: str = field(default="adam", metadata={"help": f"one of {OPTIMIZERS}"})
     learning_rate: float = 3e-4
     lr_schedule: str = field(default="constant", metadata={"help": f"one of {LR_SCHEDULES}: linear anneals to 0 at --total-steps"})
@@ -120,8 +124,18 @@ class A2CConfig:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.threads < 0:
             raise ValueError(f"threads must be >= 0 (0: torch's default), got {self.threads}")
+        if self.bptt != 0 and self.bptt < self.rollout:
+            raise ValueError(f"bptt (K) must be 0 (the rollout) or >= rollout ({self.rollout}), got {self.bptt}")
+        if self.learner == "acting_graph" and self.window > 0:
+            raise ValueError(f"learner 'acting_graph' learns from the rollout only; bptt {self.bptt} > rollout {self.rollout} "
+                             f"needs the recompute learner (--learner recompute or auto)")
         if not 0 <= self.num_actors <= self.num_envs:
             raise ValueError(f"num_actors must be between 0 and num_envs ({self.num_envs}), got {self.num_actors}")
+
+    @property
+    def window(self) -> int:
+        """K - T: the steps before each rollout that its gradient reaches (0: the rollout alone)."""
+        return max(0, self.bptt - self.rollout)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

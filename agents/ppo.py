@@ -8,7 +8,9 @@ The memory contract, which recurrent PPO implementations often leave implicit:
 - Every epoch deals the envs into `num_minibatches` minibatches of whole envs. Each minibatch is
   recomputed over the whole rollout from those envs' stored start state with the current weights,
   episode starts inside the rollout honoured by `first` (memory is reset there): full truncated
-  BPTT over the rollout, no padding, no stale states. One minibatch's loss reads only its own
+  BPTT over the rollout, no padding, no stale states. With --bptt K > T each minibatch starts K
+  steps back instead (agents/window.py): the stored steps before the rollout are a burn-in that
+  carries gradient, their outputs no loss. One minibatch's loss reads only its own
   envs, so changing one env's rollout changes no other env's gradient.
 - The Feedback core's recompute is its fused forward and hand-written backward (no autograd graph
   per step), as in A2C's recompute learner; the extra epochs cost what its learning pass costs.
@@ -29,11 +31,11 @@ import torch
 
 from agents import distributed
 from agents.a2c import Clip, a2c_loss, gae_advantages
-from agents.cores.state import select_envs
 from agents.ppo_config import PPOConfig
 from agents.precision import autocast
 from agents.rollout import Rollout
 from agents.train import Trainer
+from agents.window import WindowInputs
 
 KIND = "ppo"
 
@@ -62,6 +64,7 @@ class PPOTrainer(Trainer):
         old_values = r.values  # (T + 1, B) float32, the bootstrap value last
         advantages = gae_advantages(r.reward, old_values, r.terminated, r.truncated, r.valid, c.gamma, c.gae_lambda)
         returns = advantages + old_values[:-1]
+        inputs = self.window.learning_inputs(r, bootstrap=False)  # the stored steps (a burn-in with gradients), then T
         first, last = self.first_env, self.first_env + r.action.shape[1]  # this rank's envs among all
         totals: dict[str, torch.Tensor] = {}
         minibatches = 0
@@ -73,7 +76,7 @@ class PPOTrainer(Trainer):
             # the minibatches are one process's; each rank takes its own envs of each.
             for dealt in torch.randperm(c.num_envs).chunk(c.num_minibatches):
                 index = (dealt[(dealt >= first) & (dealt < last)] - first).to(self.device)
-                stats = self.learn_minibatch(r, index, advantages, returns)
+                stats = self.learn_minibatch(r, inputs, index, advantages, returns)
                 kl.append(stats["approx_kl"])
                 for key, value in stats.items():
                     totals[key] = totals.get(key, 0.0) + value.detach()
@@ -85,10 +88,11 @@ class PPOTrainer(Trainer):
         stats["epochs"] = torch.full((), float(epochs), device=self.device)
         return stats
 
-    def learn_minibatch(self, r: Rollout, index: torch.Tensor, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, torch.Tensor]:
+    def learn_minibatch(self, r: Rollout, inputs: WindowInputs, index: torch.Tensor, advantages: torch.Tensor,
+                        returns: torch.Tensor) -> dict[str, torch.Tensor]:
         """One optimiser step on this rank's envs `index` (K,) of a minibatch: the whole rollout of
-        those envs recomputed from their stored start state with the current weights. With K = 0
-        the rank adds nothing but takes part in the step."""
+        those envs (after the window's stored steps, `inputs`) recomputed from their stored start
+        state with the current weights. With K = 0 the rank adds nothing but takes part in the step."""
         c = self.config
         pick = lambda tensor: tensor[:, index]  # noqa: E731  (T, B, ...) -> (T, K, ...)
         # Every rank makes the same collectives in the same order, an empty part included.
@@ -96,9 +100,10 @@ class PPOTrainer(Trainer):
         count = distributed.sum_tensor(valid.sum().to(torch.float32), "counting valid steps")  # the minibatch's, over all ranks
         advantage = normalised(pick(advantages), valid, count) if c.norm_adv else pick(advantages)
         if len(index):
+            w = inputs.select(index)
             with autocast(self.device, c.precision):
-                logits, values, _ = self.learner(pick(r.obs[:-1]), pick(r.prev_action[:-1]), pick(r.prev_reward[:-1]),
-                                                 pick(r.first[:-1]), select_envs(r.start_state, index))
+                logits, values, _ = self.learner(w.obs, w.prev_action, w.prev_reward, w.first, w.start_state)
+            logits, values = logits[w.skip :], values[w.skip :]
             clip = Clip(pick(r.logprob), pick(r.values[:-1]), c.clip_coef, c.clip_vloss)
             loss, stats = a2c_loss(logits.float(), values.float(), pick(r.action), advantage, pick(returns), valid,
                                    c.value_coef, c.entropy_coef, count, clip)

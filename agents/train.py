@@ -50,6 +50,7 @@ from agents.policy import Policy
 from agents.precision import autocast
 from agents.rollout import Actor, Episodes, Rollout
 from agents.seeding import rng_states, seed_everything, set_rng_states
+from agents.window import GradientWindow
 
 KIND = "a2c"
 RECENT_EPISODES = 100  # the progress bar's mean return is over this many last episodes
@@ -91,7 +92,9 @@ class Trainer:
         try:
             self.policy = build_policy(config, self.pool.observation_space, self.pool.num_actions).to(self.device)
             self.optimizer = build_optimizer(config, self.policy)
-            self.keep_graph = config.learner == "acting_graph" or (config.learner == "auto" and config.core in KEEPS_ACTING_GRAPH)
+            # A gradient window (--bptt > rollout) reaches steps acting's graph does not hold: recompute.
+            self.keep_graph = config.learner == "acting_graph" or (
+                config.learner == "auto" and config.core in KEEPS_ACTING_GRAPH and not config.window)
             if self.keep_graph and not self.policy.can_open:
                 raise ValueError(f"learner 'acting_graph' needs a core fed one step at a time (feedback, lstm); {config.core!r} is not")
             dropout = config.core_options.get("dropout", 0.0)
@@ -103,6 +106,7 @@ class Trainer:
                     f"cores feedback or lstm), so acting and learning use the same masks; use --core-opt dropout=0 otherwise"
                 )
             self.actor = Actor(self.pool, self.policy, self.device, (self.first_env, config.num_envs))
+            self.window = GradientWindow(config.window)  # the steps before each rollout its gradient reaches
             # The learner's forward, through DistributedDataParallel under torchrun (see the module docstring).
             by_hand = self.keep_graph or self.sums_gradients
             self.learner = self.policy if by_hand else distributed.data_parallel(self.policy, self.world)
@@ -126,6 +130,8 @@ class Trainer:
             rollout, episodes = self.actor.collect(c.rollout, self.keep_graph, self.keeps_acting_outputs)
         self.policy.train()
         stats = self.learn(rollout)
+        with autocast(self.device, c.precision):
+            self.window.advance(self.policy, rollout)
         parts = distributed.gather_to_main(episodes, "gathering episode statistics")
         if parts is not None:  # rank 0 counts and logs the episodes of every rank
             episodes = Episodes()
@@ -139,10 +145,11 @@ class Trainer:
 
     def learn(self, r: Rollout) -> dict[str, float]:
         c = self.config
-        if r.logits is None:  # T + 1 steps: the last gives the bootstrap value
+        if r.logits is None:  # the window's stored steps, then T + 1: the last gives the bootstrap value
+            w = self.window.learning_inputs(r, bootstrap=True)
             with autocast(self.device, c.precision):
-                logits, values, _ = self.learner(r.obs, r.prev_action, r.prev_reward, r.first, r.start_state)
-            logits = logits[:-1]
+                logits, values, _ = self.learner(w.obs, w.prev_action, w.prev_reward, w.first, w.start_state)
+            logits, values = logits[w.skip : -1], values[w.skip :]
         else:
             logits, values = r.logits, r.values
         logits, values = logits.float(), values.float()  # the loss in float32 whatever the precision
@@ -205,6 +212,7 @@ class Trainer:
             "rng": rng_states(),
             "envs": {"shards": self.pool.num_shards, "state": self.pool.get_state()} if with_envs else None,
             "actor": self.actor.carry() if with_envs else None,
+            "window": self.window.state_dict() if with_envs else None,
         }
         if self.world.size > 1 and own["actor"] is not None:
             own["actor"]["state"] = move_state(own["actor"]["state"], "cpu")
@@ -272,6 +280,9 @@ class Trainer:
             carry = dict(distributed.own_part(payload, "actor", self.world))
             carry["state"] = move_state(carry["state"], self.device)
             self.actor.load_carry(carry)
+            window = distributed.own_part(payload, "window", self.world) if "window" in payload else None
+            if window is not None:
+                self.window.load_state_dict(window, self.device)
             self.resumed_how = "envs and memory continue where they were"
         else:
             if saved_world != self.world.size:
@@ -283,6 +294,7 @@ class Trainer:
             # Fresh episodes, not a replay of the first ones.
             self.pool.seed = self.config.seed + self.global_step + self.first_env
             self.actor.restart()
+            self.window.clear()
             self.resumed_how = f"clean episode restart: {why}"
 
     def close(self) -> None:

@@ -10,6 +10,7 @@ built here from the policy's outputs as `Actor.collect` builds it. The stats `le
 stay on the device: logging reads them once per update, after it (Trainer.log).
 """
 
+import pytest
 import torch
 
 from agents.a2c_config import resolve_config
@@ -90,6 +91,19 @@ def test_the_ppo_update_runs_on_meta(tmp_path):
     state, advantages normalised over the minibatch (sums over ranks, no read-back)."""
     trainer = meta_trainer(tmp_path, "corridor", "feedback", {"d_model": 8, "n_heads": 2, "n_layers": 2, "span": 4}, PPOTrainer,
                            update_epochs=2, num_minibatches=2, norm_adv=True)
+    learn_on_meta(trainer)
+
+
+@pytest.mark.parametrize("trainer_class", [Trainer, PPOTrainer])
+def test_updates_with_a_gradient_window_run_on_meta(tmp_path, trainer_class):
+    """--bptt 3T: the window advanced over two rollouts (its start state moved by a pass without
+    gradients), then an update through the stored steps and the rollout, all on meta."""
+    trainer = meta_trainer(tmp_path, "corridor", "feedback", {"d_model": 8, "n_heads": 2, "n_layers": 2, "span": 4},
+                           trainer_class, bptt=3 * T, **({"num_minibatches": 2} if trainer_class is PPOTrainer else {}))
+    assert not trainer.keep_graph
+    for _ in range(2):
+        trainer.window.advance(trainer.policy, meta_rollout(trainer))
+    assert len(trainer.window) == 2 * T and trainer.window.inputs[0].device == META
     learn_on_meta(trainer)
 
 

@@ -102,7 +102,7 @@ def test_a_minibatch_reads_only_its_own_envs(tmp_path):
         for rollout in (r, changed_env_zero(r)):
             advantages = gae_advantages(rollout.reward, rollout.values, rollout.terminated, rollout.truncated, rollout.valid,
                                         trainer.config.gamma, trainer.config.gae_lambda)
-            trainer.learn_minibatch(rollout, others, advantages, advantages + rollout.values[:-1])
+            trainer.learn_minibatch(rollout, trainer.window.learning_inputs(rollout, bootstrap=False), others, advantages, advantages + rollout.values[:-1])
     finally:
         trainer.close()
     for a, b in zip(*gradients):

@@ -1,0 +1,108 @@
+"""The gradient window: backpropagation through time further back than the rollout (--bptt K).
+
+With the rollout alone as the learning pass (K = T), the gradient of an update reaches back T
+steps: the core state the rollout starts from is a constant, so a cue seen more than T steps
+before the step that is rewarded for it can never be learned, however good the memory. The
+window keeps, for every env, the inputs of the K - T steps before the current rollout and the core
+state from K steps back. The learner recomputes those K - T steps and the rollout's T in one core
+call from that state with the current weights and takes the loss on the rollout's steps only:
+truncated BPTT(k1 = T, k2 = K) in Williams and Peng's terms. Episode starts inside the window are
+the core's to honour (`first`), as in any call, so nothing before an env's episode start reaches
+its gradient.
+
+After each update the window moves on: the rollout's steps are appended and the oldest steps
+beyond K - T dropped, the state at the window's start advanced over the dropped steps by one
+pass without gradients at the current weights (as the rollout's start state is the state acting
+had, computed with the weights of the time). Until K - T steps have been seen, the window holds
+fewer (the first updates reach back less).
+
+Cost, against K = T: an update recomputes K + 1 steps instead of T + 1 (forward and backward, so
+about K / T times the learning pass's time and activation memory) plus T steps without gradients
+to advance the start state; the stored inputs are (K - T) x B x (N + 3) numbers.
+
+Letters: T rollout steps, H stored steps (<= K - T), B envs, N flat observation columns.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import torch
+
+from agents.cores.state import move_state, select_envs
+from agents.rollout import Rollout
+
+
+class WindowInputs(NamedTuple):
+    """The learning call's inputs: H stored steps, then the rollout's."""
+
+    obs: torch.Tensor  # (H + T [+ 1], B, N)
+    prev_action: torch.Tensor  # (H + T [+ 1], B)
+    prev_reward: torch.Tensor  # (H + T [+ 1], B)
+    first: torch.Tensor  # (H + T [+ 1], B) bool
+    start_state: Any  # the core state before the first stored step
+    skip: int  # H: outputs before this step are the stored steps', which carry no loss
+
+    def select(self, index: torch.Tensor) -> "WindowInputs":
+        """The inputs of envs `index` (K,), for PPO's minibatches."""
+        pick = lambda tensor: tensor[:, index]  # noqa: E731  (L, B, ...) -> (L, K, ...)
+        return WindowInputs(pick(self.obs), pick(self.prev_action), pick(self.prev_reward), pick(self.first),
+                            select_envs(self.start_state, index), self.skip)
+
+
+class GradientWindow:
+    """Each env's last `stored` steps of inputs before the current rollout, and the core state
+    before them. `stored` = K - T; 0 keeps nothing and the learner sees the rollout alone."""
+
+    def __init__(self, stored: int):
+        if stored < 0:
+            raise ValueError(f"a gradient window stores K - T >= 0 steps, got {stored}")
+        self.stored = stored
+        self.inputs: list[torch.Tensor] | None = None  # obs, prev_action, prev_reward, first: (H, B, ...) each
+        self.start_state: Any = None
+
+    def __len__(self) -> int:
+        """H: the steps stored now."""
+        return 0 if self.inputs is None else self.inputs[0].shape[0]
+
+    def learning_inputs(self, r: Rollout, bootstrap: bool) -> WindowInputs:
+        """The stored steps followed by the rollout's T steps (and its observation after the last
+        step when `bootstrap`, for A2C's bootstrap value), from the state before the stored steps."""
+        end = None if bootstrap else -1
+        rollout = [r.obs[:end], r.prev_action[:end], r.prev_reward[:end], r.first[:end]]
+        if not len(self):
+            return WindowInputs(*rollout, r.start_state, 0)
+        joined = [torch.cat([stored, new]) for stored, new in zip(self.inputs, rollout)]
+        return WindowInputs(*joined, self.start_state, len(self))
+
+    def advance(self, policy: torch.nn.Module, r: Rollout) -> None:
+        """Append the rollout's T steps and drop the oldest beyond `stored`, moving the start
+        state over the dropped steps with `policy` (no gradients; call it under the run's autocast)."""
+        if not self.stored:
+            return
+        new = [r.obs[:-1], r.prev_action[:-1], r.prev_reward[:-1], r.first[:-1]]
+        if not len(self):
+            self.inputs, self.start_state = new, r.start_state
+        else:
+            self.inputs = [torch.cat([stored, steps]) for stored, steps in zip(self.inputs, new)]
+        dropped = len(self) - self.stored
+        if dropped > 0:
+            with torch.no_grad():
+                _, _, self.start_state = policy(*(tensor[:dropped] for tensor in self.inputs), self.start_state)
+            self.inputs = [tensor[dropped:] for tensor in self.inputs]
+
+    def state_dict(self) -> dict[str, Any]:
+        """The stored steps and start state on the CPU, for a checkpoint."""
+        inputs = None if self.inputs is None else [tensor.cpu() for tensor in self.inputs]
+        start = None if self.start_state is None else move_state(self.start_state, "cpu")
+        return {"stored": self.stored, "inputs": inputs, "start_state": start}
+
+    def load_state_dict(self, saved: dict[str, Any], device: torch.device) -> None:
+        if saved["stored"] != self.stored:
+            raise ValueError(f"the checkpoint's gradient window stores {saved['stored']} steps, this run's {self.stored}")
+        self.inputs = None if saved["inputs"] is None else [tensor.to(device) for tensor in saved["inputs"]]
+        self.start_state = None if saved["start_state"] is None else move_state(saved["start_state"], device)
+
+    def clear(self) -> None:
+        """Forget the stored steps (episodes restart: nothing before them may matter)."""
+        self.inputs, self.start_state = None, None

@@ -1,0 +1,169 @@
+"""--bptt K (agents/window.py): the gradient of an update reaches the K - T steps before its
+rollout, for A2C and PPO and every core that carries memory; K = T is today's learner bit for bit;
+the window survives a checkpoint; a bad K is refused naming it."""
+
+import dataclasses
+
+import pytest
+import torch
+
+from agents.a2c import gae_advantages
+from agents.a2c_config import A2CConfig, resolve_config
+from agents.ppo import PPOTrainer
+from agents.ppo_config import PPOConfig
+from agents.train import Trainer
+from tests.float32 import close32
+from tests.trained import assert_same_parameters, trained_parameters
+
+SMALL = {
+    "feedback": {"d_model": 16, "n_layers": 2, "n_heads": 2, "span": 4},
+    "transformer": {"d_model": 16, "n_layers": 2, "n_heads": 2, "span": 4},
+    "lstm": {"hidden_size": 16},
+}
+ENVS, STEPS = 8, 8  # episodes of at most 7 steps: some continue from one rollout into the next
+LEARNERS = {"a2c": (Trainer, A2CConfig), "ppo": (PPOTrainer, PPOConfig)}
+
+
+def small(tmp_path, core="lstm", algo="a2c", updates=2, **fields):
+    given = dict(env="corridor", core=core, num_envs=ENVS, rollout=STEPS, total_steps=updates * ENVS * STEPS, seed=5,
+                 run_dir=str(tmp_path), core_options=SMALL[core], env_options={"length": 3, "max_episode_steps": 7},
+                 threads=1, learning_rate=1e-2, **fields)
+    if algo == "ppo":
+        given.update(num_minibatches=1, update_epochs=1)
+    return resolve_config(given, LEARNERS[algo][1])
+
+
+def cue_swapped(r, where: torch.Tensor):
+    """The rollout with the corridor's colours (1 blue, 2 green) swapped in the observations at
+    `where` (T, B) bool: a different cue, the same rules."""
+    obs = r.obs.clone()
+    obs[:-1][where] = torch.where(obs[:-1][where] > 0, 3 - obs[:-1][where], obs[:-1][where])
+    return dataclasses.replace(r, obs=obs)
+
+
+def update_gradients(trainer, previous, current) -> list[torch.Tensor]:
+    """The gradients the update on `current` takes after a window that stored `previous`."""
+    trainer.window.clear()
+    trainer.window.advance(trainer.policy, previous)
+    parameters = [p for p in trainer.policy.parameters() if p.requires_grad]
+    taken = []
+    trainer.optimizer_step = lambda loss, stats: taken.append(
+        [torch.zeros_like(p) if g is None else g for g, p in zip(torch.autograd.grad(loss, parameters, allow_unused=True), parameters)])
+    if isinstance(trainer, PPOTrainer):
+        advantages = gae_advantages(current.reward, current.values, current.terminated, current.truncated, current.valid,
+                                    trainer.config.gamma, trainer.config.gae_lambda)
+        inputs = trainer.window.learning_inputs(current, bootstrap=False)
+        trainer.learn_minibatch(current, inputs, torch.arange(ENVS), advantages, advantages + current.values[:-1])
+    else:
+        trainer.learn(current)
+    return taken[0]
+
+
+def two_rollouts(trainer):
+    ppo = isinstance(trainer, PPOTrainer)
+    first, _ = trainer.actor.collect(STEPS, keep_outputs=ppo)
+    second, _ = trainer.actor.collect(STEPS, keep_outputs=ppo)
+    return first, second
+
+
+def differs(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
+    return any(not torch.allclose(x, y, rtol=1e-3, atol=1e-6) for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("algo", ["a2c", "ppo"])
+@pytest.mark.parametrize("core", ["lstm", "feedback", "transformer"])
+def test_the_previous_rollout_reaches_the_gradient_only_inside_the_window(tmp_path, core, algo):
+    """K = 2T: swapping the cue in the previous rollout changes this update's gradient; K = T:
+    it changes nothing (the window stores no step)."""
+    gradients = {}
+    for bptt in (STEPS, 2 * STEPS):
+        trainer = LEARNERS[algo][0](small(tmp_path / str(bptt), core, algo, bptt=bptt, learner="recompute"))
+        try:
+            previous, current = two_rollouts(trainer)
+            everywhere = torch.ones_like(previous.first[:-1])
+            gradients[bptt] = [update_gradients(trainer, rollout, current) for rollout in (previous, cue_swapped(previous, everywhere))]
+        finally:
+            trainer.close()
+    assert all(torch.equal(a, b) for a, b in zip(*gradients[STEPS]))
+    assert differs(*gradients[2 * STEPS])
+
+
+@pytest.mark.parametrize("core", ["lstm", "feedback"])
+def test_episode_starts_inside_the_window_cut_the_gradient(tmp_path, core):
+    """Changing only steps of the previous rollout that come before a later episode start of
+    their env (inside that rollout) leaves the gradient as it was, to float32 rounding."""
+    trainer = Trainer(small(tmp_path, core, bptt=2 * STEPS, learner="recompute"))
+    try:
+        previous, current = two_rollouts(trainer)
+        first = previous.first[:-1]  # (T, B)
+        # later_start[t, b]: env b begins an episode at some step after t within the previous rollout
+        later_start = torch.flip(torch.cummax(torch.flip(first.int(), [0]), 0).values, [0]).bool()
+        before_a_start = torch.zeros_like(first)
+        before_a_start[:-1] = later_start[1:]
+        assert before_a_start.any() and not before_a_start.all()
+        same, changed = (update_gradients(trainer, rollout, current) for rollout in (previous, cue_swapped(previous, before_a_start)))
+        # ...while changing the steps after each env's last start moves it.
+        after = update_gradients(trainer, cue_swapped(previous, ~before_a_start), current)
+    finally:
+        trainer.close()
+    for a, b in zip(same, changed):
+        torch.testing.assert_close(b, a, **close32(terms=4 * STEPS, scale=float(a.abs().max()) + 1e-12))
+    assert differs(same, after)
+
+
+@pytest.mark.parametrize("algo", ["a2c", "ppo"])
+@pytest.mark.parametrize("core", ["feedback", "lstm"])
+def test_a_window_of_the_rollout_is_the_default_learner_bit_for_bit(tmp_path, core, algo):
+    """--bptt T trains exactly as no --bptt (the Feedback core keeping its acting graph under A2C)."""
+    trainer_class = LEARNERS[algo][0]
+    runs = []
+    for bptt in (0, STEPS):
+        trainer = trainer_class(small(tmp_path / str(bptt), core, algo, updates=3, bptt=bptt))
+        try:
+            trainer.train()
+        finally:
+            trainer.close()
+        runs.append((trainer.keep_graph, trainer.policy.state_dict()))
+    assert runs[0][0] == runs[1][0]
+    assert_same_parameters(runs[0][1], runs[1][1])
+
+
+@pytest.mark.parametrize("core", ["feedback", "lstm"])
+def test_resume_keeps_the_window(tmp_path, core):
+    """A run stopped and resumed with K = 3T makes the updates of one never stopped: the stored
+    steps and the window's start state are in the checkpoint."""
+    fields = dict(bptt=3 * STEPS)
+    straight = trained_parameters(small(tmp_path / "straight", core, updates=6, **fields))
+    trained_parameters(small(tmp_path / "split", core, updates=3, **fields))
+    resumed = Trainer.from_checkpoint(str(tmp_path / "split"), {"total_steps": 6 * ENVS * STEPS})
+    try:
+        assert len(resumed.window) == 2 * STEPS
+        resumed.train()
+    finally:
+        resumed.close()
+    assert_same_parameters(straight, resumed.policy.state_dict())
+
+
+def test_the_window_fills_then_holds_k_minus_t_steps(tmp_path):
+    trainer = Trainer(small(tmp_path, "lstm", bptt=20))  # K - T = 12: not a multiple of T
+    try:
+        lengths = []
+        for _ in range(4):
+            trainer.update()
+            lengths.append(len(trainer.window))
+    finally:
+        trainer.close()
+    assert lengths == [8, 12, 12, 12]
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        (dict(bptt=4), r"bptt \(K\) must be 0 \(the rollout\) or >= rollout \(8\), got 4"),
+        (dict(bptt=-8), r"bptt \(K\) must be 0 \(the rollout\) or >= rollout \(8\), got -8"),
+        (dict(bptt=16, learner="acting_graph"), r"learner 'acting_graph' learns from the rollout only; bptt 16 > rollout 8"),
+    ],
+)
+def test_a_bad_window_is_refused_naming_it(tmp_path, fields, message):
+    with pytest.raises(ValueError, match=message):
+        small(tmp_path, "feedback", **fields)
