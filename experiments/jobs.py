@@ -119,12 +119,14 @@ def seq_results(job: Job) -> dict:
     return json.loads((job.record.parent / "results.json").read_text())
 
 
-def evaluate_job(run_dir: Path, episodes: int, frames: int, greedy: bool = False, seed: int = EVAL_SEED) -> Job:
+def evaluate_job(run_dir: Path, episodes: int, frames: int, greedy: bool = False, seed: int = EVAL_SEED, tag: str = "") -> Job:
     """`python evaluate.py RUN_DIR` on the run's final checkpoint, after `frames` of training;
-    its numbers are the JSON line it prints last (see `evaluation`)."""
+    its numbers are the JSON line it prints last (see `evaluation`). `tag` names a second
+    evaluation of the same run (its log and record are evaluate-TAG.*)."""
     command = [sys.executable, "evaluate.py", str(run_dir), "--episodes", str(episodes), "--seed", str(seed)]
     command += ["--greedy"] if greedy else []
-    return Job(f"evaluate {run_dir}", lambda: command, run_dir / "evaluate.log", run_dir / "evaluate.done.json",
+    stem = f"evaluate-{tag}" if tag else "evaluate"
+    return Job(f"{stem} {run_dir}", lambda: command, run_dir / f"{stem}.log", run_dir / f"{stem}.done.json",
                f"{frames} frames, {episodes} episodes, seed {seed}")
 
 

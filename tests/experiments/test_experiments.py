@@ -210,3 +210,55 @@ def test_a_ppo_corridor_span_run_takes_the_minibatches_asked_for(tmp_path, monke
     run = tmp_path / "runs" / "experiments" / "corridor_span" / "ppo-mb4-L3-T32-obs-ent0.01" / "feedback" / "span1" / "seed0"
     assert json.loads((run / "config.json").read_text())["num_minibatches"] == 4
     assert "of PPO (4 minibatches per epoch)" in (out / "corridor_span_ppo.md").read_text()
+
+
+def test_a_quick_memory_length_experiment_covers_the_episode_with_the_gradient_window(tmp_path, monkeypatch):
+    """Every run's --bptt covers its episode (L + 1 on the T-maze), the episode-span Transformer's
+    span too; the MLP runs at the shortest length only; JSON, table and figure are written."""
+    from experiments import memory_length
+
+    out = tmp_path / "out"
+    argv = ["--quick", "--lengths", "2", "4", "--models", "transformer-episode", "lstm", "mlp", "--seeds", "2", "--frames", "64",
+            "--rollout", "2", "--eval-episodes", "2", "--runs-dir", str(tmp_path / "runs"), "--out", str(out), "--jobs", "2"]
+    monkeypatch.setattr(sys, "argv", ["memory_length"] + argv)
+    memory_length.main(argv)
+    summary = json.loads((out / "memory_length_tmaze.json").read_text())
+    assert {name: sorted(model["lengths"]) for name, model in summary["models"].items()} == {
+        "transformer-episode": ["2", "4"], "lstm": ["2", "4"], "mlp": ["2"]}
+    for length in (2, 4):
+        config = json.loads((tmp_path / "runs" / "transformer-episode" / f"L{length}" / "seed1" / "config.json").read_text())
+        assert (config["bptt"], config["rollout"], config["core_options"]["span"]) == (length + 1, 2, length + 1)
+        assert config["previous_inputs"] is False and config["env_options"] == {"length": length}
+    cell = summary["models"]["lstm"]["lengths"]["4"]
+    assert [run["seed"] for run in cell["per_seed"]] == [0, 1]
+    assert all(0.0 <= run[key] <= 1.0 for run in cell["per_seed"] for key in ("greedy_success", "sampled_success"))
+    assert cell["solved"]["runs"] == 2
+    assert (out / "memory_length_tmaze.png").stat().st_size > 0
+    assert "| lstm | 4 |" in (out / "memory_length_tmaze.md").read_text()
+
+
+def test_memory_length_reach_is_the_longest_length_most_seeds_solve_with_every_shorter_one():
+    from experiments.memory_length import reach
+
+    def model(solved_per_length):
+        return {"lengths": {str(length): {"solved": {"solved": solved, "runs": 5}} for length, solved in solved_per_length.items()}}
+
+    assert reach(model({8: 5, 16: 3, 32: 2, 64: 5})) == 16  # 64 solved again does not count past a failed 32
+    assert reach(model({8: 2, 16: 5})) is None
+    assert reach(model({8: 5, 16: 5})) == 16
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--doors", "fixed"], "--doors fixed is a corridor option; it needs --env corridor (got --env tmaze)"),
+    (["--frames", "1000", "--frame-scale", "0.1"], "give --frames or --frame-scale, not both"),
+    (["--models", "lstm", "lstm"], "argument --models: 'lstm' is given twice; give each once"),
+    (["--lengths", "0"], "argument --lengths: must be an integer >= 1, got 0"),
+    (["--frame-scale", "0"], "argument --frame-scale: must be a finite number > 0, got 0"),
+])
+def test_bad_memory_length_arguments_exit_2_naming_the_value(argv, message, capsys):
+    from experiments import memory_length
+
+    with pytest.raises(SystemExit) as exit_info:
+        memory_length.main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err

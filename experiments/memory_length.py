@@ -1,0 +1,265 @@
+"""How far back each core remembers: success against memory length, every memory core, A2C or PPO.
+
+    python -m experiments.memory_length                                # the passive T-maze, A2C, lengths 8 .. 512, 5 seeds
+    python -m experiments.memory_length --algo ppo                     # the same with PPO
+    python -m experiments.memory_length --env corridor                 # the paper's corridor (random doors: an XOR too)
+
+Two tasks. The passive T-maze of Ni et al. (NeurIPS 2023, "When Do Transformers Shine in RL?
+Decoupling Memory from Credit Assignment"; envs/tmaze.py): the goal side is shown at the first
+step only, the episode is exactly L + 1 steps, every step not taken forward costs 1 / L, the right
+side at the end gives +1; a memory of L steps and nothing else. The paper's corridor
+(envs/corridor.py): the cue at the first cell, two doors at the far end whose up/down order is
+random per episode (`--doors random`, the default: the right door is XOR(cue, upper door's
+colour)) or fixed (`--doors fixed`: the cue alone says which), a time limit of 4 L steps.
+
+Each (model, length, seed) is a train_a2c.py (or train_ppo.py) run of the CPU preset on the
+observation only (`--no-previous-inputs`: memory is the only way to carry the cue) with a
+gradient window covering the whole episode (`--bptt` = the episode's longest length, at least the
+rollout: agents/window.py), so that the step that must store the cue and the step rewarded for it
+are always in one backward pass. Then greedy and sampled evaluation. Models: the Feedback
+Transformer at span 1 (the paper's "all memory sizes") and span 16 (its memory hops up to 16 steps
+at a time); the Transformer at span 16 (reach 32: the control that must fail beyond it) and at a
+span covering the episode; LSTM; GRU; the MLP (no memory) at the shortest length only, as the
+floor. A run solves a length when its greedy success is >= 0.95; a core "reaches" the longest
+length that most of its seeds solve.
+
+Frames per length follow Ni et al.'s budget for their DQN (experiments/memory_length.py:
+ni_frames: 1e6 env steps up to length 50, 2e6 at 100, 4e6 at 250 and 500, 6e6 at 750, 8e6 at
+1,000, 1e7 beyond) times `--frame-scale` (default 1; a 2-core CPU takes a small fraction and says
+which), or `--frames` for every length. Writes NAME.json (raw per-seed numbers, commands, machine,
+wall time), NAME.md and NAME.png (success against length, log axis, one line per model, Ni et
+al.'s transformer result marked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from agents.a2c_config import preset_values
+from envs.cli import non_negative_float, positive_float, positive_int
+from experiments.cli import QUICK_ALGO, QUICK_FRAMES, Distinct, add_algo_argument
+from experiments.curves import training_seconds
+from experiments.estimate import print_expected_time
+from experiments.jobs import ROOT, evaluate_job, evaluation, train_job
+from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
+from experiments.stats import format_interval, iqm_interval, seed_count, solved_interval
+
+SOLVED = 0.95  # greedy success at which a run counts as having solved a length
+LAYERS = 2
+# name -> (core, span: an int, "episode" (the episode's length) or None for the recurrent cores)
+MODELS = {
+    "feedback-span1": ("feedback", 1),
+    "feedback-span16": ("feedback", 16),
+    "transformer-span16": ("transformer", 16),
+    "transformer-episode": ("transformer", "episode"),
+    "lstm": ("lstm", None),
+    "gru": ("gru", None),
+    "mlp": ("mlp", None),
+}
+FLOOR = "mlp"  # run at the shortest length only
+# Ni et al.'s budget.py for the passive T-maze: (longest length, env steps) in order.
+NI_BUDGET = ((50, 1_000_000), (100, 2_000_000), (500, 4_000_000), (750, 6_000_000), (1000, 8_000_000), (None, 10_000_000))
+NI_TRANSFORMER_SOLVES = 1500  # their transformer (GPT-2 over the whole episode, DQN) solves the passive T-maze up to here
+QUICK_CORE = {"feedback": "d_model=16,n_heads=2", "transformer": "d_model=16,n_heads=2", "lstm": "hidden_size=16",
+              "gru": "hidden_size=16", "mlp": "hidden_size=16"}
+
+
+def ni_frames(length: int) -> int:
+    """Ni et al.'s env steps for a passive T-maze of `length` (their lengths start at 50; shorter
+    ones get the 50's budget)."""
+    return next(steps for longest, steps in NI_BUDGET if longest is None or length <= longest)
+
+
+def episode_steps(env: str, length: int) -> int:
+    """The longest episode at this length: L + 1 on the T-maze, the corridor's 4 L time limit."""
+    return length + 1 if env == "tmaze" else 4 * length
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--env", choices=["tmaze", "corridor"], default="tmaze")
+    parser.add_argument("--doors", choices=["random", "fixed"], default="random", help="with --env corridor: the doors' order (default: random, the paper's)")
+    parser.add_argument("--lengths", nargs="+", type=positive_int, action=Distinct, default=[8, 16, 32, 64, 128, 256, 512])
+    parser.add_argument("--models", nargs="+", choices=list(MODELS), action=Distinct, default=list(MODELS))
+    parser.add_argument("--seeds", type=seed_count, default=5, help="seeds 0 .. N-1 (default: 5)")
+    parser.add_argument("--frame-scale", type=positive_float, default=1.0, help="times Ni et al.'s frames per length (default: 1)")
+    parser.add_argument("--frames", type=positive_int, default=None, help="env frames per run at every length (instead of Ni et al.'s schedule)")
+    parser.add_argument("--rollout", type=positive_int, default=None, help="steps per update (default: the CPU preset's, 32)")
+    parser.add_argument("--entropy-coef", type=non_negative_float, default=None, help="entropy cost (default: the preset's)")
+    parser.add_argument("--eval-episodes", type=positive_int, default=100, help="evaluation episodes per run, greedy and sampled each (default: 100)")
+    parser.add_argument("--name", default=None, help="output file stem (default: memory_length_ENV[_fixed][_ppo])")
+    parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/NAME)")
+    parser.add_argument("--out", type=Path, default=ROOT / "assets")
+    parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
+    parser.add_argument("--quick", action="store_true", help="tiny models and runs, to test the pipeline")
+    add_algo_argument(parser)
+    add_launcher_arguments(parser)
+    return parser
+
+
+def frames_at(args: argparse.Namespace, length: int) -> int:
+    if args.frames:
+        return args.frames
+    if args.quick:
+        return QUICK_FRAMES
+    return max(1, round(ni_frames(length) * args.frame_scale))
+
+
+def model_args(name: str, env: str, length: int, quick: bool) -> list[str]:
+    """train_a2c.py's --core arguments of model `name` at this length."""
+    core, span = MODELS[name]
+    options = [] if span is None else [f"span={episode_steps(env, length) if span == 'episode' else span}", f"n_layers={LAYERS}"]
+    if quick:
+        options.append(QUICK_CORE[core])
+    return ["--core", core, *(["--core-opt", ",".join(options)] if options else [])]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    if args.doors != "random" and args.env != "corridor":
+        parser.error(f"--doors {args.doors} is a corridor option; it needs --env corridor (got --env {args.env})")
+    if args.frames and args.frame_scale != 1.0:
+        parser.error("give --frames or --frame-scale, not both")
+    args.name = args.name or "_".join(["memory_length", args.env, *(["fixed"] if args.doors == "fixed" else []),
+                                       *([] if args.algo == "a2c" else [args.algo])])
+    runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / args.name
+    rollout = args.rollout or preset_values(args.env, "feedback", "cpu")[0]["rollout"]
+    seeds = list(range(args.seeds))
+    lengths = sorted(args.lengths)
+    cells = [(model, length) for length in lengths for model in args.models if model != FLOOR or length == lengths[0]]
+    runs = [(cell, seed) for seed in seeds for cell in cells]
+    run_dir = {(cell, seed): runs_dir / cell[0] / f"L{cell[1]}" / f"seed{seed}" for cell, seed in runs}
+
+    def train_args(model: str, length: int, seed: int) -> list[str]:
+        options = f"length={length}" + (f",max_episode_steps={4 * length},doors={args.doors}" if args.env == "corridor" else "")
+        bptt = max(rollout, episode_steps(args.env, length))
+        extra = ["--entropy-coef", str(args.entropy_coef)] if args.entropy_coef is not None else []
+        quick = ["--num-envs", "4", *QUICK_ALGO[args.algo]] if args.quick else []
+        return ["--env", args.env, "--env-opt", options, "--preset", "cpu", "--rollout", str(rollout), "--bptt", str(bptt),
+                "--no-previous-inputs", *extra, *model_args(model, args.env, length, args.quick), "--seed", str(seed), *quick]
+
+    training = [train_job(f"{model} L{length} seed {seed}", run_dir[(model, length), seed], train_args(model, length, seed),
+                          frames_at(args, length), args.algo) for (model, length), seed in runs]
+    episodes = 2 if args.quick else args.eval_episodes
+    greedy = {run: evaluate_job(run_dir[run], episodes, frames_at(args, run[0][1]), greedy=True) for run in runs}
+    sampled = {run: evaluate_job(run_dir[run], episodes, frames_at(args, run[0][1]), greedy=False, tag="sampled") for run in runs}
+    print(f"{len(runs)} runs ({len(cells)} model x length cells, {len(seeds)} seeds) on the {args.env}, {where_runs_go(args)}, in {runs_dir}")
+    print("frames per length: " + ", ".join(f"{length}: {frames_at(args, length):,}" for length in lengths))
+    if not (args.quick or args.no_estimate):
+        print_expected_time(training, args.jobs)
+    started = time.time()
+    run_stages({"training": training, "evaluation": [*greedy.values(), *sampled.values()]}, args)
+
+    summary = {
+        "command": "python -m experiments.memory_length " + shlex.join(sys.argv[1:]), "machine": launcher_description(args),
+        "env": args.env, "doors": args.doors if args.env == "corridor" else None, "algo": args.algo, "rollout": rollout,
+        "lengths": lengths, "frames": {str(length): frames_at(args, length) for length in lengths}, "seeds": seeds,
+        "frame_scale": None if args.frames else args.frame_scale, "solved_at": SOLVED,
+        "eval": f"{episodes} greedy and {episodes} sampled episodes per run",
+        "wall_seconds_this_invocation": round(time.time() - started, 1), "models": {},
+    }
+    for model, length in cells:
+        per_seed = []
+        for seed in seeds:
+            run = ((model, length), seed)
+            per_seed.append({"seed": seed, "greedy_success": evaluation(greedy[run])["agent"]["success"],
+                             "sampled_success": evaluation(sampled[run])["agent"]["success"],
+                             "training_seconds": round(training_seconds(run_dir[run]), 1)})
+        greedy_success = np.array([run["greedy_success"] for run in per_seed])
+        sampled_success = np.array([run["sampled_success"] for run in per_seed])
+        stats = iqm_interval({"greedy": greedy_success, "sampled": sampled_success})
+        summary["models"].setdefault(model, {"core": MODELS[model][0], "span": MODELS[model][1], "lengths": {}})
+        summary["models"][model]["lengths"][str(length)] = {
+            "train_args": train_args(model, length, 0)[:-2] if not args.quick else None,
+            "per_seed": per_seed, "greedy": stats["greedy"], "sampled": stats["sampled"],
+            "solved": solved_interval(greedy_success, SOLVED),
+        }
+    for model in summary["models"].values():
+        model["reaches"] = reach(model)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{args.name}.json").write_text(json.dumps(summary, indent=1) + "\n")
+    (args.out / f"{args.name}.md").write_text(table(summary))
+    draw(summary, args.out / f"{args.name}.png")
+    print(table(summary))
+
+
+def reach(model: dict) -> int | None:
+    """The longest length solved by most of the model's seeds, with every shorter length run also
+    solved by most (None: not even the shortest)."""
+    longest = None
+    for length, cell in sorted(model["lengths"].items(), key=lambda item: int(item[0])):
+        if 2 * cell["solved"]["solved"] <= cell["solved"]["runs"]:
+            break
+        longest = int(length)
+    return longest
+
+
+def table(summary: dict) -> str:
+    task = {"tmaze": "the passive T-maze", "corridor": f"the corridor ({summary['doors']} doors)"}[summary["env"]]
+    rows = [f"Success on {task} against its length L, {summary['algo'].upper()}, rollouts of {summary['rollout']} steps and a "
+            f"gradient window covering the episode, the observation only; frames per length: "
+            + ", ".join(f"{length}: {frames:,}" for length, frames in summary["frames"].items())
+            + f". IQM over {len(summary['seeds'])} seeds [95% bootstrap CI]; solved: greedy success >= {summary['solved_at']} "
+            "(runs, probability [Wilson 95% CI]).\n",
+            "| model | L | greedy success | sampled success | solved | greedy per seed | training time per run |",
+            "|---|---|---|---|---|---|---|"]
+    for name, model in summary["models"].items():
+        for length, cell in model["lengths"].items():
+            solved = cell["solved"]
+            per_seed = ", ".join(f"{run['greedy_success']:.2f}" for run in cell["per_seed"])
+            minutes = np.mean([run["training_seconds"] for run in cell["per_seed"]]) / 60
+            rows.append(f"| {name} | {length} | {format_interval(cell['greedy'])} | {format_interval(cell['sampled'])} | "
+                        f"{solved['solved']} of {solved['runs']}, {solved['solved'] / solved['runs']:.2f} "
+                        f"[{solved['ci_low']:.2f}, {solved['ci_high']:.2f}] | {per_seed} | {minutes:.1f} min |")
+    rows += ["", "Longest length solved by most seeds (and every shorter one): "
+             + ", ".join(f"{name} {model['reaches'] or 'none'}" for name, model in summary["models"].items()) + "."]
+    return "\n".join(rows) + "\n"
+
+
+def draw(summary: dict, out: Path) -> None:
+    """Greedy success (IQM, 95% intervals) against length on a log axis, one line per model; the
+    floor (MLP) as a point at the shortest length; Ni et al.'s transformer result marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(7.0, 4.2), dpi=100)
+    names = list(summary["models"])
+    for offset, name in zip(np.linspace(-0.08, 0.08, len(names)), names):
+        cells = sorted(summary["models"][name]["lengths"].items(), key=lambda item: int(item[0]))
+        x = np.array([int(length) for length, _ in cells], dtype=float) * 2**offset  # side by side
+        iqm = np.array([cell["greedy"]["iqm"] for _, cell in cells])
+        low, high = np.array([cell["greedy"]["ci_low"] for _, cell in cells]), np.array([cell["greedy"]["ci_high"] for _, cell in cells])
+        axes.errorbar(x, iqm, yerr=[iqm - low, high - iqm], marker="o", capsize=3, linewidth=1.6, label=name)
+    if summary["env"] == "tmaze":
+        axes.plot([NI_TRANSFORMER_SOLVES], [1.0], marker="*", markersize=12, color="black", linestyle="none",
+                  label=f"Ni et al.: transformer, DQN, solves {NI_TRANSFORMER_SOLVES:,}")
+    axes.axhline(0.5, color="#999999", linestyle=":", linewidth=1)
+    axes.set_xscale("log", base=2)
+    ticks = [*summary["lengths"], *([NI_TRANSFORMER_SOLVES] if summary["env"] == "tmaze" else [])]
+    axes.set_xticks(ticks, [str(t) for t in ticks])
+    axes.minorticks_off()
+    axes.set_xlabel("memory length L (steps between the cue and the decision)")
+    axes.set_ylabel("greedy success rate")
+    axes.set_ylim(-0.02, 1.05)
+    task = {"tmaze": "passive T-maze", "corridor": f"corridor, {summary['doors']} doors"}[summary["env"]]
+    axes.set_title(f"{task}, {summary['algo'].upper()}, {len(summary['seeds'])} seeds", loc="left", fontsize=11)
+    axes.grid(color="#e0e0e0", linewidth=0.8)
+    axes.spines[["top", "right"]].set_visible(False)
+    axes.legend(frameon=False, fontsize=7, loc="lower left")
+    figure.tight_layout()
+    figure.savefig(out)
+    plt.close(figure)
+
+
+if __name__ == "__main__":
+    main()
