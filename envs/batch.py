@@ -33,6 +33,13 @@ def check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
     return int(value)
 
 
+def check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    """Return `value` if it is one of the strings `allowed`, else raise a ValueError naming it."""
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
+    return value
+
+
 def episode_key(u: np.ndarray) -> np.ndarray:
     """(K,) uint64 episode keys from (K,) uniforms in [0, 1) (53 random bits each)."""
     return np.floor(u * 2.0**53).astype(np.uint64)
