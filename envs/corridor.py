@@ -38,7 +38,7 @@ import numpy as np
 from gymnasium import spaces
 
 from envs.batch import BatchedRules, check_choice, check_int
-from envs.scene import BLUE, DOOR, FLOOR, GREEN, OBJECT, WALL, Scene
+from envs.scene import BLUE, DOOR, FLOOR, GREEN, OBJECT, WALL, Scene, corridor_column
 from envs.single import GridEnv
 from envs.vector import GridVectorEnv
 
@@ -101,13 +101,15 @@ class CorridorRules(BatchedRules):
 
     def scene(self, i: int) -> Scene:
         """The corridor as a 3-row strip walled all round: the cue in the wall behind the start
-        cell, the doors above and below the end cell."""
-        tiles = np.full((3, self.length + 2), WALL, dtype=np.int64)
+        cell, the doors above and below the end cell (a long corridor drawn shortened, see
+        scene.corridor_column)."""
+        end = corridor_column(self.length - 1, self.length) + 1  # the end cell's column
+        tiles = np.full((3, end + 2), WALL, dtype=np.int64)
         tiles[1, 1:-1] = FLOOR
         tiles[1, 0] = OBJECT + SCENE_COLOUR[int(self.cue[i])]
-        tiles[0, -2] = DOOR + SCENE_COLOUR[int(self.upper[i])]
-        tiles[2, -2] = DOOR + SCENE_COLOUR[int(3 - self.upper[i])]
-        agent = (1, int(self.position[i]) + 1)
+        tiles[0, end] = DOOR + SCENE_COLOUR[int(self.upper[i])]
+        tiles[2, end] = DOOR + SCENE_COLOUR[int(3 - self.upper[i])]
+        agent = (1, corridor_column(self.position[i], self.length) + 1)
         view = [agent]
         if self.position[i] == 0:
             view.append((1, 0))
