@@ -44,7 +44,8 @@ fixed as follows: `ambiguous_position=True` (the corridor cells look alike), `ex
 `oracle_length=0` (the goal is shown where the agent starts: passive), `episode_length=L + 1`,
 `goal_reward=1`, `penalty=-1/L`, `distract_reward=0` (the config's default). Only `length`
 (their `corridor_length`) is an option here. Their observation is a float Box; ours is the
-MultiDiscrete above.
+MultiDiscrete above. Their goal side comes from numpy's global generator; ours from the env's
+seeded one, like every env here.
 
 ## Registered configurations
 `FeedbackRL/PassiveTMaze-v0`: length 10, no registered time limit, so that the episode follows

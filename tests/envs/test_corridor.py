@@ -127,3 +127,11 @@ def test_default_doors_are_random_and_unchanged_bit_for_bit():
 def test_bad_doors_are_refused_naming_the_value_and_the_choices(doors):
     with pytest.raises(ValueError, match=re.escape(f"doors must be one of ['random', 'fixed'], got {doors!r}")):
         gym.make("FeedbackRL/Corridor-v0", doors=doors)
+
+
+def test_a_length_1000_corridor_renders_shortened():
+    env = gym.make("FeedbackRL/Corridor-v0", length=1000, render_mode="rgb_array").unwrapped
+    env.reset(seed=0)
+    assert env.render().shape == (3 * 32 + 48, 34 * 32, 3)  # 32 columns of corridor + two walls
+    env.rules.position[0] = 999
+    assert env.rules.scene(0).agent == (1, 32)
