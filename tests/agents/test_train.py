@@ -122,7 +122,9 @@ def test_paper_preset_has_the_paper_maze_settings():
         (["--lr-schedule", "cosine"], "'cosine'"),
         (["--core-opt", "span=wide"], "span='wide'"),
         (["--core", "lstm", "--core-opt", "span=8"], "'span' for core 'lstm'"),
-        (["--env-opt", "length=x"], "length=x"),
+        (["--env", "corridor", "--env-opt", "length=x"], "length must be an integer >= 2, got 'x'"),  # the env names strings
+        (["--env", "corridor", "--env-opt", "doors=sideways"], "doors must be one of ['random', 'fixed'], got 'sideways'"),
+        (["--env-opt", "length"], "env option 'length' must look like KEY=VALUE"),
         (["--gamma", "1.5"], "gamma must be in [0, 1], got 1.5"),
         (["--num-actors", "99"], "got 99"),
         (["--device", "tpu"], "'tpu'"),
