@@ -34,7 +34,10 @@ bootstrap), and nothing is truncated: their gym TimeLimit of L + 1 adds no trunc
 step that is done. So the env has no time limit of its own (`max_episode_steps` None); a limit
 of at most L steps truncates the episode there (Ni et al.'s task no longer), a limit of L + 1
 also reports truncated=True on the last step as gymnasium's TimeLimit does, and a longer one is
-never reached. `info["success"]` is True on the last step when the goal is reached.
+never reached. `info["success"]` is True on the last step when the goal is reached;
+`info["arrived"]` when the agent stands on either candidate then (it walked the corridor in
+time and turned): success / arrived is how often an agent that gets there remembers the side,
+which tells a failure of memory (arrived 1, success 0.5) from one of walking (arrived 0).
 
 ## What is fixed, against Ni et al.'s code
 Read at twni2016/Memory-RL commit c9b8b398 (envs/tmaze.py and configs/envs/tmaze_passive.py,
@@ -83,12 +86,14 @@ class PassiveTMazeRules(BatchedRules):
         self.y = np.zeros(self.num_envs, dtype=np.int64)
         self.goal = np.full(self.num_envs, UP_SIDE, dtype=np.int64)
         self.success = np.zeros(self.num_envs, dtype=bool)
+        self.arrived = np.zeros(self.num_envs, dtype=bool)
 
     def _new_episodes(self, idx: np.ndarray, u: np.ndarray) -> None:
         self.x[idx] = 0
         self.y[idx] = 0
         self.goal[idx] = np.where(u[:, 0] < 0.5, UP_SIDE, DOWN_SIDE)
         self.success[idx] = False
+        self.arrived[idx] = False
 
     def _act(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         x, y = self.x + MOVE_X[actions], self.y + MOVE_Y[actions]
@@ -98,6 +103,7 @@ class PassiveTMazeRules(BatchedRules):
         t = self.elapsed + 1  # steps taken, this one included
         last = t >= self.length + 1
         self.success = last & (self.y == self.goal)
+        self.arrived = last & (self.y != 0)
         penalty = np.where(self.x < t, -1.0 / self.length, 0.0)
         return np.where(last, self.success.astype(np.float64), penalty), last
 
@@ -107,7 +113,7 @@ class PassiveTMazeRules(BatchedRules):
         return np.stack([at_junction.astype(np.int64), signal % 3], axis=1)  # (N, 2)
 
     def info(self) -> dict[str, np.ndarray]:
-        return {"success": self.success.copy()}
+        return {"success": self.success.copy(), "arrived": self.arrived.copy()}
 
     def hidden_state(self, i: int) -> dict[str, Any]:
         return {"x": int(self.x[i]), "y": int(self.y[i]), "goal": int(self.goal[i])}

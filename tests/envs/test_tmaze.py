@@ -39,7 +39,7 @@ def run(env, actions):
 def test_the_goal_shows_at_the_start_only_and_the_corridor_looks_the_same(seed):
     env, obs, info = tmaze(seed)
     goal = env.hidden_state()["goal"]
-    assert obs.tolist() == [0, 1 if goal == 1 else 2] and info == {"success": False}
+    assert obs.tolist() == [0, 1 if goal == 1 else 2] and info == {"success": False, "arrived": False}
     observations, *_ = run(env, [LEFT, UP, DOWN, RIGHT, RIGHT, LEFT])  # the first three stay at x = 0
     assert observations == [[0, 0]] * 6
     assert env.hidden_state()["x"] == 1
@@ -82,6 +82,7 @@ def test_the_goal_pays_one_the_other_side_and_the_junction_pay_nothing(seed):
         assert rewards == [0.0] * 4 + [paid]
         assert terminated == [False] * 4 + [True] and truncated == [False] * 5
         assert env.rules.info()["success"][0] == (last == "goal")
+        assert env.rules.info()["arrived"][0] == (last != "stay")  # on a candidate, either one
 
 
 def test_the_penalty_is_minus_one_over_length_for_every_step_behind_schedule():
