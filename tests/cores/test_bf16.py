@@ -8,7 +8,7 @@ Gradients are compared with float32 only where a core has no ReLU. A ReLU has no
 0: a unit whose pre-activation lies within its rounding error of 0 is on in one dtype and off
 in the other, and its whole share of the gradient moves, not a rounding of it (one such unit in
 32 moved a gradient by 40 % at a batch of 3). The all-attention variants (persistent vectors in
-place of the ReLU feed-forward sublayer), the LSTM, the echo-state core and the MLP (tanh) are
+place of the ReLU feed-forward sublayer), the LSTM and GRU, the echo-state core and the MLP (tanh) are
 smooth. The Feedback core's hand-written backward with its ReLU sublayer is compared in
 bfloat16 with its plain-autograd reference instead: the same forward code, so the same units on.
 """
@@ -36,10 +36,11 @@ CORES = {  # name: (core, options, layers on a path)
     "reservoir-ffn": ("reservoir", ATTENTION, 3),  # 2 trained layers and a frozen one
     "reservoir-esn": ("reservoir", {"kind": "esn", "units": 16, "d_model": 8}, 1),
     "lstm": ("lstm", {"hidden_size": 8, "n_layers": 2}, 2),
+    "gru": ("gru", {"hidden_size": 8, "n_layers": 2}, 2),
     "mlp": ("mlp", {"hidden_size": 8, "n_layers": 2}, 2),
 }
-SMOOTH = ("feedback-persistent", "feedback-persistent-post-norm-per-layer-kv", "transformer-persistent", "reservoir-esn", "lstm", "mlp")
-OPENS = ("feedback-persistent", "lstm")
+SMOOTH = ("feedback-persistent", "feedback-persistent-post-norm-per-layer-kv", "transformer-persistent", "reservoir-esn", "lstm", "gru", "mlp")
+OPENS = ("feedback-persistent", "lstm", "gru")
 AUTOCAST = torch.autocast("cpu", dtype=torch.bfloat16)
 
 
