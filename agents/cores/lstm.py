@@ -1,6 +1,11 @@
 """LSTM core: `torch.nn.LSTM` with its state zeroed where an episode begins (the cutting at
 episode starts, the one-step path and the stepwise run are agents/cores/recurrent.py's).
 
+Under bfloat16 autocast on a CPU without a bfloat16 LSTM kernel (agents/cores/cpu_kernels.py),
+the fused pass over several steps runs in float32 with autocast off, its outputs and state then
+cast to bfloat16 as the kernel's would be, so what follows is unchanged. One-step pieces and
+acting use torch.lstm_cell, which runs under autocast on every CPU.
+
 Letters: T steps, B envs, L layers, I input width, H hidden size.
 """
 
@@ -11,6 +16,8 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from agents.cores.cpu_kernels import bf16_lstm_missing
+from agents.cores.dtypes import exact
 from agents.cores.recurrent import Carried, RecurrentConfig, RecurrentCore
 
 
@@ -31,8 +38,13 @@ class LSTMCore(RecurrentCore):
         return self.lstm
 
     def fused(self, x: torch.Tensor, carried: Carried) -> tuple[torch.Tensor, Carried]:
-        y, (h, c) = self.lstm(x, carried)
-        return y, (h, c)
+        if not bf16_lstm_missing(x.device):
+            y, (h, c) = self.lstm(x, carried)
+            return y, (h, c)
+        dtype = self.lstm.weight_ih_l0.dtype  # float32, or a cast core's bfloat16 (ATen's kernel)
+        with exact(x.device):
+            y, (h, c) = self.lstm(x.to(dtype), (carried[0].to(dtype), carried[1].to(dtype)))
+        return y.bfloat16(), (h.bfloat16(), c.bfloat16())  # what the bfloat16 kernel gives
 
     def cell(self, x: torch.Tensor, carried: Carried, weights: list[torch.Tensor]) -> Carried:
         return torch.lstm_cell(x, carried, *weights)

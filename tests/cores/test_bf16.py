@@ -20,7 +20,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.cores import make_core
+from agents.cores import cpu_kernels, make_core
 from agents.cores.dtypes import masked_score
 from tests.bfloat16 import close_bf16, roundings
 
@@ -186,3 +186,25 @@ def test_an_episodes_first_step_is_finite_in_float16(name):
     x = torch.randn(3, BATCH, INPUT_DIM, dtype=torch.float16)
     y, _ = core(x, core.initial_state(BATCH, "cpu"), torch.ones(3, BATCH, dtype=torch.bool))
     assert y.isfinite().all()
+
+
+@pytest.mark.parametrize("steps", [1, 6])
+def test_without_a_bf16_kernel_the_fused_pass_runs_in_float32_says_so_once_and_matches(steps, monkeypatch, capsys):
+    """A CPU without oneDNN's bfloat16 LSTM (agents/cores/cpu_kernels.py), played here on any CPU
+    by making the probe fail: the LSTM's fused pass runs in float32, hands back bfloat16 as the
+    kernel would, says so once per process, and its outputs and gradients match float32 within
+    bfloat16's tolerance. (tests/cores/test_any_cpu.py runs this file where the kernel really is missing.)"""
+    monkeypatch.setattr(cpu_kernels, "_cpu_has_bf16_lstm", lambda: False)
+    cpu_kernels._say_once.cache_clear()
+    try:
+        assert_matches_float32("lstm", 0, steps, 0.3, cast=False)
+        assert_matches_float32("lstm", 1, steps, 0.0, cast=False)
+        core, _ = build("lstm", 0)
+        x, first, _ = case(0, steps, 0.0)
+        with AUTOCAST:
+            y, state = core(x, core.initial_state(BATCH, "cpu"), first)
+        assert y.dtype == state.h.dtype == state.c.dtype == (torch.bfloat16 if steps > 1 else torch.float32)  # (the cell's is float32)
+    finally:
+        cpu_kernels._say_once.cache_clear()
+    notices = capsys.readouterr().err.count(cpu_kernels.NOTICE)
+    assert notices == (1 if steps > 1 else 0)  # a call of one step runs torch.lstm_cell, which every CPU has
