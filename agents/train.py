@@ -96,14 +96,14 @@ class Trainer:
             self.keep_graph = config.learner == "acting_graph" or (
                 config.learner == "auto" and config.core in KEEPS_ACTING_GRAPH and not config.window)
             if self.keep_graph and not self.policy.can_open:
-                raise ValueError(f"learner 'acting_graph' needs a core fed one step at a time (feedback, lstm); {config.core!r} is not")
+                raise ValueError(f"learner 'acting_graph' needs a core fed one step at a time (feedback, lstm, gru); {config.core!r} is not")
             dropout = config.core_options.get("dropout", 0.0)
             if dropout > 0 and not self.keep_graph:
                 # Recomputing, acting runs without dropout and learning with it (other masks), so
                 # the policy that acted is not the one whose gradient is taken.
                 raise ValueError(
                     f"dropout={dropout} needs a learner that keeps the acting graph (--learner acting_graph, "
-                    f"cores feedback or lstm), so acting and learning use the same masks; use --core-opt dropout=0 otherwise"
+                    f"cores feedback, lstm or gru), so acting and learning use the same masks; use --core-opt dropout=0 otherwise"
                 )
             self.actor = Actor(self.pool, self.policy, self.device, (self.first_env, config.num_envs))
             self.window = GradientWindow(config.window)  # the steps before each rollout its gradient reaches

@@ -24,6 +24,7 @@ from tests.trained import assert_same_parameters, trained_parameters
 SMALL = {
     "feedback": {"d_model": 16, "n_layers": 2, "n_heads": 2, "span": 8},
     "lstm": {"hidden_size": 16},
+    "gru": {"hidden_size": 16},
     "mlp": {"hidden_size": 16},
 }
 
@@ -175,7 +176,7 @@ def test_command_line_run_writes_config_checkpoint_and_tensorboard(tmp_path, cap
     assert {"charts/SPS", "charts/learning_rate", "losses/policy_loss", "losses/value_loss", "losses/entropy", "losses/explained_variance"} <= tags
 
 
-@pytest.mark.parametrize("core", ["feedback", "lstm"])
+@pytest.mark.parametrize("core", ["feedback", "lstm", "gru"])
 def test_kept_acting_graph_gives_the_recomputed_update(tmp_path, core):
     """Learning from the graph kept while acting equals rerunning the chunk: the gradients of
     every update are compared, not the weights they lead to, where a gradient a few percent off
