@@ -16,6 +16,7 @@ from agents.a2c_config import resolve_config
 from agents.actors import ActorError
 from agents.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from agents.plot_curves import read_scalars
+from agents.seeding import env_seeds
 from agents.train import Trainer
 from tests.ctrl_c import exit_code, press_ctrl_c_in, signal_when
 from tests.float32 import close32
@@ -75,6 +76,8 @@ def test_a_dead_worker_stops_training_with_an_error_and_a_checkpoint(tmp_path):
     resumed = Trainer.from_checkpoint(str(tmp_path))
     try:
         assert resumed.resumed_how.startswith("clean episode restart")
+        # fresh streams keyed by the step, not a replay of the first episodes
+        assert resumed.pool.seeds == env_seeds(3, range(6), "training", restart=resumed.global_step) != env_seeds(3, range(6), "training")
         resumed.update()
     finally:
         resumed.close()
