@@ -22,7 +22,8 @@ The cue shows only at the start cell, the doors only at the far end; in between 
 
 ## Rewards and termination
 Entering the matching door gives +1, the other door 0; either ends the episode. `info["success"]`
-is True on the step the agent enters the matching door.
+is True on the step the agent enters the matching door, `info["arrived"]` on the step it enters
+either (success / arrived: how often an agent that gets to the doors remembers the cue).
 
 ## Registered configurations
 `FeedbackRL/Corridor-v0`: length 16, doors "random", time limit 64 (4 x length). Changing
@@ -65,18 +66,21 @@ class CorridorRules(BatchedRules):
         self.cue = np.full(self.num_envs, BLUE_SEEN, dtype=np.int64)
         self.upper = np.full(self.num_envs, BLUE_SEEN, dtype=np.int64)  # lower door: 3 - upper
         self.success = np.zeros(self.num_envs, dtype=bool)
+        self.arrived = np.zeros(self.num_envs, dtype=bool)
 
     def _new_episodes(self, idx: np.ndarray, u: np.ndarray) -> None:
         self.position[idx] = 0
         self.cue[idx] = np.where(u[:, 0] < 0.5, BLUE_SEEN, GREEN_SEEN)
         self.upper[idx] = np.where((u[:, 1] < 0.5) | (self.doors == "fixed"), BLUE_SEEN, GREEN_SEEN)
         self.success[idx] = False
+        self.arrived[idx] = False
 
     def _act(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         at_end = self.position == self.length - 1
         entered = at_end & (actions >= ENTER_UPPER)
         door = np.where(actions == ENTER_UPPER, self.upper, 3 - self.upper)
         self.success = entered & (door == self.cue)
+        self.arrived = entered.copy()  # not the returned array itself: new episodes clear this one
         np.clip(self.position + STEP[actions], 0, self.length - 1, out=self.position)
         return self.success.astype(np.float64), entered
 
@@ -89,7 +93,7 @@ class CorridorRules(BatchedRules):
         return obs
 
     def info(self) -> dict[str, np.ndarray]:
-        return {"success": self.success.copy()}
+        return {"success": self.success.copy(), "arrived": self.arrived.copy()}
 
     def hidden_state(self, i: int) -> dict[str, Any]:
         return {

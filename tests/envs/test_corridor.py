@@ -24,7 +24,7 @@ def corridor(seed, length=5):
 def test_cue_only_at_start_doors_only_at_end(seed):
     env, obs, info = corridor(seed)
     state = env.hidden_state()
-    assert obs.tolist() == [state["cue"], 0, 0] and info == {"success": False}
+    assert obs.tolist() == [state["cue"], 0, 0] and info == {"success": False, "arrived": False}
     assert {state["upper_door"], state["lower_door"]} == {BLUE_SEEN, GREEN_SEEN}
     for _ in range(3):
         obs, reward, terminated, _, _ = env.step(FORWARD)
@@ -58,7 +58,7 @@ def test_matching_door_pays_one_other_door_pays_nothing_both_end(seed, matching)
     _, reward, terminated, truncated, info = env.step(action)
     assert reward == (1.0 if matching else 0.0)
     assert terminated and not truncated
-    assert info == {"success": matching}
+    assert info == {"success": matching, "arrived": True}  # either door: arrived
 
 
 def test_cue_and_door_order_are_both_random():
