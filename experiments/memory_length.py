@@ -103,6 +103,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
     parser.add_argument("--quick", action="store_true", help="tiny models and runs, to test the pipeline")
     add_algo_argument(parser)
+    parser.add_argument("--num-minibatches", type=positive_int, default=None,
+                        help="with --algo ppo: minibatches per epoch, each a subset of whole envs (default: train_ppo.py's, 8)")
     add_launcher_arguments(parser)
     return parser
 
@@ -129,6 +131,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.doors != "random" and args.env != "corridor":
         parser.error(f"--doors {args.doors} is a corridor option; it needs --env corridor (got --env {args.env})")
+    if args.num_minibatches is not None and args.algo != "ppo":
+        parser.error(f"--num-minibatches {args.num_minibatches} is a PPO setting; it needs --algo ppo (got --algo {args.algo})")
     if args.frames and args.frame_scale != 1.0:
         parser.error("give --frames or --frame-scale, not both")
     args.name = args.name or "_".join(["memory_length", args.env, *(["fixed"] if args.doors == "fixed" else []),
@@ -145,9 +149,10 @@ def main(argv: list[str] | None = None) -> None:
         options = f"length={length}" + (f",max_episode_steps={4 * length},doors={args.doors}" if args.env == "corridor" else "")
         bptt = max(rollout, episode_steps(args.env, length))
         extra = ["--entropy-coef", str(args.entropy_coef)] if args.entropy_coef is not None else []
-        quick = ["--num-envs", "4", *QUICK_ALGO[args.algo]] if args.quick else []
+        minibatches = [] if args.num_minibatches is None else ["--num-minibatches", str(args.num_minibatches)]
+        quick = ["--num-envs", "4", *([] if minibatches else QUICK_ALGO[args.algo])] if args.quick else []
         return ["--env", args.env, "--env-opt", options, "--preset", "cpu", "--rollout", str(rollout), "--bptt", str(bptt),
-                "--no-previous-inputs", *extra, *model_args(model, args.env, length, args.quick), "--seed", str(seed), *quick]
+                "--no-previous-inputs", *extra, *minibatches, *model_args(model, args.env, length, args.quick), "--seed", str(seed), *quick]
 
     training = [train_job(f"{model} L{length} seed {seed}", run_dir[(model, length), seed], train_args(model, length, seed),
                           frames_at(args, length), args.algo) for (model, length), seed in runs]
@@ -163,7 +168,8 @@ def main(argv: list[str] | None = None) -> None:
 
     summary = {
         "command": "python -m experiments.memory_length " + shlex.join(sys.argv[1:]), "machine": launcher_description(args),
-        "env": args.env, "doors": args.doors if args.env == "corridor" else None, "algo": args.algo, "rollout": rollout,
+        "env": args.env, "doors": args.doors if args.env == "corridor" else None, "algo": args.algo, "num_minibatches": args.num_minibatches,
+        "rollout": rollout,
         "lengths": lengths, "frames": {str(length): frames_at(args, length) for length in lengths}, "seeds": seeds,
         "frame_scale": None if args.frames else args.frame_scale, "solved_at": SOLVED,
         "eval": f"{episodes} greedy and {episodes} sampled episodes per run",

@@ -254,6 +254,7 @@ def test_memory_length_reach_is_the_longest_length_most_seeds_solve_with_every_s
     (["--models", "lstm", "lstm"], "argument --models: 'lstm' is given twice; give each once"),
     (["--lengths", "0"], "argument --lengths: must be an integer >= 1, got 0"),
     (["--frame-scale", "0"], "argument --frame-scale: must be a finite number > 0, got 0"),
+    (["--num-minibatches", "2"], "--num-minibatches 2 is a PPO setting; it needs --algo ppo (got --algo a2c)"),
 ])
 def test_bad_memory_length_arguments_exit_2_naming_the_value(argv, message, capsys):
     from experiments import memory_length
