@@ -105,6 +105,9 @@ def make_parser() -> argparse.ArgumentParser:
     add_algo_argument(parser)
     parser.add_argument("--num-minibatches", type=positive_int, default=None,
                         help="with --algo ppo: minibatches per epoch, each a subset of whole envs (default: train_ppo.py's, 8)")
+    parser.add_argument("--train-args", default="", metavar="'FLAGS'",
+                        help="more train_a2c.py / train_ppo.py flags for every run, as one quoted string (e.g. '--learning-rate 3e-4'); "
+                             "give a --name of its own so that such runs do not resume the plain ones")
     add_launcher_arguments(parser)
     return parser
 
@@ -152,7 +155,7 @@ def main(argv: list[str] | None = None) -> None:
         minibatches = [] if args.num_minibatches is None else ["--num-minibatches", str(args.num_minibatches)]
         quick = ["--num-envs", "4", *([] if minibatches else QUICK_ALGO[args.algo])] if args.quick else []
         return ["--env", args.env, "--env-opt", options, "--preset", "cpu", "--rollout", str(rollout), "--bptt", str(bptt),
-                "--no-previous-inputs", *extra, *minibatches, *model_args(model, args.env, length, args.quick), "--seed", str(seed), *quick]
+                "--no-previous-inputs", *extra, *minibatches, *shlex.split(args.train_args), *model_args(model, args.env, length, args.quick), "--seed", str(seed), *quick]
 
     training = [train_job(f"{model} L{length} seed {seed}", run_dir[(model, length), seed], train_args(model, length, seed),
                           frames_at(args, length), args.algo) for (model, length), seed in runs]
@@ -168,7 +171,7 @@ def main(argv: list[str] | None = None) -> None:
 
     summary = {
         "command": "python -m experiments.memory_length " + shlex.join(sys.argv[1:]), "machine": launcher_description(args),
-        "env": args.env, "doors": args.doors if args.env == "corridor" else None, "algo": args.algo, "num_minibatches": args.num_minibatches,
+        "env": args.env, "doors": args.doors if args.env == "corridor" else None, "algo": args.algo, "num_minibatches": args.num_minibatches, "train_args": args.train_args,
         "rollout": rollout,
         "lengths": lengths, "frames": {str(length): frames_at(args, length) for length in lengths}, "seeds": seeds,
         "frame_scale": None if args.frames else args.frame_scale, "solved_at": SOLVED,

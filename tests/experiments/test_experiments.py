@@ -219,7 +219,7 @@ def test_a_quick_memory_length_experiment_covers_the_episode_with_the_gradient_w
 
     out = tmp_path / "out"
     argv = ["--quick", "--lengths", "2", "4", "--models", "transformer-episode", "mlp", "--seeds", "2", "--frames", "64",
-            "--rollout", "2", "--eval-episodes", "2", "--runs-dir", str(tmp_path / "runs"), "--out", str(out), "--jobs", "2"]
+            "--rollout", "2", "--eval-episodes", "2", "--train-args", "--learning-rate 0.002", "--runs-dir", str(tmp_path / "runs"), "--out", str(out), "--jobs", "2"]
     monkeypatch.setattr(sys, "argv", ["memory_length"] + argv)
     memory_length.main(argv)
     summary = json.loads((out / "memory_length_tmaze.json").read_text())
@@ -229,6 +229,7 @@ def test_a_quick_memory_length_experiment_covers_the_episode_with_the_gradient_w
         config = json.loads((tmp_path / "runs" / "transformer-episode" / f"L{length}" / "seed1" / "config.json").read_text())
         assert (config["bptt"], config["rollout"], config["core_options"]["span"]) == (length + 1, 2, length + 1)
         assert config["previous_inputs"] is False and config["env_options"] == {"length": length}
+        assert config["learning_rate"] == 0.002  # --train-args reach every run
     cell = summary["models"]["transformer-episode"]["lengths"]["4"]
     assert [run["seed"] for run in cell["per_seed"]] == [0, 1]
     assert all(0.0 <= run[key] <= 1.0 for run in cell["per_seed"] for key in ("greedy_success", "sampled_success"))
