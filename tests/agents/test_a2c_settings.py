@@ -16,6 +16,12 @@ CUT_BATCH = {"num_envs": 16, "rollout": 20}
 # 1 - 0.99^n of the gradients' mean square, so sqrt(v) is 0.2 of their RMS after 4 updates and
 # 0.31 after 10. Ten updates keep the test short while v is no longer mostly its zero start.
 UPDATES = 10
+# How much of the denominator the gradient must be. The share varies with the episodes drawn: the
+# LSTM's paper preset on the easy maze, seeds 0-4 of the env streams of agents/seeding.py, gave
+# 0.87, 0.45, 0.49, 0.87, 0.67. The mistake this guards against, the paper's epsilon 0.01 taken
+# literally on our mean losses (12,800 times the converted one), puts it near 1e-4 at those
+# gradients, so a quarter separates the two by three orders of magnitude either way.
+GRADIENT_SHARE = 0.25
 
 
 def rms_gradient_share(trainer: Trainer) -> float:
@@ -47,7 +53,7 @@ def test_every_preset_takes_steps_set_by_the_gradient_not_by_epsilon(tmp_path, e
     try:
         for _ in range(UPDATES):
             trainer.update()
-        assert rms_gradient_share(trainer) > 0.5, f"{config.optimizer} eps {config.optimizer_eps}"
+        assert rms_gradient_share(trainer) > GRADIENT_SHARE, f"{config.optimizer} eps {config.optimizer_eps}"
     finally:
         trainer.close()
 
