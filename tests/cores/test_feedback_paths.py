@@ -1,6 +1,9 @@
-"""The Feedback core's fused path (steps outside autograd, backward by hand: feedback_step.py)
-against its reference (fused=False: the same step code under plain autograd), and the step code
-traced by torch.compile with no graph break."""
+"""The Feedback core's fast paths against the reference model (feedback_reference.py): the
+Python fused step (steps outside autograd, backward by hand: feedback_step.py) and the compiled
+one (C++: feedback_compiled.py). Outputs, the carried state and every gradient (the inputs' and
+each parameter's) agree for every variant, with memory carried in from earlier calls, episode
+starts anywhere, calls cut into chunks and dropout; and the step code traces whole under
+torch.compile."""
 
 import pytest
 import torch
@@ -8,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agents.cores import make_core
+from agents.cores.feedback_reference import reference_of
 from agents.cores.feedback_step import layer_backward, layer_forward
 
 INPUT_DIM = 5
@@ -25,60 +29,75 @@ def configurations(draw):
         "persistent": draw(st.sampled_from([0, 0, 2])),
         "shared_kv": draw(st.booleans()),
         "dropout": draw(st.sampled_from([0.0, 0.0, 0.3])),
+        "value_init": draw(st.sampled_from(["pytorch", "orthogonal"])),
     }
 
 
-def build(options: dict, seed: int, fused: bool) -> torch.nn.Module:
-    """A float64 core in train mode (dropout on where configured) with weights off their initial values."""
+def build(options: dict, seed: int, dtype: torch.dtype = torch.float64) -> torch.nn.Module:
+    """A core in train mode (dropout on where configured) with weights off their initial values."""
     torch.manual_seed(seed)
-    core = make_core("feedback", INPUT_DIM, **options, fused=fused).double().train()
+    core = make_core("feedback", INPUT_DIM, **options).to(dtype).train()
     with torch.no_grad():
         for p in core.parameters():
             p.add_(0.3 * torch.randn_like(p))
     return core
 
 
-def outputs_and_gradients(core, x, first, state, weights, seed):
-    torch.manual_seed(seed)  # the same dropout masks for both paths
-    y, after = core(x, state, first)
-    params = list(core.parameters())
-    grads = torch.autograd.grad((y * weights).sum(), [x, *params], allow_unused=True)
-    return y.detach(), after, [g if g is not None else torch.zeros_like(p) for g, p in zip(grads, [x, *params])]
+def calls(core, x0, x, first, cuts, seed):
+    """A carried call without gradients (x0), then x in chunks cut at `cuts`, with gradients ->
+    y (T, B, D), the state after, the gradients of sum(y r) at x and every parameter (by name)."""
+    batch = x.shape[1]
+    torch.manual_seed(seed)  # the same dropout masks for every path
+    with torch.no_grad():
+        _, state = core(x0, core.initial_state(batch, "cpu"), torch.zeros(x0.shape[:2], dtype=torch.bool))
+    x = x.detach().requires_grad_()
+    outputs = []
+    for a, b in zip([0, *cuts], [*cuts, x.shape[0]]):
+        y, state = core(x[a:b], state, first[a:b])
+        outputs.append(y)
+    y = torch.cat(outputs)
+    names, params = zip(*core.named_parameters())
+    r = torch.randn(y.shape, generator=torch.Generator().manual_seed(seed), dtype=y.dtype)
+    grads = torch.autograd.grad((y * r).sum(), [x, *params], allow_unused=True)
+    grads = {name: torch.zeros_like(p) if g is None else g for name, g, p in zip(["x", *names], grads, [x, *params])}
+    return y.detach(), state, grads
+
+
+def window(state, span: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A state's last `span` memory vectors (B, S, D) and their validity (B, S), whichever model made it."""
+    end = getattr(state, "end", span)
+    return state.memory[:, end - span : end], state.valid
 
 
 @settings(derandomize=True, max_examples=30, deadline=None)
 @given(options=configurations(), seed=st.integers(0, 2**16), steps=st.integers(1, 9), batch=st.integers(1, 3),
-       reset=st.sampled_from([0.0, 0.2, 0.5]), carried=st.integers(1, 8))
-def test_fused_equals_the_plain_autograd_reference(options, seed, steps, batch, reset, carried):
-    """Outputs, state and every gradient (inputs and weights) agree in float64, with memory carried
-    in from an earlier call (its keys recomputed with gradients), resets anywhere, dropout,
+       reset=st.sampled_from([0.0, 0.2, 0.5]), carried=st.integers(1, 8), data=st.data())
+def test_the_fused_path_equals_the_reference(options, seed, steps, batch, reset, carried, data):
+    """In float64, to 1e-10: outputs, state and every gradient, with memory carried in from an
+    earlier call (its keys recomputed with gradients), resets anywhere, chunked calls, dropout,
     persistent vectors, shared or per-layer key/value projections, pre- or post-norm."""
-    fused, reference = build(options, seed, True), build(options, seed, False)
-    torch.manual_seed(seed + 1)
-    x0 = torch.randn(carried, batch, INPUT_DIM, dtype=torch.float64)
-    x = torch.randn(steps, batch, INPUT_DIM, dtype=torch.float64, requires_grad=True)
-    first = torch.rand(steps, batch) < reset
-    weights = torch.randn(steps, batch, options["d_model"], dtype=torch.float64)
-    results = []
-    for core in (fused, reference):
-        torch.manual_seed(seed + 2)  # the carried call's dropout masks, alike for both
-        with torch.no_grad():
-            _, state = core(x0, core.initial_state(batch, "cpu"), torch.zeros(carried, batch, dtype=torch.bool))
-        results.append(outputs_and_gradients(core, x, first, state, weights, seed))
-    (y, after, grads), (y_ref, after_ref, grads_ref) = results
+    core = build(options, seed)
+    reference = reference_of(core)
+    generator = torch.Generator().manual_seed(seed + 1)
+    x0 = torch.randn(carried, batch, INPUT_DIM, generator=generator, dtype=torch.float64)
+    x = torch.randn(steps, batch, INPUT_DIM, generator=generator, dtype=torch.float64)
+    first = torch.rand(steps, batch, generator=generator) < reset
+    cuts = sorted(set(data.draw(st.lists(st.integers(1, max(1, steps - 1)), max_size=3))) - {steps})
+    y, state, grads = calls(core, x0, x, first, cuts, seed)
+    y_ref, state_ref, grads_ref = calls(reference, x0, x, first, cuts, seed)
     torch.testing.assert_close(y, y_ref, atol=1e-10, rtol=1e-10)
-    for name, g, e in zip(["x", *(n for n, _ in fused.named_parameters())], grads, grads_ref):
-        torch.testing.assert_close(g, e, atol=1e-10, rtol=1e-10, msg=name)
-    end, end_ref = after.end, after_ref.end
-    torch.testing.assert_close(after.memory[:, end - options["span"] : end], after_ref.memory[:, end_ref - options["span"] : end_ref])
-    assert torch.equal(after.valid, after_ref.valid)
+    for name in grads_ref:
+        torch.testing.assert_close(grads[name], grads_ref[name], atol=1e-10, rtol=1e-10, msg=name)
+    (memory, valid), (memory_ref, valid_ref) = window(state, options["span"]), window(state_ref, options["span"])
+    torch.testing.assert_close(memory, memory_ref, atol=1e-10, rtol=1e-10)
+    assert torch.equal(valid, valid_ref)
 
 
 def test_gradcheck_through_the_hand_written_backward():
     """torch.autograd.gradcheck (finite differences, float64) of the fused call with respect to its
     inputs and weights of every kind: a query projection, the shared key/value projection and its
     norm, a feed-forward layer, the position table, the layer mix."""
-    core = build(dict(d_model=4, n_heads=2, n_layers=2, span=3), 0, True).eval()
+    core = build(dict(d_model=4, n_heads=2, n_layers=2, span=3), 0).eval()
     first = torch.tensor([[True, False], [False, False], [False, True], [False, False]])
     with torch.no_grad():
         _, state = core(torch.randn(3, 2, INPUT_DIM, dtype=torch.float64), core.initial_state(2, "cpu"), torch.zeros(3, 2, dtype=torch.bool))
@@ -100,7 +119,7 @@ def test_step_code_compiles_with_no_graph_break(pre_norm, persistent):
     synchronisation, no data-dependent Python control flow) and compute the same as eagerly.
     The eager backend checks the tracing without paying for code generation."""
     options = dict(d_model=8, n_heads=2, n_layers=1, span=4, pre_norm=pre_norm, persistent=persistent, dropout=0.2)
-    core = build(options, 0, True)
+    core = build(options, 0)
     _, (layer,), _ = core.call_weights()
     layer = type(layer)(*[w.detach() if w is not None else None for w in layer])
     torch.manual_seed(1)
