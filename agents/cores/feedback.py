@@ -36,6 +36,7 @@ from typing import NamedTuple
 
 import torch
 
+from agents.cores import feedback_compiled
 from agents.cores.append_log import AppendLog, capacity_for
 from agents.cores.dtypes import compute_dtype, exact, masked_score
 from agents.cores.feedback_reference import FeedbackConfig, FeedbackReference
@@ -125,8 +126,7 @@ class FeedbackCore(FeedbackReference):
         run = FeedbackRun(self, state, steps, x)
         embedded = self.embed(x)  # (T, B, D): one product for all steps
         with torch.no_grad():
-            for t in range(steps):
-                run.advance(embedded[t], first[t])
+            run.advance_all(embedded, first)
         return run.outputs(embedded), run.finish()
 
     def open(self, state: FeedbackState, steps: int) -> "FeedbackRun":
@@ -177,6 +177,7 @@ class FeedbackRun(StepwiseRun):
                 self.layers = [LayerWeights(*(None if x is None else x.to(self.dtype) for x in w)) for w in self.master[1]]
                 self.groups = [GroupWeights(*(None if x is None else x.to(self.dtype) for x in w)) for w in self.master[2]]
         self.masks = self._draw_masks(batch, steps, like)
+        self.compiled = feedback_compiled.applies(like.device, self.dtype, self.master[0].dtype, c.persistent) and feedback_compiled.extension()
         reuse = not torch.is_grad_enabled() and state.version == self.version  # stored keys are current
         window = slice(state.end - span, state.end)
         extend = reuse and state.memory.dtype == self.dtype and state.log.can_extend(state.end, steps, state.memory.shape[1])
@@ -199,6 +200,11 @@ class FeedbackRun(StepwiseRun):
                         keys[:, :, g, :, :span], values[:, :, g, :span] = state.keys[:, :, g, :, window], state.values[:, :, g, window]
                     else:  # recomputed with the current weights
                         self._write(g, memory[:, :span], 0)
+        if self.compiled:  # the weights, masks and buffers as flat lists (absent ones empty), the tape in C++
+            none = like.new_empty(0)
+            self.flat_layers, self.flat_groups = [[none if x is None else x.detach() for w in ws for x in w] for ws in (self.layers, self.groups)]
+            self.flat_masks = [none if mask is None else mask for pair in self.masks for mask in pair]
+            self.tape = self.compiled.Tape() if self.recording else None
         self.inputs: list[torch.Tensor] = []  # what step() was given, for outputs()
         self.tops: list[torch.Tensor] = []  # (B, D) the top layer's output per step, before the final norm
         self.tapes: list[StepTape] = []
@@ -256,7 +262,32 @@ class FeedbackRun(StepwiseRun):
         with self.exact():
             return self._advance(embedded.to(self.dtype), first)
 
+    def advance_all(self, embedded: torch.Tensor, first: torch.Tensor) -> None:
+        """All the run's steps from their embeddings (T, B, D) and first (T, B): as advance() T
+        times, in one call of the compiled step where it runs."""
+        if not self.compiled:
+            for t in range(first.shape[0]):
+                self.advance(embedded[t], first[t])
+            return
+        with self.exact():
+            self._compiled_steps(embedded.to(self.dtype), first)
+
+    def _compiled_steps(self, embedded: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
+        """Steps from embeddings (n, B, D) and first (n, B) in C++ -> their tops (n, B, D)."""
+        c, steps = self.core.config, first.shape[0]
+        rows = (self.group_key_rows, self.group_value_columns) if self.recording else ([], [])
+        tops = self.compiled.forward_steps(
+            embedded.detach(), first, self.episode_start, self.t, self.start, self.mix.detach(), self.flat_layers, self.flat_groups,
+            self.memory, self.group_keys, self.group_values, *rows, self.flat_masks, 1.0 / (1.0 - c.dropout), masked_score(self.dtype),
+            c.pre_norm, self.tape,
+        )
+        self.tops.extend(tops.unbind(0))
+        self.t += steps
+        return tops
+
     def _advance(self, embedded: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
+        if self.compiled:
+            return self._compiled_steps(embedded[None], first[None])[0]
         c, t = self.core.config, self.t
         span, lo = c.span, self.start + self.t - c.span  # the window: buffer slots [lo, lo + S)
         self.episode_start = torch.where(first, span + t, self.episode_start)
@@ -321,9 +352,29 @@ class FeedbackRun(StepwiseRun):
         span, (batch, width) = c.span, grad_y.shape[1:]
         # per group (B, 2, H, E, S + T): gradients at every slot's keys ([:, 0]) and values, transposed
         grad_kv = [master_mix.new_zeros(batch, 2, c.n_heads, width // c.n_heads, span + steps) for _ in self.groups]
+        d_layers = [LayerWeights(*(None if x is None else torch.zeros_like(x) for x in w)) for w in master_layers]
+        if self.compiled:
+            d_embedded, d_mix = self.compiled.backward_steps(
+                grad_y, torch.stack(self.tops), self.tape, self.mix.detach(), self.flat_layers, self.flat_groups, self.group_key_rows,
+                self.group_value_columns, grad_kv, self.flat_masks, 1.0 / (1.0 - c.dropout), c.pre_norm,
+                [grad_y.new_empty(0) if x is None else x for w in d_layers for x in w],
+            )
+        else:
+            d_embedded, d_mix = self._backward_steps(grad_y, grad_kv, d_layers)
+        d_mix = d_mix.to(master_mix.dtype).sum(0)  # softmax(w): layer l's output reaches m_t times w_l (l = 0: the embedded input)
+        memory = self.memory[:, : span + steps].reshape(-1, width).to(master_mix.dtype)  # every slot the call read
+        d_groups = [  # each slot's key and value gradients as one row (B (S + T), 2 D)
+            projection_gradients(w, memory, grad.permute(0, 4, 1, 2, 3).reshape(-1, 2 * width)) for w, grad in zip(master_groups, grad_kv)
+        ]
+        return (d_embedded, None, d_mix, *[x for w in d_layers for x in w], *[x for w in d_groups for x in w])
+
+    def _backward_steps(self, grad_y: torch.Tensor, grad_kv: list, d_layers: list) -> tuple[torch.Tensor, torch.Tensor]:
+        """The Python path of _backward's walk over the steps: -> the gradients at the embedded
+        inputs (T, B, D) and at softmax(w) per step (T, L + 1); the weights' and the slots' key and
+        value gradients added into d_layers and grad_kv."""
+        c, steps, span, batch, width = self.core.config, self.t, self.core.config.span, grad_y.shape[1], grad_y.shape[2]
         mix = self.mix.detach().unbind(0)
         d_embedded, d_mix = torch.empty_like(grad_y), []
-        d_layers = [LayerWeights(*(None if x is None else torch.zeros_like(x) for x in w)) for w in master_layers]
         for t in reversed(range(steps)):
             tape = self.tapes[t]
             dm = None
@@ -344,12 +395,7 @@ class FeedbackRun(StepwiseRun):
                 )
                 dh = torch.addcmul(dh, dm, mix[layer])
             d_embedded[t] = dh
-        d_mix = torch.stack(d_mix).to(master_mix.dtype).sum(0)  # softmax(w): layer l's output reaches m_t times w_l (l = 0: the embedded input)
-        memory = self.memory[:, : span + steps].reshape(-1, width).to(master_mix.dtype)  # every slot the call read
-        d_groups = [  # each slot's key and value gradients as one row (B (S + T), 2 D)
-            projection_gradients(w, memory, grad.permute(0, 4, 1, 2, 3).reshape(-1, 2 * width)) for w, grad in zip(master_groups, grad_kv)
-        ]
-        return (d_embedded, None, d_mix, *[x for w in d_layers for x in w], *[x for w in d_groups for x in w])
+        return d_embedded, torch.stack(d_mix[::-1])
 
 
 class _Call(torch.autograd.Function):

@@ -80,9 +80,12 @@ def test_dropout_masks_have_nn_dropouts_distribution():
         Dropout(1.0)
 
 
-def test_the_feedback_tape_keeps_its_dropout_masks_as_bool():
+def test_the_feedback_tape_keeps_its_dropout_masks_as_bool(monkeypatch):
     """A recording run keeps every step's masks for the backward pass: one byte an entry, a
-    quarter of float32's (at the paper's maze sizes, 28.5 MiB a step as float32)."""
+    quarter of float32's (at the paper's maze sizes, 28.5 MiB a step as float32). The Python
+    step's tape; the compiled step's holds the same bool masks (the run's) and scales a step's
+    at a time."""
+    monkeypatch.setenv("FEEDBACK_RL_COMPILED", "0")
     torch.manual_seed(0)
     core = make_core("feedback", INPUT_DIM, d_model=D, n_heads=H, n_layers=2, span=KEYS, d_ff=FF, dropout=P).train()
     run = core.open(core.initial_state(B, "cpu"), 2)

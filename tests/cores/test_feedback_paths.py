@@ -7,14 +7,25 @@ torch.compile."""
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agents.cores import make_core
+from agents.cores import feedback_compiled, make_core
 from agents.cores.feedback_reference import reference_of
 from agents.cores.feedback_step import layer_backward, layer_forward
+from tests.float32 import close32
 
 INPUT_DIM = 5
+PATHS = {"python": "0", "compiled": "1"}  # FEEDBACK_RL_COMPILED
+
+
+@pytest.fixture(params=sorted(PATHS))
+def path(request, monkeypatch):
+    """Each fast path in turn; the compiled one must have been built (the test machines have a compiler)."""
+    monkeypatch.setenv(feedback_compiled.SWITCH, PATHS[request.param])
+    if request.param == "compiled":
+        assert feedback_compiled.extension() is not None, "the compiled Feedback step did not build"
+    return request.param
 
 
 @st.composite
@@ -69,28 +80,61 @@ def window(state, span: int) -> tuple[torch.Tensor, torch.Tensor]:
     return state.memory[:, end - span : end], state.valid
 
 
-@settings(derandomize=True, max_examples=30, deadline=None)
-@given(options=configurations(), seed=st.integers(0, 2**16), steps=st.integers(1, 9), batch=st.integers(1, 3),
-       reset=st.sampled_from([0.0, 0.2, 0.5]), carried=st.integers(1, 8), data=st.data())
-def test_the_fused_path_equals_the_reference(options, seed, steps, batch, reset, carried, data):
-    """In float64, to 1e-10: outputs, state and every gradient, with memory carried in from an
-    earlier call (its keys recomputed with gradients), resets anywhere, chunked calls, dropout,
-    persistent vectors, shared or per-layer key/value projections, pre- or post-norm."""
-    core = build(options, seed)
+def assert_equal_to_the_reference(options, seed, steps, batch, reset, carried, cuts, dtype, tolerance):
+    core = build(options, seed, dtype)
     reference = reference_of(core)
     generator = torch.Generator().manual_seed(seed + 1)
-    x0 = torch.randn(carried, batch, INPUT_DIM, generator=generator, dtype=torch.float64)
-    x = torch.randn(steps, batch, INPUT_DIM, generator=generator, dtype=torch.float64)
+    x0 = torch.randn(carried, batch, INPUT_DIM, generator=generator, dtype=dtype)
+    x = torch.randn(steps, batch, INPUT_DIM, generator=generator, dtype=dtype)
     first = torch.rand(steps, batch, generator=generator) < reset
-    cuts = sorted(set(data.draw(st.lists(st.integers(1, max(1, steps - 1)), max_size=3))) - {steps})
     y, state, grads = calls(core, x0, x, first, cuts, seed)
     y_ref, state_ref, grads_ref = calls(reference, x0, x, first, cuts, seed)
-    torch.testing.assert_close(y, y_ref, atol=1e-10, rtol=1e-10)
+    torch.testing.assert_close(y, y_ref, **tolerance)
     for name in grads_ref:
-        torch.testing.assert_close(grads[name], grads_ref[name], atol=1e-10, rtol=1e-10, msg=name)
+        torch.testing.assert_close(grads[name], grads_ref[name], **tolerance, msg=name)
     (memory, valid), (memory_ref, valid_ref) = window(state, options["span"]), window(state_ref, options["span"])
-    torch.testing.assert_close(memory, memory_ref, atol=1e-10, rtol=1e-10)
+    torch.testing.assert_close(memory, memory_ref, **tolerance)
     assert torch.equal(valid, valid_ref)
+
+
+@settings(derandomize=True, max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # (the path stays)
+@given(options=configurations(), seed=st.integers(0, 2**16), steps=st.integers(1, 9), batch=st.integers(1, 3),
+       reset=st.sampled_from([0.0, 0.2, 0.5]), carried=st.integers(1, 8), data=st.data())
+def test_each_fast_path_equals_the_reference_in_float64(path, options, seed, steps, batch, reset, carried, data):
+    """To 1e-10: outputs, state and every gradient, with memory carried in from an earlier call
+    (its keys recomputed with gradients), resets anywhere, chunked calls, dropout, persistent
+    vectors (the compiled path's fallback), shared or per-layer key/value projections, pre- or
+    post-norm."""
+    cuts = sorted(set(data.draw(st.lists(st.integers(1, max(1, steps - 1)), max_size=3))) - {steps})
+    assert_equal_to_the_reference(options, seed, steps, batch, reset, carried, cuts, torch.float64, dict(atol=1e-10, rtol=1e-10))
+
+
+@settings(derandomize=True, max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # (the path stays)
+@given(options=configurations(), seed=st.integers(0, 2**16), steps=st.integers(1, 9), batch=st.integers(1, 3),
+       reset=st.sampled_from([0.0, 0.2, 0.5]), carried=st.integers(1, 8), data=st.data())
+def test_each_fast_path_equals_the_reference_in_float32(path, options, seed, steps, batch, reset, carried, data):
+    """The same in float32 (the compiled path's dtype), to float32's rounding over the terms a
+    gradient sums: every step of the call and the carried one, through every layer."""
+    cuts = sorted(set(data.draw(st.lists(st.integers(1, max(1, steps - 1)), max_size=3))) - {steps})
+    terms = (steps + carried) * options["n_layers"] * (options["span"] + 4)
+    assert_equal_to_the_reference(options, seed, steps, batch, reset, carried, cuts, torch.float32, close32(terms))
+
+
+@pytest.mark.parametrize("options", [dict(), dict(pre_norm=False, shared_kv=False, dropout=0.3)])
+def test_calls_run_compiled_where_they_apply(monkeypatch, options):
+    """The default variant and post-norm, per-layer projections, dropout run compiled on the CPU in
+    float32; persistent vectors, bfloat16 and the switch turned off run the Python step."""
+    monkeypatch.setenv(feedback_compiled.SWITCH, "1")
+    core = make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, **options).train()
+    state = core.initial_state(2, "cpu")
+    assert core.open(state, 1).compiled
+    assert not make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, persistent=2, **options).open(state, 1).compiled
+    assert not core.to(torch.bfloat16).open(core.initial_state(2, "cpu"), 1).compiled
+    monkeypatch.setenv(feedback_compiled.SWITCH, "0")
+    assert not core.float().open(state, 1).compiled
+    monkeypatch.setenv(feedback_compiled.SWITCH, "yes")
+    with pytest.raises(ValueError, match="FEEDBACK_RL_COMPILED must be 0 or 1, got 'yes'"):
+        core.open(state, 1)
 
 
 def test_gradcheck_through_the_hand_written_backward():
