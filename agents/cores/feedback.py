@@ -177,7 +177,6 @@ class FeedbackRun(StepwiseRun):
                 self.layers = [LayerWeights(*(None if x is None else x.to(self.dtype) for x in w)) for w in self.master[1]]
                 self.groups = [GroupWeights(*(None if x is None else x.to(self.dtype) for x in w)) for w in self.master[2]]
         self.masks = self._draw_masks(batch, steps, like)
-        self.compiled = feedback_compiled.applies(like.device, self.dtype, self.master[0].dtype, c.persistent) and feedback_compiled.extension()
         reuse = not torch.is_grad_enabled() and state.version == self.version  # stored keys are current
         window = slice(state.end - span, state.end)
         extend = reuse and state.memory.dtype == self.dtype and state.log.can_extend(state.end, steps, state.memory.shape[1])
@@ -190,7 +189,9 @@ class FeedbackRun(StepwiseRun):
         self.memory, self.keys, self.values, self.start, self.log = memory, keys, values, start, log
         groups = range(core.groups)
         self.group_keys, self.group_values = [keys[:, :, g] for g in groups], [values[:, :, g] for g in groups]  # (B, H, E, capacity), (B, H, capacity, E)
-        if self.recording:  # backward reads keys as rows and values transposed (feedback_step.py)
+        self.compiled = feedback_compiled.applies(like.device, self.dtype, self.master[0].dtype, c.persistent) and feedback_compiled.extension()
+        self.rows = self.recording and not self.compiled
+        if self.rows:  # the Python backward reads keys as rows and values transposed (feedback_step.py)
             self.key_rows, self.value_columns = torch.empty_like(values), torch.empty_like(keys)
             self.group_key_rows, self.group_value_columns = [self.key_rows[:, :, g] for g in groups], [self.value_columns[:, :, g] for g in groups]
         if not extend:  # the carried window's keys and values
@@ -242,7 +243,7 @@ class FeedbackRun(StepwiseRun):
             k, v = self._split(kv)
             self.group_keys[g].narrow(-1, slot, n).copy_(k.transpose(-1, -2))
             self.group_values[g].narrow(2, slot, n).copy_(v)
-            if self.recording:
+            if self.rows:
                 self.group_key_rows[g].narrow(2, slot, n).copy_(k)
                 self.group_value_columns[g].narrow(-1, slot, n).copy_(v.transpose(-1, -2))
         return stats
@@ -275,11 +276,9 @@ class FeedbackRun(StepwiseRun):
     def _compiled_steps(self, embedded: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
         """Steps from embeddings (n, B, D) and first (n, B) in C++ -> their tops (n, B, D)."""
         c, steps = self.core.config, first.shape[0]
-        rows = (self.group_key_rows, self.group_value_columns) if self.recording else ([], [])
         tops = self.compiled.forward_steps(
             embedded.detach(), first, self.episode_start, self.t, self.start, self.mix.detach(), self.flat_layers, self.flat_groups,
-            self.memory, self.group_keys, self.group_values, *rows, self.flat_masks, 1.0 / (1.0 - c.dropout), masked_score(self.dtype),
-            c.pre_norm, self.tape,
+            self.memory, self.group_keys, self.group_values, self.flat_masks, 1.0 / (1.0 - c.dropout), c.pre_norm, self.tape,
         )
         self.tops.extend(tops.unbind(0))
         self.t += steps
@@ -355,8 +354,8 @@ class FeedbackRun(StepwiseRun):
         d_layers = [LayerWeights(*(None if x is None else torch.zeros_like(x) for x in w)) for w in master_layers]
         if self.compiled:
             d_embedded, d_mix = self.compiled.backward_steps(
-                grad_y, torch.stack(self.tops), self.tape, self.mix.detach(), self.flat_layers, self.flat_groups, self.group_key_rows,
-                self.group_value_columns, grad_kv, self.flat_masks, 1.0 / (1.0 - c.dropout), c.pre_norm,
+                grad_y, torch.stack(self.tops), self.tape, self.mix.detach(), self.flat_layers, self.flat_groups, self.group_keys,
+                self.group_values, grad_kv, self.flat_masks, 1.0 / (1.0 - c.dropout), c.pre_norm,
                 [grad_y.new_empty(0) if x is None else x for w in d_layers for x in w],
             )
         else:

@@ -50,7 +50,6 @@ struct StepTape {
   std::vector<LayerTape> layers;
   Tensor m;  // (B, D) the step's memory vector
   TensorList mean, rstd;  // per group: its norm's statistics of m (pre-norm)
-  Tensor seen;  // (B, 1, 1)
 };
 
 }  // namespace
@@ -84,21 +83,136 @@ void linear_grads(const Tensor& grad, const Tensor& x, const Tensor& acc_w, cons
   acc_b.add_(grad.sum(0));
 }
 
+// The attention of one step, all envs and heads, as one loop (the ATen path's position scores,
+// mask bias, key scores, softmax, "seen", dropout and value product: seven operations): q (B, D)
+// the scaled query; k_t (B, H, E, S) the window's keys, transposed; v (B, H, S, E) its values;
+// positions (S, E); slot s is visible where t + s >= episode_start[b] (buffer indices counted as
+// the run does); mask (B, H, S) bool or undefined, kept entries scaled by `keep` -> p (B, H, S)
+// the attention weights (0 where not visible; all 0 where nothing is), pd (p after dropout, p
+// itself without), c (B, D) the context.
+std::tuple<Tensor, Tensor, Tensor> attend(const Tensor& q, const Tensor& k_t, const Tensor& v, const Tensor& positions,
+                                          const Tensor& episode_start, int64_t t, const Tensor& mask, double keep) {
+  const int64_t batch = v.size(0), heads = v.size(1), span = v.size(2), head_width = v.size(3), width = heads * head_width;
+  Tensor p = at::zeros({batch, heads, span}, q.options()), c = at::zeros({batch, width}, q.options());
+  Tensor pd = mask.defined() ? at::zeros_like(p) : p;
+  TORCH_CHECK(q.is_contiguous() && positions.is_contiguous() && k_t.stride(3) == 1 && v.stride(3) == 1, "attend: unexpected layouts");
+  const int64_t* start = episode_start.data_ptr<int64_t>();
+  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attend", [&] {
+    const scalar_t *qs = q.data_ptr<scalar_t>(), *ks = k_t.data_ptr<scalar_t>(), *vs = v.data_ptr<scalar_t>(), *pos = positions.data_ptr<scalar_t>();
+    const bool* ms = mask.defined() ? mask.data_ptr<bool>() : nullptr;
+    scalar_t *ps = p.data_ptr<scalar_t>(), *pds = pd.data_ptr<scalar_t>(), *cs = c.data_ptr<scalar_t>();
+    const scalar_t kept = static_cast<scalar_t>(keep);
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t lo = std::max<int64_t>(0, start[b] - t);  // the first visible slot
+      if (lo >= span) continue;  // nothing seen: the attention reads nothing
+      for (int64_t h = 0; h < heads; ++h) {
+        const scalar_t* qr = qs + b * width + h * head_width;
+        const scalar_t* kr = ks + b * k_t.stride(0) + h * k_t.stride(1);
+        const scalar_t* vr = vs + b * v.stride(0) + h * v.stride(1);
+        scalar_t* pr = ps + (b * heads + h) * span;
+        for (int64_t s = lo; s < span; ++s) {  // position terms
+          scalar_t acc = 0;
+          for (int64_t e = 0; e < head_width; ++e) acc += qr[e] * pos[s * head_width + e];
+          pr[s] = acc;
+        }
+        for (int64_t e = 0; e < head_width; ++e) {  // key terms, along the slots
+          const scalar_t qe = qr[e];
+          const scalar_t* ke = kr + e * k_t.stride(2);
+          for (int64_t s = lo; s < span; ++s) pr[s] += qe * ke[s];
+        }
+        scalar_t top = pr[lo], total = 0;
+        for (int64_t s = lo; s < span; ++s) top = std::max(top, pr[s]);
+        for (int64_t s = lo; s < span; ++s) total += (pr[s] = std::exp(pr[s] - top));
+        for (int64_t s = lo; s < span; ++s) pr[s] /= total;
+        scalar_t* pdr = pr;
+        if (ms) {
+          pdr = pds + (b * heads + h) * span;
+          const bool* mr = ms + b * mask.stride(0) + h * mask.stride(1);
+          for (int64_t s = lo; s < span; ++s) pdr[s] = mr[s * mask.stride(2)] ? pr[s] * kept : scalar_t(0);
+        }
+        scalar_t* cr = cs + b * width + h * head_width;
+        for (int64_t s = lo; s < span; ++s) {
+          const scalar_t w = pdr[s];
+          const scalar_t* vrow = vr + s * v.stride(2);
+          for (int64_t e = 0; e < head_width; ++e) cr[e] += w * vrow[e];
+        }
+      }
+    }
+  });
+  return {p, pd, c};
+}
+
+// attend backwards, as one loop: dc (B, D) at the context; p, pd from the forward; q, k_t, v,
+// positions, mask, keep as attend's -> dq (B, D) at the query and ds (B, H, S) at the scores;
+// the window's value and key gradients added into grad_v_t and grad_k_t (B, H, E, S).
+std::tuple<Tensor, Tensor> attend_backward(const Tensor& dc, const Tensor& p, const Tensor& pd, const Tensor& q, const Tensor& k_t,
+                                           const Tensor& v, const Tensor& positions, const Tensor& mask, double keep,
+                                           const Tensor& grad_k_t, const Tensor& grad_v_t) {
+  const int64_t batch = v.size(0), heads = v.size(1), span = v.size(2), head_width = v.size(3), width = heads * head_width;
+  Tensor dq = at::zeros_like(q), ds = at::zeros_like(p);
+  TORCH_CHECK(grad_k_t.stride(3) == 1 && grad_v_t.stride(3) == 1 && dc.is_contiguous(), "attend_backward: unexpected layouts");
+  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attend_backward", [&] {
+    const scalar_t *qs = q.data_ptr<scalar_t>(), *ks = k_t.data_ptr<scalar_t>(), *vs = v.data_ptr<scalar_t>(), *pos = positions.data_ptr<scalar_t>();
+    const scalar_t *dcs = dc.data_ptr<scalar_t>(), *ps = p.data_ptr<scalar_t>(), *pds = pd.data_ptr<scalar_t>();
+    const bool* ms = mask.defined() ? mask.data_ptr<bool>() : nullptr;
+    scalar_t *dqs = dq.data_ptr<scalar_t>(), *dss = ds.data_ptr<scalar_t>(), *gks = grad_k_t.data_ptr<scalar_t>(), *gvs = grad_v_t.data_ptr<scalar_t>();
+    const scalar_t kept = static_cast<scalar_t>(keep);
+    std::vector<scalar_t> dp(span);
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t row = b * heads + h;
+        const scalar_t *pr = ps + row * span, *pdr = pds + row * span;
+        const scalar_t *dcr = dcs + b * width + h * head_width, *qr = qs + b * width + h * head_width;
+        const scalar_t* vr = vs + b * v.stride(0) + h * v.stride(1);
+        const scalar_t* kr = ks + b * k_t.stride(0) + h * k_t.stride(1);
+        scalar_t* gvr = gvs + b * grad_v_t.stride(0) + h * grad_v_t.stride(1);
+        scalar_t* gkr = gks + b * grad_k_t.stride(0) + h * grad_k_t.stride(1);
+        for (int64_t s = 0; s < span; ++s) {  // at the weights after dropout: dc . v_s
+          const scalar_t* vrow = vr + s * v.stride(2);
+          scalar_t acc = 0;
+          for (int64_t e = 0; e < head_width; ++e) acc += dcr[e] * vrow[e];
+          dp[s] = acc;
+        }
+        for (int64_t e = 0; e < head_width; ++e) {  // at the values: dc_e pd_s
+          scalar_t* g = gvr + e * grad_v_t.stride(2);
+          for (int64_t s = 0; s < span; ++s) g[s] += dcr[e] * pdr[s];
+        }
+        if (ms) {
+          const bool* mr = ms + b * mask.stride(0) + h * mask.stride(1);
+          for (int64_t s = 0; s < span; ++s) dp[s] = mr[s * mask.stride(2)] ? dp[s] * kept : scalar_t(0);
+        }
+        scalar_t dot = 0;  // softmax backwards (p is 0 where not visible, and everywhere where nothing is)
+        for (int64_t s = 0; s < span; ++s) dot += dp[s] * pr[s];
+        scalar_t* dsr = dss + row * span;
+        for (int64_t s = 0; s < span; ++s) dsr[s] = pr[s] * (dp[s] - dot);
+        scalar_t* dqr = dqs + b * width + h * head_width;
+        for (int64_t e = 0; e < head_width; ++e) {  // at the keys (q_e ds_s) and the query (ds . (k + position))
+          scalar_t* g = gkr + e * grad_k_t.stride(2);
+          const scalar_t* ke = kr + e * k_t.stride(2);
+          const scalar_t qe = qr[e];
+          scalar_t acc = 0;
+          for (int64_t s = 0; s < span; ++s) {
+            g[s] += qe * dsr[s];
+            acc += dsr[s] * (ke[s] + pos[s * head_width + e]);
+          }
+          dqr[e] = acc;
+        }
+      }
+    }
+  });
+  return {dq, ds};
+}
+
 // One layer, one step (feedback_step.layer_forward): h (B, D); k_t (B, H, E, S) keys transposed,
-// v (B, H, S, E); bias (B, 1, S); seen (B, 1, 1); mask_a (B, H, S), mask_r (B, F): scaled dropout
-// masks or undefined -> the layer output (B, D), its tape filled when `tape` is given.
-Tensor layer_forward(const Tensor& h, const Tensor& k_t, const Tensor& v, const Tensor& bias, const Tensor& seen, const Layer& w,
-                     const Tensor& mask_a, const Tensor& mask_r, bool pre_norm, LayerTape* tape) {
-  const int64_t batch = h.size(0), width = h.size(1), heads = v.size(1), span = v.size(2), head_width = v.size(3);
+// v (B, H, S, E); episode_start, t: which slots are visible (attend); mask_a (B, H, S) bool or
+// undefined, kept entries scaled by `keep`; mask_r (B, F): the scaled ReLU mask or undefined ->
+// the layer output (B, D), its tape filled when `tape` is given.
+Tensor layer_forward(const Tensor& h, const Tensor& k_t, const Tensor& v, const Tensor& episode_start, int64_t t, const Layer& w,
+                     const Tensor& mask_a, double keep, const Tensor& mask_r, bool pre_norm, LayerTape* tape) {
   Tensor a = h, mean_a, rstd_a;
   if (pre_norm) std::tie(a, mean_a, rstd_a) = layer_norm(h, w.norm_attn_w, w.norm_attn_b);
   Tensor q = at::addmm(w.query_b, a, w.query_w.t());  // (B, D)
-  Tensor rows = q.view({batch * heads, 1, head_width});
-  Tensor scores = (at::mm(rows.view({-1, head_width}), w.positions.t()).view({batch, heads, span}) + bias).view({-1, 1, span});
-  scores = at::baddbmm(scores, rows, k_t.flatten(0, 1)).view({batch, heads, span});  // (B, H, S)
-  Tensor p = at::softmax(scores, -1) * seen;
-  Tensor pd = mask_a.defined() ? p * mask_a : p;
-  Tensor c = at::bmm(pd.reshape({-1, 1, span}), v.flatten(0, 1)).view({batch, width});
+  auto [p, pd, c] = attend(q, k_t, v, w.positions, episode_start, t, mask_a, keep);
   Tensor z = at::addmm(w.out_b, c, w.out_w.t()) + h;
   Tensor h_mid = z, mean_z, rstd_z;
   if (!pre_norm) std::tie(h_mid, mean_z, rstd_z) = layer_norm(z, w.norm_attn_w, w.norm_attn_b);
@@ -116,12 +230,12 @@ Tensor layer_forward(const Tensor& h, const Tensor& k_t, const Tensor& v, const 
 }
 
 // layer_forward backwards (feedback_step.layer_backward): grad (B, D) at the output -> at the
-// input; k (B, H, S, E) keys, v_t (B, H, E, S) values transposed; the window's key and value
-// gradients added into grad_k_t, grad_v_t (B, H, E, S), the weights' into acc.
-Tensor layer_backward(const Tensor& grad, const Tensor& k, const Tensor& v_t, const Tensor& grad_k_t, const Tensor& grad_v_t,
-                      const Tensor& seen, const Layer& w, const LayerTape& tape, const Tensor& mask_a, const Tensor& mask_r,
-                      bool pre_norm, const Layer& acc) {
-  const int64_t batch = grad.size(0), width = grad.size(1), heads = k.size(1), span = k.size(2), head_width = k.size(3);
+// input; k_t, v, mask_a, keep, mask_r as layer_forward's; the window's key and value gradients
+// added into grad_k_t, grad_v_t (B, H, E, S), the weights' into acc.
+Tensor layer_backward(const Tensor& grad, const Tensor& k_t, const Tensor& v, const Tensor& grad_k_t, const Tensor& grad_v_t,
+                      const Layer& w, const LayerTape& tape, const Tensor& mask_a, double keep, const Tensor& mask_r, bool pre_norm,
+                      const Layer& acc) {
+  const int64_t span = v.size(2), head_width = v.size(3);
   Tensor d_mid = grad;
   if (w.ff) {
     Tensor dz2 = pre_norm ? grad
@@ -138,58 +252,40 @@ Tensor layer_backward(const Tensor& grad, const Tensor& k, const Tensor& v_t, co
   Tensor dz = pre_norm ? d_mid
                        : layer_norm_grads(d_mid, tape.z, tape.mean_z, tape.rstd_z, w.norm_attn_w, w.norm_attn_b, acc.norm_attn_w, acc.norm_attn_b);
   linear_grads(dz, tape.c, acc.out_w, acc.out_b);
-  Tensor dc = at::mm(dz, w.out_w).view({batch, heads, 1, head_width});
-  Tensor dpd = at::bmm(dc.view({-1, 1, head_width}), v_t.flatten(0, 1)).view({batch, heads, span});  // (B, H, S)
-  grad_v_t.addcmul_(dc.transpose(-1, -2), tape.pd.unsqueeze(-2));  // (B, H, E, 1) * (B, H, 1, S)
-  if (mask_a.defined()) dpd = dpd * mask_a;
-  dpd = dpd * seen;
-  Tensor ds = at::_softmax_backward_data(dpd, tape.p, -1, tape.p.scalar_type());  // (B, H, S)
-  Tensor ds_rows = ds.reshape({-1, span});  // (B H, S)
-  Tensor rows = tape.q.view({-1, head_width});  // (B H, E)
-  grad_k_t.addcmul_(tape.q.view({batch, heads, head_width, 1}), ds.unsqueeze(-2));
-  acc.positions.addmm_(ds_rows.t(), rows);
-  Tensor dq = at::bmm(ds_rows.view({-1, 1, span}), k.flatten(0, 1)).view({-1, head_width});  // (B H, E)
-  dq = dq.addmm_(ds_rows, w.positions).view({batch, width});
+  Tensor dc = at::mm(dz, w.out_w);  // (B, D)
+  auto [dq, ds] = attend_backward(dc, tape.p, tape.pd, tape.q, k_t, v, w.positions, mask_a, keep, grad_k_t, grad_v_t);
+  acc.positions.addmm_(ds.view({-1, span}).t(), tape.q.view({-1, head_width}));  // (S, B H) @ (B H, E)
   linear_grads(dq, tape.a, acc.query_w, acc.query_b);
   Tensor da = at::mm(dq, w.query_w);
   if (pre_norm) return layer_norm_grads(da, tape.h, tape.mean_a, tape.rstd_a, w.norm_attn_w, w.norm_attn_b, acc.norm_attn_w, acc.norm_attn_b) + dz;
   return da + dz;
 }
 
-// A step's scaled dropout masks of one layer (mask * keep_scale), undefined without dropout.
+// A step's dropout masks of one layer: the attention's as drawn (bool (B, H, S)), the ReLU's
+// scaled (mask * keep_scale, (B, F)); undefined without dropout.
 std::pair<Tensor, Tensor> step_masks(const TensorList& masks, size_t layer, int64_t t, double keep_scale, at::ScalarType dtype) {
   if (masks.empty()) return {};
-  const Tensor& attention = masks[2 * layer];
   const Tensor& relu = masks[2 * layer + 1];
-  Tensor a = attention[t].to(dtype).mul_(keep_scale);
-  Tensor r = absent(relu) ? Tensor() : relu[t].to(dtype).mul_(keep_scale);
-  return {a, r};
+  return {masks[2 * layer][t], absent(relu) ? Tensor() : relu[t].to(dtype).mul_(keep_scale)};
 }
 
 }  // namespace
 
 // Steps [t0, t0 + n) of a run (FeedbackRun._advance, n times): embedded (n, B, D), first (n, B)
 // bool; episode_start (B,) long, updated in place; the window of step t is buffer slots
-// [start + t - S, start + t), its memory vector and keys and values go to slot start + t (and
-// into key_rows / value_columns when recording). Returns the tops (n, B, D), before the final
-// norm; appends each step's tape to `tape` when given.
+// [start + t - S, start + t), its memory vector and keys and values go to slot start + t.
+// Returns the tops (n, B, D), before the final norm; appends each step's tape to `tape` when given.
 Tensor forward_steps(const Tensor& embedded, const Tensor& first, const Tensor& episode_start, int64_t t0, int64_t start, const Tensor& mix,
                      const TensorList& layer_weights, const TensorList& group_weights, const Tensor& memory, const TensorList& keys,
-                     const TensorList& values, const TensorList& key_rows, const TensorList& value_columns, const TensorList& masks,
-                     double keep_scale, double neg_inf, bool pre_norm, Tape* tape) {
+                     const TensorList& values, const TensorList& masks, double keep_scale, bool pre_norm, Tape* tape) {
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   const auto layers = layers_of(layer_weights);
   const int64_t steps = embedded.size(0), span = layers[0].positions.size(0), groups = keys.size();  // positions: (S, E)
   const bool shared = groups == 1;
-  Tensor slot = at::arange(span, episode_start.options());
-  Tensor zero = at::zeros({}, embedded.options()), masked = at::full({}, neg_inf, embedded.options());
   Tensor tops = at::empty_like(embedded);
   for (int64_t i = 0; i < steps; ++i) {
     const int64_t t = t0 + i, lo = start + t - span;
-    episode_start.copy_(at::where(first[i], span + t, episode_start));
-    Tensor visible = (slot + t).unsqueeze(0) >= episode_start.unsqueeze(1);  // (B, S)
-    Tensor bias = at::where(visible, zero, masked).unsqueeze(1);  // (B, 1, S)
-    Tensor seen = visible.any(1).to(embedded.scalar_type()).view({-1, 1, 1});  // (B, 1, 1)
+    episode_start.masked_fill_(first[i], span + t);
     StepTape step;
     if (tape) step.layers.resize(layers.size());
     Tensor h = embedded[i];
@@ -197,8 +293,8 @@ Tensor forward_steps(const Tensor& embedded, const Tensor& first, const Tensor& 
     for (size_t l = 0; l < layers.size(); ++l) {
       const int64_t g = shared ? 0 : l;
       auto [mask_a, mask_r] = step_masks(masks, l, t, keep_scale, h.scalar_type());
-      h = layer_forward(h, keys[g].narrow(-1, lo, span), values[g].narrow(2, lo, span), bias, seen, layers[l], mask_a, mask_r, pre_norm,
-                        tape ? &step.layers[l] : nullptr);
+      h = layer_forward(h, keys[g].narrow(-1, lo, span), values[g].narrow(2, lo, span), episode_start, t, layers[l], mask_a, keep_scale,
+                        mask_r, pre_norm, tape ? &step.layers[l] : nullptr);
       m = at::addcmul(m, mix[l + 1], h);
     }
     const int64_t at_slot = start + t;
@@ -212,8 +308,6 @@ Tensor forward_steps(const Tensor& embedded, const Tensor& first, const Tensor& 
       keys[g].select(-1, at_slot).copy_(k);
       values[g].select(2, at_slot).copy_(v);
       if (tape) {
-        key_rows[g].select(2, at_slot).copy_(k);
-        value_columns[g].select(-1, at_slot).copy_(v);
         step.mean.push_back(mean);
         step.rstd.push_back(rstd);
       }
@@ -221,7 +315,6 @@ Tensor forward_steps(const Tensor& embedded, const Tensor& first, const Tensor& 
     tops[i].copy_(h);
     if (tape) {
       step.m = m;
-      step.seen = seen;
       tape->steps.push_back(std::move(step));
     }
   }
@@ -231,15 +324,16 @@ Tensor forward_steps(const Tensor& embedded, const Tensor& first, const Tensor& 
 // The steps of a recorded run in reverse (FeedbackRun._backward's loop): grad_y (T, B, D) at the
 // tops -> the gradients at the embedded inputs (T, B, D) and at softmax(w) per step (T, L + 1);
 // the weights' gradients are added into acc_layers (LayerWeights' fields, flat), every slot's
-// key and value gradients into grad_kv (per group (B, 2, H, E, S + T)).
+// key and value gradients into grad_kv (per group (B, 2, H, E, S + T)); keys (B, H, E, S + T) and
+// values (B, H, S + T, E) per group, the buffers the forward wrote.
 std::vector<Tensor> backward_steps(const Tensor& grad_y, const Tensor& tops, const Tape& tape, const Tensor& mix,
-                                   const TensorList& layer_weights, const TensorList& group_weights, const TensorList& key_rows,
-                                   const TensorList& value_columns, const TensorList& grad_kv, const TensorList& masks, double keep_scale,
+                                   const TensorList& layer_weights, const TensorList& group_weights, const TensorList& keys,
+                                   const TensorList& values, const TensorList& grad_kv, const TensorList& masks, double keep_scale,
                                    bool pre_norm, const TensorList& acc_layers) {
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   at::NoGradGuard no_grad;
   const auto layers = layers_of(layer_weights), acc = layers_of(acc_layers);
-  const int64_t steps = grad_y.size(0), batch = grad_y.size(1), width = grad_y.size(2), groups = key_rows.size();
+  const int64_t steps = grad_y.size(0), batch = grad_y.size(1), width = grad_y.size(2), groups = keys.size();
   const int64_t span = grad_kv[0].size(-1) - steps;
   const bool shared = groups == 1;
   const int64_t n_layers = layers.size();
@@ -262,8 +356,8 @@ std::vector<Tensor> backward_steps(const Tensor& grad_y, const Tensor& tops, con
       const int64_t g = shared ? 0 : l;
       auto [mask_a, mask_r] = step_masks(masks, l, t, keep_scale, grad_y.scalar_type());
       Tensor grad_k_t = grad_kv[g].select(1, 0).narrow(-1, t, span), grad_v_t = grad_kv[g].select(1, 1).narrow(-1, t, span);
-      dh = layer_backward(dh, key_rows[g].narrow(2, t, span), value_columns[g].narrow(-1, t, span), grad_k_t, grad_v_t, step.seen, layers[l],
-                          step.layers[l], mask_a, mask_r, pre_norm, acc[l]);
+      dh = layer_backward(dh, keys[g].narrow(-1, t, span), values[g].narrow(2, t, span), grad_k_t, grad_v_t, layers[l], step.layers[l],
+                          mask_a, keep_scale, mask_r, pre_norm, acc[l]);
       dh = at::addcmul(dh, dm, mix[l]);
     }
     d_embedded[t].copy_(dh);
@@ -275,8 +369,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   pybind11::class_<Tape>(m, "Tape").def(pybind11::init<>());
   m.def("forward_steps", &forward_steps, "steps of a Feedback run", pybind11::arg("embedded"), pybind11::arg("first"),
         pybind11::arg("episode_start"), pybind11::arg("t0"), pybind11::arg("start"), pybind11::arg("mix"), pybind11::arg("layer_weights"),
-        pybind11::arg("group_weights"), pybind11::arg("memory"), pybind11::arg("keys"), pybind11::arg("values"), pybind11::arg("key_rows"),
-        pybind11::arg("value_columns"), pybind11::arg("masks"), pybind11::arg("keep_scale"), pybind11::arg("neg_inf"),
-        pybind11::arg("pre_norm"), pybind11::arg("tape").none(true));
+        pybind11::arg("group_weights"), pybind11::arg("memory"), pybind11::arg("keys"), pybind11::arg("values"), pybind11::arg("masks"),
+        pybind11::arg("keep_scale"), pybind11::arg("pre_norm"), pybind11::arg("tape").none(true));
   m.def("backward_steps", &backward_steps, "a recorded Feedback run's steps in reverse");
 }
