@@ -63,11 +63,17 @@ def _build() -> ModuleType | None:
         print("building the compiled Feedback step (once, ~1 min)...", file=sys.stderr, flush=True)
     began = time.perf_counter()
     try:
-        module = cpp_extension.load(name, [str(SOURCE)], extra_cflags=["-O3"], verbose=False)
+        module = cpp_extension.load(name, [str(SOURCE)], extra_cflags=["-O3", "-fopenmp-simd"], verbose=False)
     except Exception as error:  # no compiler, no ninja, a failed build: any of them leaves the Python path
-        print(f"the compiled Feedback step could not be built ({type(error).__name__}: {str(error).strip().splitlines()[-1] if str(error).strip() else ''}); "
-              f"the Python fused step runs instead", file=sys.stderr, flush=True)
+        print(f"the compiled Feedback step could not be built ({_first_error(error)}); the Python fused step runs instead",
+              file=sys.stderr, flush=True)
         return None
     if not built_before:
         print(f"built the compiled Feedback step in {time.perf_counter() - began:.0f} s", file=sys.stderr, flush=True)
     return module
+
+
+def _first_error(error: Exception) -> str:
+    """The line of a failed build that says why: the compiler's first error, else the exception's last line."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()] or [type(error).__name__]
+    return next((line for line in lines if "error:" in line), f"{type(error).__name__}: {lines[-1]}")

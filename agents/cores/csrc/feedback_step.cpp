@@ -13,6 +13,8 @@
 
 #include <torch/extension.h>
 
+#include <algorithm>
+#include <limits>
 #include <vector>
 
 using at::Tensor;
@@ -29,13 +31,15 @@ bool absent(const Tensor& t) { return !t.defined() || t.numel() == 0; }
 struct Layer {  // one layer's weights, in LayerWeights' order (the persistent pair unused here)
   Tensor norm_attn_w, norm_attn_b, query_w, query_b, out_w, out_b, positions, norm_ff_w, norm_ff_b, fc1_w, fc1_b, fc2_w, fc2_b;
   bool ff;
+  Tensor positions_t;  // (E, S) contiguous: the attention loops run along the slots
 };
 
 std::vector<Layer> layers_of(const TensorList& flat) {
   std::vector<Layer> layers;
   for (size_t i = 0; i + LAYER_FIELDS <= flat.size(); i += LAYER_FIELDS) {
     const Tensor* w = &flat[i];
-    layers.push_back({w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[9], w[10], w[11], w[12], w[13], w[14], !absent(w[11])});
+    layers.push_back({w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[9], w[10], w[11], w[12], w[13], w[14], !absent(w[11]),
+                      absent(w[6]) ? w[6] : w[6].t().contiguous()});
   }
   return layers;
 }
@@ -86,54 +90,65 @@ void linear_grads(const Tensor& grad, const Tensor& x, const Tensor& acc_w, cons
 // The attention of one step, all envs and heads, as one loop (the ATen path's position scores,
 // mask bias, key scores, softmax, "seen", dropout and value product: seven operations): q (B, D)
 // the scaled query; k_t (B, H, E, S) the window's keys, transposed; v (B, H, S, E) its values;
-// positions (S, E); slot s is visible where t + s >= episode_start[b] (buffer indices counted as
+// positions_t (E, S); slot s is visible where t + s >= episode_start[b] (buffer indices counted as
 // the run does); mask (B, H, S) bool or undefined, kept entries scaled by `keep` -> p (B, H, S)
 // the attention weights (0 where not visible; all 0 where nothing is), pd (p after dropout, p
 // itself without), c (B, D) the context.
-std::tuple<Tensor, Tensor, Tensor> attend(const Tensor& q, const Tensor& k_t, const Tensor& v, const Tensor& positions,
+std::tuple<Tensor, Tensor, Tensor> attend(const Tensor& q, const Tensor& k_t, const Tensor& v, const Tensor& positions_t,
                                           const Tensor& episode_start, int64_t t, const Tensor& mask, double keep) {
   const int64_t batch = v.size(0), heads = v.size(1), span = v.size(2), head_width = v.size(3), width = heads * head_width;
-  Tensor p = at::zeros({batch, heads, span}, q.options()), c = at::zeros({batch, width}, q.options());
-  Tensor pd = mask.defined() ? at::zeros_like(p) : p;
-  TORCH_CHECK(q.is_contiguous() && positions.is_contiguous() && k_t.stride(3) == 1 && v.stride(3) == 1, "attend: unexpected layouts");
+  Tensor scores = at::empty({batch, heads, span}, q.options()), c = at::zeros({batch, width}, q.options());
+  TORCH_CHECK(q.is_contiguous() && k_t.stride(3) == 1 && v.stride(3) == 1, "attend: unexpected layouts");
   const int64_t* start = episode_start.data_ptr<int64_t>();
-  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attend", [&] {
-    const scalar_t *qs = q.data_ptr<scalar_t>(), *ks = k_t.data_ptr<scalar_t>(), *vs = v.data_ptr<scalar_t>(), *pos = positions.data_ptr<scalar_t>();
+  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attend_scores", [&] {  // q . (key + position), -inf where not visible
+    const scalar_t *qs = q.data_ptr<scalar_t>(), *ks = k_t.data_ptr<scalar_t>(), *pos = positions_t.data_ptr<scalar_t>();
+    scalar_t* ss = scores.data_ptr<scalar_t>();
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t lo = std::min(span, std::max<int64_t>(0, start[b] - t));  // the first visible slot
+      for (int64_t h = 0; h < heads; ++h) {
+        const scalar_t* qr = qs + b * width + h * head_width;
+        const scalar_t* kr = ks + b * k_t.stride(0) + h * k_t.stride(1);
+        scalar_t* sr = ss + (b * heads + h) * span;
+        for (int64_t s = 0; s < lo; ++s) sr[s] = -std::numeric_limits<scalar_t>::infinity();
+        for (int64_t s = lo; s < span; ++s) sr[s] = 0;
+        for (int64_t e = 0; e < head_width; ++e) {
+          const scalar_t qe = qr[e];
+          const scalar_t *ke = kr + e * k_t.stride(2), *pe = pos + e * span;
+_Pragma("omp simd")
+          for (int64_t s = lo; s < span; ++s) sr[s] += qe * (ke[s] + pe[s]);
+        }
+      }
+    }
+  });
+  Tensor p = at::_softmax(scores, -1, false);  // (B, H, S); rows that see nothing are NaN until zeroed below
+  Tensor pd = mask.defined() ? at::empty_like(p) : p;
+  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attend_values", [&] {
+    const scalar_t* vs = v.data_ptr<scalar_t>();
     const bool* ms = mask.defined() ? mask.data_ptr<bool>() : nullptr;
     scalar_t *ps = p.data_ptr<scalar_t>(), *pds = pd.data_ptr<scalar_t>(), *cs = c.data_ptr<scalar_t>();
     const scalar_t kept = static_cast<scalar_t>(keep);
     for (int64_t b = 0; b < batch; ++b) {
-      const int64_t lo = std::max<int64_t>(0, start[b] - t);  // the first visible slot
-      if (lo >= span) continue;  // nothing seen: the attention reads nothing
+      const int64_t lo = std::min(span, std::max<int64_t>(0, start[b] - t));  // the first visible slot
+      const bool seen = lo < span;
       for (int64_t h = 0; h < heads; ++h) {
-        const scalar_t* qr = qs + b * width + h * head_width;
-        const scalar_t* kr = ks + b * k_t.stride(0) + h * k_t.stride(1);
         const scalar_t* vr = vs + b * v.stride(0) + h * v.stride(1);
         scalar_t* pr = ps + (b * heads + h) * span;
-        for (int64_t s = lo; s < span; ++s) {  // position terms
-          scalar_t acc = 0;
-          for (int64_t e = 0; e < head_width; ++e) acc += qr[e] * pos[s * head_width + e];
-          pr[s] = acc;
+        if (!seen) {  // nothing seen: the attention reads nothing
+          std::fill(pr, pr + span, scalar_t(0));
+          if (ms) std::fill(pds + (b * heads + h) * span, pds + (b * heads + h + 1) * span, scalar_t(0));
+          continue;
         }
-        for (int64_t e = 0; e < head_width; ++e) {  // key terms, along the slots
-          const scalar_t qe = qr[e];
-          const scalar_t* ke = kr + e * k_t.stride(2);
-          for (int64_t s = lo; s < span; ++s) pr[s] += qe * ke[s];
-        }
-        scalar_t top = pr[lo], total = 0;
-        for (int64_t s = lo; s < span; ++s) top = std::max(top, pr[s]);
-        for (int64_t s = lo; s < span; ++s) total += (pr[s] = std::exp(pr[s] - top));
-        for (int64_t s = lo; s < span; ++s) pr[s] /= total;
         scalar_t* pdr = pr;
         if (ms) {
           pdr = pds + (b * heads + h) * span;
           const bool* mr = ms + b * mask.stride(0) + h * mask.stride(1);
-          for (int64_t s = lo; s < span; ++s) pdr[s] = mr[s * mask.stride(2)] ? pr[s] * kept : scalar_t(0);
+          for (int64_t s = 0; s < span; ++s) pdr[s] = mr[s * mask.stride(2)] ? pr[s] * kept : scalar_t(0);
         }
         scalar_t* cr = cs + b * width + h * head_width;
         for (int64_t s = lo; s < span; ++s) {
           const scalar_t w = pdr[s];
           const scalar_t* vrow = vr + s * v.stride(2);
+_Pragma("omp simd")
           for (int64_t e = 0; e < head_width; ++e) cr[e] += w * vrow[e];
         }
       }
@@ -142,17 +157,18 @@ std::tuple<Tensor, Tensor, Tensor> attend(const Tensor& q, const Tensor& k_t, co
   return {p, pd, c};
 }
 
+
 // attend backwards, as one loop: dc (B, D) at the context; p, pd from the forward; q, k_t, v,
 // positions, mask, keep as attend's -> dq (B, D) at the query and ds (B, H, S) at the scores;
 // the window's value and key gradients added into grad_v_t and grad_k_t (B, H, E, S).
 std::tuple<Tensor, Tensor> attend_backward(const Tensor& dc, const Tensor& p, const Tensor& pd, const Tensor& q, const Tensor& k_t,
-                                           const Tensor& v, const Tensor& positions, const Tensor& mask, double keep,
+                                           const Tensor& v, const Tensor& positions_t, const Tensor& mask, double keep,
                                            const Tensor& grad_k_t, const Tensor& grad_v_t) {
   const int64_t batch = v.size(0), heads = v.size(1), span = v.size(2), head_width = v.size(3), width = heads * head_width;
   Tensor dq = at::zeros_like(q), ds = at::zeros_like(p);
   TORCH_CHECK(grad_k_t.stride(3) == 1 && grad_v_t.stride(3) == 1 && dc.is_contiguous(), "attend_backward: unexpected layouts");
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attend_backward", [&] {
-    const scalar_t *qs = q.data_ptr<scalar_t>(), *ks = k_t.data_ptr<scalar_t>(), *vs = v.data_ptr<scalar_t>(), *pos = positions.data_ptr<scalar_t>();
+    const scalar_t *qs = q.data_ptr<scalar_t>(), *ks = k_t.data_ptr<scalar_t>(), *vs = v.data_ptr<scalar_t>(), *pos = positions_t.data_ptr<scalar_t>();
     const scalar_t *dcs = dc.data_ptr<scalar_t>(), *ps = p.data_ptr<scalar_t>(), *pds = pd.data_ptr<scalar_t>();
     const bool* ms = mask.defined() ? mask.data_ptr<bool>() : nullptr;
     scalar_t *dqs = dq.data_ptr<scalar_t>(), *dss = ds.data_ptr<scalar_t>(), *gks = grad_k_t.data_ptr<scalar_t>(), *gvs = grad_v_t.data_ptr<scalar_t>();
@@ -170,11 +186,13 @@ std::tuple<Tensor, Tensor> attend_backward(const Tensor& dc, const Tensor& p, co
         for (int64_t s = 0; s < span; ++s) {  // at the weights after dropout: dc . v_s
           const scalar_t* vrow = vr + s * v.stride(2);
           scalar_t acc = 0;
+_Pragma("omp simd reduction(+ : acc)")
           for (int64_t e = 0; e < head_width; ++e) acc += dcr[e] * vrow[e];
           dp[s] = acc;
         }
         for (int64_t e = 0; e < head_width; ++e) {  // at the values: dc_e pd_s
           scalar_t* g = gvr + e * grad_v_t.stride(2);
+_Pragma("omp simd")
           for (int64_t s = 0; s < span; ++s) g[s] += dcr[e] * pdr[s];
         }
         if (ms) {
@@ -182,18 +200,20 @@ std::tuple<Tensor, Tensor> attend_backward(const Tensor& dc, const Tensor& p, co
           for (int64_t s = 0; s < span; ++s) dp[s] = mr[s * mask.stride(2)] ? dp[s] * kept : scalar_t(0);
         }
         scalar_t dot = 0;  // softmax backwards (p is 0 where not visible, and everywhere where nothing is)
+_Pragma("omp simd reduction(+ : dot)")
         for (int64_t s = 0; s < span; ++s) dot += dp[s] * pr[s];
         scalar_t* dsr = dss + row * span;
         for (int64_t s = 0; s < span; ++s) dsr[s] = pr[s] * (dp[s] - dot);
         scalar_t* dqr = dqs + b * width + h * head_width;
         for (int64_t e = 0; e < head_width; ++e) {  // at the keys (q_e ds_s) and the query (ds . (k + position))
           scalar_t* g = gkr + e * grad_k_t.stride(2);
-          const scalar_t* ke = kr + e * k_t.stride(2);
+          const scalar_t *ke = kr + e * k_t.stride(2), *pe = pos + e * span;
           const scalar_t qe = qr[e];
           scalar_t acc = 0;
+_Pragma("omp simd reduction(+ : acc)")
           for (int64_t s = 0; s < span; ++s) {
             g[s] += qe * dsr[s];
-            acc += dsr[s] * (ke[s] + pos[s * head_width + e]);
+            acc += dsr[s] * (ke[s] + pe[s]);
           }
           dqr[e] = acc;
         }
@@ -212,7 +232,7 @@ Tensor layer_forward(const Tensor& h, const Tensor& k_t, const Tensor& v, const 
   Tensor a = h, mean_a, rstd_a;
   if (pre_norm) std::tie(a, mean_a, rstd_a) = layer_norm(h, w.norm_attn_w, w.norm_attn_b);
   Tensor q = at::addmm(w.query_b, a, w.query_w.t());  // (B, D)
-  auto [p, pd, c] = attend(q, k_t, v, w.positions, episode_start, t, mask_a, keep);
+  auto [p, pd, c] = attend(q, k_t, v, w.positions_t, episode_start, t, mask_a, keep);
   Tensor z = at::addmm(w.out_b, c, w.out_w.t()) + h;
   Tensor h_mid = z, mean_z, rstd_z;
   if (!pre_norm) std::tie(h_mid, mean_z, rstd_z) = layer_norm(z, w.norm_attn_w, w.norm_attn_b);
@@ -253,7 +273,7 @@ Tensor layer_backward(const Tensor& grad, const Tensor& k_t, const Tensor& v, co
                        : layer_norm_grads(d_mid, tape.z, tape.mean_z, tape.rstd_z, w.norm_attn_w, w.norm_attn_b, acc.norm_attn_w, acc.norm_attn_b);
   linear_grads(dz, tape.c, acc.out_w, acc.out_b);
   Tensor dc = at::mm(dz, w.out_w);  // (B, D)
-  auto [dq, ds] = attend_backward(dc, tape.p, tape.pd, tape.q, k_t, v, w.positions, mask_a, keep, grad_k_t, grad_v_t);
+  auto [dq, ds] = attend_backward(dc, tape.p, tape.pd, tape.q, k_t, v, w.positions_t, mask_a, keep, grad_k_t, grad_v_t);
   acc.positions.addmm_(ds.view({-1, span}).t(), tape.q.view({-1, head_width}));  // (S, B H) @ (B H, E)
   linear_grads(dq, tape.a, acc.query_w, acc.query_b);
   Tensor da = at::mm(dq, w.query_w);
