@@ -7,9 +7,9 @@ nature, are kept cheap:
 - a call's steps run without autograd (feedback_step.py: a step is a few dozen tensor
   operations), keeping what the backward pass needs; one autograd node (`_Call`) hands the
   outputs to autograd, and its backward walks the steps in reverse by hand, adding each step's
-  share of every weight's gradient into one accumulator. On the CPU in float32 the steps and
-  the backward run in C++ where a compiler is (feedback_compiled.py says which variants and how
-  to turn it off);
+  share of every weight's gradient into one accumulator. On the CPU in float32 (or float64) the
+  steps and the backward run in C++ where a compiler is (feedback_compiled.py says which
+  variants and how to turn it off; `run.compiled` says whether a run does);
 - keys and values are projected once per step from m_t (shared by all layers by default;
   `shared_kv=False` gives each layer its own projection) and written into a preallocated
   buffer that each step reads through a window of the last S slots: no step copies the memory;
@@ -152,8 +152,8 @@ class FeedbackRun(StepwiseRun):
     stepwise.py says).
 
     Two ways to run, by the grad mode when the run begins: without gradients (acting: nothing
-    kept), or recording (steps without autograd, each keeping its StepTape, and `outputs` hands
-    them to autograd through `_Call`)."""
+    kept), or recording (steps without autograd, each keeping its StepTape, or its tape in C++
+    on the compiled path, and `outputs` hands them to autograd through `_Call`)."""
 
     def __init__(self, core: FeedbackCore, state: FeedbackState, steps: int, like: torch.Tensor):
         self.core, c = core, core.config
@@ -236,7 +236,7 @@ class FeedbackRun(StepwiseRun):
 
     def _write(self, g: int, memory: torch.Tensor, slot: int) -> tuple:
         """Project memory (B, n, D) with group g and write its keys and values into slots
-        [slot, slot + n) (and their backward layouts, when recording); returns the norm statistics."""
+        [slot, slot + n) (and the layouts the Python backward reads, when it will); returns the norm statistics."""
         kv, stats = project(self.groups[g], memory)
         n = memory.shape[1]
         with torch.no_grad():
