@@ -6,8 +6,9 @@ preset's sizes. The C++ file runs a call's steps and their backward with the sam
 called from C++ below autograd (feedback.py hands it the run's buffers and keeps its tape).
 
 Built with torch.utils.cpp_extension.load (ninja and the machine's C++ compiler) into a cache
-directory (TORCH_EXTENSIONS_DIR, by default ~/.cache/torch_extensions), once per machine and
-torch version; one line on stderr says so while it builds. Where it cannot be built (no
+directory (TORCH_EXTENSIONS_DIR, by default ~/.cache/torch_extensions), once per machine, torch
+version and version of the source (its hash names the build); one line on stderr says so while
+it builds. (Not -march=native: a cache shared between machines would then crash on an older CPU.) Where it cannot be built (no
 compiler, no ninja, a failed build) the Python fused step runs, said once on stderr.
 
 Which calls run compiled: on the CPU, computing in float32 or float64 (no autocast, weights not
@@ -20,6 +21,7 @@ off (read at each call).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import time
@@ -29,6 +31,7 @@ from types import ModuleType
 import torch
 
 SOURCE = Path(__file__).parent / "csrc" / "feedback_step.cpp"
+FLAGS = ["-O3", "-fopenmp-simd"]  # -fopenmp-simd: the loops' `omp simd` hints, without OpenMP's runtime
 SWITCH = "FEEDBACK_RL_COMPILED"
 DTYPES = (torch.float32, torch.float64)
 _built: list = []  # [] until the first attempt; then [the module, or None where it failed]
@@ -57,13 +60,13 @@ def extension() -> ModuleType | None:
 def _build() -> ModuleType | None:
     from torch.utils import cpp_extension
 
-    name = "feedback_rl_step"
+    name = f"feedback_rl_step_{hashlib.sha256(SOURCE.read_bytes() + repr(FLAGS).encode()).hexdigest()[:12]}"  # a build per source
     built_before = any(Path(cpp_extension._get_build_directory(name, verbose=False)).glob(f"{name}*.so"))
     if not built_before:
         print("building the compiled Feedback step (once, ~1 min)...", file=sys.stderr, flush=True)
     began = time.perf_counter()
     try:
-        module = cpp_extension.load(name, [str(SOURCE)], extra_cflags=["-O3", "-fopenmp-simd"], verbose=False)
+        module = cpp_extension.load(name, [str(SOURCE)], extra_cflags=FLAGS, verbose=False)
     except Exception as error:  # no compiler, no ninja, a failed build: any of them leaves the Python path
         print(f"the compiled Feedback step could not be built ({_first_error(error)}); the Python fused step runs instead",
               file=sys.stderr, flush=True)
