@@ -10,8 +10,9 @@ on the same env options, episodes and seed (random only for envs other than ours
 oracle), then the same numbers as one JSON line. Rendering and videos use the env's own
 `human` and `rgb_array` modes. `--render
 human` shows, and `--video` writes (.gif, or .mp4 with imageio-ffmpeg), the first
-`--video-episodes` episodes of one env seeded like env 0 of the evaluation. The logic lives in
-agents/evaluation.py.
+`--video-episodes` episodes of one env seeded like env 0 of the evaluation. Evaluation envs draw
+streams of their own, never a training run's, whatever `--seed` (agents/seeding.py:env_seeds).
+The logic lives in agents/evaluation.py.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import json
 
 from agents.checkpoint import CheckpointError
 from agents.device import resolve_device
-from agents.evaluation import check_render_mode, evaluate, load_run, render_episodes, summary_json, video_format_problem, write_video
+from agents.evaluation import check_render_mode, evaluate, evaluation_seeds, load_run, render_episodes, summary_json, video_format_problem, write_video
 from envs.baselines import evaluate_baseline, policies, summary
 from envs.cli import positive_int
 
@@ -39,7 +40,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("run", metavar="RUN_DIR_or_CHECKPOINT", help="a run folder holding checkpoint.pt, or the file")
     parser.add_argument("--episodes", type=positive_int, default=100, help="episodes per policy (default: 100)")
     parser.add_argument("--num-envs", type=positive_int, default=None, help="envs run together (default: min(episodes, 16))")
-    parser.add_argument("--seed", type=int, default=0, help="env i is seeded seed + i; also seeds sampled actions (default: 0)")
+    parser.add_argument("--seed", type=int, default=0, help="picks the evaluation envs' streams (disjoint from training's); also seeds sampled actions (default: 0)")
     parser.add_argument("--greedy", action="store_true", help="take the most likely action instead of sampling")
     parser.add_argument("--device", default="auto", help="auto (CUDA if present, else CPU), cpu, cuda, cuda:N")
     parser.add_argument("--render", choices=["human"], default=None, help="show episodes in a pygame window")
@@ -67,7 +68,8 @@ def main(argv: list[str] | None = None) -> None:
           f"({args.run}): {args.episodes} episodes, seed {args.seed}, {mode} actions")
     results = {"agent": evaluate(run, args.episodes, args.seed, num_envs, args.greedy)}
     for policy in policies(config.env):
-        results[policy] = evaluate_baseline(config.env, policy, args.episodes, args.seed, num_envs, **config.env_options)
+        seeds = evaluation_seeds(args.seed, num_envs)  # the agent's envs: the same episodes
+        results[policy] = evaluate_baseline(config.env, policy, args.episodes, seeds, num_envs, **config.env_options)
     for name, values in results.items():
         print(f"{name:>6}: {summary(values)}")
     if args.render or args.video:

@@ -25,12 +25,13 @@ from agents.precision import PRECISIONS, check_precision
 OPTIMIZERS = ("adam", "rmsprop")
 # How the learner gets the rollout's outputs with gradients: "recompute" runs the policy over the
 # chunk again from the stored core state; "acting_graph" keeps the graph built while acting (cores
-# that can be fed one step at a time within one call: feedback, lstm). "auto" takes the faster as
+# that can be fed one step at a time within one call: feedback, lstm, gru). "auto" takes the faster as
 # measured by benchmarks/a2c.py on a 2-core CPU (maze, B 64, T 100, seconds per update): the kept
 # graph for feedback (3.44 against 4.65 recomputing: its learning pass is sequential anyway, so
 # acting is its forward), recomputing for the LSTM (0.37 against 0.54: nn.LSTM's fused pass over
-# the chunk beats T single steps) and for the cores that cannot keep it (transformer 2.51
-# recomputing; even a lower bound for keeping, T one-step graphs, takes 51).
+# the chunk beats T single steps; the GRU, not measured, has the same fused pass) and for the
+# cores that cannot keep it (transformer 2.51 recomputing; even a lower bound for keeping, T
+# one-step graphs, takes 51).
 KEEPS_ACTING_GRAPH = ("feedback",)
 LEARNERS = ("auto", "recompute", "acting_graph")
 PRESETS = ("auto", "paper", "cpu")
@@ -178,7 +179,7 @@ def preset_values(env: str, core: str, preset: str) -> tuple[dict[str, Any], dic
         attention, recurrent = _CPU[1], _CPU[2]
     elif envs.short_name(env) == "water_maze" and core == "lstm":
         fields["learning_rate"] = 4e-4
-    sizes = recurrent if core in ("lstm", "mlp") else attention
+    sizes = recurrent if core in ("lstm", "gru", "mlp") else attention
     allowed = core_options(core)
     return fields, {key: value for key, value in sizes.items() if key in allowed}
 

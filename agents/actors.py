@@ -1,9 +1,10 @@
 """Stepping the batch of envs: in the learner process, or sharded over CPU actor workers.
 
-Both pools step one vector env of `num_envs` envs under NEXT_STEP autoreset, seeded so that env
-i gets `seed + i`; they give the same trajectories for the same actions (envs/any_env.py makes
-them: our envs natively batched, any other id through `gymnasium.make_vec`, sync, as the worker
-processes are the parallelism). Observations leave a pool flattened to (B, N)
+Both pools step one vector env of `num_envs` envs under NEXT_STEP autoreset, env i reset with
+`seeds[i]` (the trainer derives them with agents/seeding.py:env_seeds; a new list set before
+`reset` restarts the episodes from it). They give the same trajectories for the same actions
+(envs/any_env.py makes them: our envs natively batched, any other id through
+`gymnasium.make_vec`, sync, as the worker processes are the parallelism). Observations leave a pool flattened to (B, N)
 (agents/observations.py), so one buffer holds any supported space. `ActorPool` splits the envs into contiguous shards, one per worker process; observations, actions, rewards, episode
 ends and info metrics travel through shared memory, and a pipe per worker carries only the
 command ("step") and its acknowledgement. A worker that dies or fails raises `ActorError` in the
@@ -45,10 +46,11 @@ class LocalEnvs:
 
     num_shards = 1  # get_state() returns one pickled env per shard
 
-    def __init__(self, env_name: str, num_envs: int, seed: int, env_kwargs: dict[str, Any] | None = None):
+    def __init__(self, env_name: str, seeds: list[int], env_kwargs: dict[str, Any] | None = None):
+        num_envs = len(seeds)
         self.env = make_vector_env(env_name, num_envs, AutoresetMode.NEXT_STEP, **(env_kwargs or {}))
         self.num_envs = num_envs
-        self.seed = seed
+        self.seeds = list(seeds)
         try:
             self.observation_space = self.env.single_observation_space
             check_space(self.observation_space)
@@ -58,11 +60,11 @@ class LocalEnvs:
             raise
         self.num_actions = int(self.env.single_action_space.n)
         self.action_start = int(self.env.single_action_space.start)
-        self.info_keys = metric_keys(self.env.reset(seed=seed)[1], num_envs)
+        self.info_keys = metric_keys(self.env.reset(seed=self.seeds)[1], num_envs)
 
     def reset(self) -> np.ndarray:
-        """Start every env afresh from `self.seed` (env i from seed + i); the (B, N) first observations."""
-        return self._flat(self.env.reset(seed=self.seed)[0])
+        """Start every env afresh from `self.seeds` (env i from seeds[i]); the (B, N) first observations."""
+        return self._flat(self.env.reset(seed=self.seeds)[0])
 
     def step(self, actions: np.ndarray):
         """(B,) actions in [0, A) -> obs (B, N), reward (B,), terminated (B,), truncated (B,),
@@ -98,10 +100,11 @@ def shard_bounds(num_envs: int, num_actors: int) -> list[tuple[int, int]]:
 class ActorPool:
     """The envs sharded over `num_actors` worker processes, exchanging data in shared memory."""
 
-    def __init__(self, env_name: str, num_envs: int, seed: int, num_actors: int, env_kwargs: dict[str, Any] | None = None):
+    def __init__(self, env_name: str, seeds: list[int], num_actors: int, env_kwargs: dict[str, Any] | None = None):
         env_kwargs = env_kwargs or {}
-        probe = LocalEnvs(env_name, 1, seed, env_kwargs)
-        self.num_envs, self.seed = num_envs, seed
+        probe = LocalEnvs(env_name, seeds[:1], env_kwargs)
+        num_envs = len(seeds)
+        self.num_envs, self.seeds = num_envs, list(seeds)
         self.observation_space, self.num_actions, self.info_keys = probe.observation_space, probe.num_actions, probe.info_keys
         probe.close()
         context = mp.get_context("spawn")  # safe beside CUDA and threads in the learner
@@ -123,7 +126,7 @@ class ActorPool:
             ours, theirs = context.Pipe()
             process = context.Process(
                 target=worker_main,
-                args=(index, theirs, self._shared, start, stop, env_name, seed + start, env_kwargs, self.info_keys),
+                args=(index, theirs, self._shared, start, stop, env_name, self.seeds[start:stop], env_kwargs, self.info_keys),
                 name=f"actor-{index}",
                 daemon=True,
             )
@@ -165,9 +168,9 @@ class ActorPool:
         return ActorError(f"actor worker {index} (pid {process.pid}) died with exit code {process.exitcode}")
 
     def reset(self) -> np.ndarray:
-        """As LocalEnvs.reset, from `self.seed` as it is now (a resume may have changed it):
-        each worker restarts its shard [start, stop) from seed + start."""
-        self._command("reset", self.seed)
+        """As LocalEnvs.reset, from `self.seeds` as they are now (a resume may have changed
+        them): each worker restarts its shard [start, stop) from seeds[start:stop]."""
+        self._command("reset", self.seeds)
         self._gather("resetting")
         return self.arrays["obs"].copy()
 
@@ -207,14 +210,14 @@ def shared_views(shared: dict[str, tuple]) -> dict[str, np.ndarray]:
     return {name: np.frombuffer(buffer, dtype=dtype).reshape(shape) for name, (buffer, dtype, shape) in shared.items()}
 
 
-def worker_main(index, pipe, shared, start, stop, env_name, seed, env_kwargs, info_keys) -> None:
+def worker_main(index, pipe, shared, start, stop, env_name, seeds, env_kwargs, info_keys) -> None:
     """One actor worker: steps envs [start, stop) on command until told to close. Ctrl-C and
     the other stop signals (which Slurm sends to every process of a job) are left to the learner,
     which saves a checkpoint (envs included) and then closes the workers."""
     ignore_stop_signals()
     try:
         arrays = shared_views(shared)
-        envs_here = LocalEnvs(env_name, stop - start, seed, env_kwargs)
+        envs_here = LocalEnvs(env_name, seeds, env_kwargs)
         pipe.send(("ok", None))
         while True:
             command, *args = pipe.recv()
@@ -228,7 +231,7 @@ def worker_main(index, pipe, shared, start, stop, env_name, seed, env_kwargs, in
                     arrays["info"][k, start:stop] = info[key]
                 reply = None
             elif command == "reset":
-                envs_here.seed = args[0] + start
+                envs_here.seeds = args[0][start:stop]
                 arrays["obs"][start:stop] = envs_here.reset()
                 reply = None
             elif command == "get_state":
@@ -248,8 +251,8 @@ def worker_main(index, pipe, shared, start, stop, env_name, seed, env_kwargs, in
         pipe.send(("error", traceback.format_exc()))
 
 
-def make_env_pool(env_name: str, num_envs: int, seed: int, num_actors: int, env_kwargs: dict[str, Any] | None = None):
-    """num_actors = 0: LocalEnvs; otherwise an ActorPool of that many workers."""
+def make_env_pool(env_name: str, seeds: list[int], num_actors: int, env_kwargs: dict[str, Any] | None = None):
+    """One env per seed. num_actors = 0: LocalEnvs; otherwise an ActorPool of that many workers."""
     if num_actors == 0:
-        return LocalEnvs(env_name, num_envs, seed, env_kwargs)
-    return ActorPool(env_name, num_envs, seed, num_actors, env_kwargs)
+        return LocalEnvs(env_name, seeds, env_kwargs)
+    return ActorPool(env_name, seeds, num_actors, env_kwargs)

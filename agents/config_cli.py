@@ -3,7 +3,8 @@
 Every field of a config dataclass becomes a flag (`learning_rate` -> `--learning-rate`) whose
 default is "not given", so a run's config is: the dataclass defaults, then a preset, then only
 what the user typed. Core options travel as repeated `--core-opt KEY=VALUE` (or comma separated),
-typed by the chosen core's own defaults; env options as `--env-opt KEY=INTEGER`.
+typed by the chosen core's own defaults; env options as `--env-opt KEY=VALUE` (an int, a float
+or a string, passed on to the env's constructor, which checks them).
 """
 
 from __future__ import annotations
@@ -58,15 +59,25 @@ def parse_core_options(core: str, items: list[str]) -> dict[str, Any]:
     return options
 
 
-def parse_env_options(items: list[str]) -> dict[str, int]:
-    """Parse ['length=8,max_episode_steps=40'] into env constructor options (all integers)."""
-    options = {}
-    for item, key, text in _key_values(items, "env option", "KEY=INTEGER"):
-        try:
-            options[key] = int(text)
-        except ValueError:
-            raise ValueError(f"env option {item!r} must look like KEY=INTEGER") from None
+def parse_env_options(items: list[str]) -> dict[str, int | float | str]:
+    """Parse ['length=8,max_episode_steps=40', 'doors=fixed'] into env constructor options.
+
+    A value is an int if it reads as one, else a float if it reads as one, else the string as
+    given. The env's constructor checks them: only it knows its options and what they allow.
+    """
+    options: dict[str, int | float | str] = {}
+    for _, key, text in _key_values(items, "env option", "KEY=VALUE"):
+        options[key] = _number_or_text(text)
     return options
+
+
+def _number_or_text(text: str) -> int | float | str:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def _key_values(items: list[str], what: str, form: str):

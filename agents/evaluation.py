@@ -5,8 +5,10 @@
 step to step and forgotten at each episode's first step exactly as in training; each env
 contributes a fixed quota of its first episodes, as envs/baselines.py:run_episodes does for the
 random and oracle policies, so short episodes are not over-represented and the numbers compare
-one to one. `render_episodes` runs one env (seeded like env 0 of `evaluate`) with a render mode,
-for a pygame window or the frames of a video; `write_video` writes those as a GIF or an mp4.
+one to one. Its envs draw evaluation streams (agents/seeding.py:env_seeds), never those of a
+training run, whatever the seeds. `render_episodes` runs one env (seeded like env 0 of
+`evaluate`) with a render mode, for a pygame window or the frames of a video; `write_video`
+writes those as a GIF or an mp4.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from agents.checkpoint import CheckpointError, load_checkpoint
 from agents.policy import Policy
 from agents.rollout import Actor
 from agents.ppo import PPOTrainer
-from agents.seeding import seed_everything
+from agents.seeding import env_seeds, seed_everything
 from agents.train import Trainer, build_policy
 from envs.any_env import render_modes
 
@@ -68,14 +70,20 @@ def load_run(run_dir_or_file: str, device: torch.device) -> Run:
 def new_policy(config: A2CConfig) -> Policy:
     """A freshly initialised policy for `config`'s env and core (torch's generator as it stands),
     its observation and action spaces read from one env of that config."""
-    probe = LocalEnvs(config.env, 1, config.seed, config.env_options)
+    probe = LocalEnvs(config.env, evaluation_seeds(config.seed, 1), config.env_options)
     probe.close()
     return build_policy(config, probe.observation_space, probe.num_actions)
 
 
+def evaluation_seeds(seed: int, num_envs: int) -> list[int]:
+    """The reset seeds of evaluation envs 0 .. num_envs - 1 under `seed`: never a training run's."""
+    return env_seeds(seed, range(num_envs), "evaluation")
+
+
 def evaluate(run: Run, episodes: int, seed: int, num_envs: int, greedy: bool) -> dict[str, np.ndarray]:
-    """(episodes,) arrays of return, length and the env's metrics; env i is seeded `seed + i`
-    and gives its first `episodes // num_envs` episodes (one more for the first remainder envs).
+    """(episodes,) arrays of return, length and the env's metrics; env i draws evaluation stream
+    i of `seed` and gives its first `episodes // num_envs` episodes (one more for the first
+    remainder envs).
 
     Sampled actions draw from torch's global generator, seeded here, so a seed fixes the result
     in both modes.
@@ -83,7 +91,7 @@ def evaluate(run: Run, episodes: int, seed: int, num_envs: int, greedy: bool) ->
     if episodes < 1 or num_envs < 1:
         raise ValueError(f"episodes and num_envs must be >= 1, got {episodes} and {num_envs}")
     seed_everything(seed)
-    pool = LocalEnvs(run.config.env, num_envs, seed, run.config.env_options)
+    pool = LocalEnvs(run.config.env, evaluation_seeds(seed, num_envs), run.config.env_options)
     try:
         actor = Actor(pool, run.policy, run.device)
         quota = np.full(num_envs, episodes // num_envs) + (np.arange(num_envs) < episodes % num_envs)
@@ -109,14 +117,14 @@ def check_render_mode(config: A2CConfig, render_mode: str) -> None:
 
 
 def render_episodes(run: Run, episodes: int, seed: int, greedy: bool, render_mode: str) -> tuple[list[np.ndarray], list[float], int]:
-    """Run one env (seeded `seed`, as env 0 of `evaluate`) for `episodes` episodes in
+    """Run one env (seeded as env 0 of `evaluate` with `seed`) for `episodes` episodes in
     `render_mode`: "human" draws a pygame window as it goes, "rgb_array" collects (H, W, 3)
     frames, one after the reset and one after every step, drawn by the env's own renderer.
     Returns the frames (empty in human mode), the episode returns and the env's frames per
     second. An env without `render_mode` among its render modes is a ValueError naming them."""
     check_render_mode(run.config, render_mode)
     seed_everything(seed)
-    pool = LocalEnvs(run.config.env, 1, seed, {**run.config.env_options, "render_mode": render_mode})
+    pool = LocalEnvs(run.config.env, evaluation_seeds(seed, 1), {**run.config.env_options, "render_mode": render_mode})
     try:
         actor = Actor(pool, run.policy, run.device)
         frames: list[np.ndarray] = []

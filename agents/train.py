@@ -12,7 +12,8 @@ the next update depends on (weights, optimiser, counters, random generators, the
 state and the actor's carry), so a resumed run makes the same updates as one never stopped.
 
 Under torchrun (agents/distributed.py) each rank steps its share of the `num_envs` envs (rank r:
-envs r B/N .. (r + 1) B/N - 1, seeded as one process seeds them) with its own actor workers, and
+envs r B/N .. (r + 1) B/N - 1, seeded as one process seeds them: agents/seeding.py:env_seeds keys
+each env's stream by its index in the whole batch) with its own actor workers, and
 the ranks' gradients are summed so that N ranks take exactly the update one process would take on
 the whole batch (to float rounding): the loss divides by the valid steps of all ranks, the
 running observation statistics see every rank's observations, and gradients are clipped after
@@ -49,7 +50,7 @@ from agents.interrupt import StopOnInterrupt
 from agents.policy import Policy
 from agents.precision import autocast
 from agents.rollout import Actor, Episodes, Rollout
-from agents.seeding import rng_states, seed_everything, set_rng_states
+from agents.seeding import env_seeds, rng_states, seed_everything, set_rng_states
 from agents.window import GradientWindow
 
 KIND = "a2c"
@@ -84,11 +85,12 @@ class Trainer:
             torch.set_num_threads(config.threads)
         seed_everything(config.seed)  # alike on every rank: the same initial weights and sampling noise
         self.first_env, last_env = self.world.share(config.num_envs, "num_envs")
-        local_envs = last_env - self.first_env
+        self.own_envs = range(self.first_env, last_env)  # indices into the whole batch
+        local_envs = len(self.own_envs)
         if self.world.size > 1 and config.num_actors > local_envs:
             raise ValueError(f"num_actors ({config.num_actors}) is per process and must be <= its share of num_envs "
                              f"({local_envs} = {config.num_envs} / {self.world.size} processes)")
-        self.pool = make_env_pool(config.env, local_envs, config.seed + self.first_env, config.num_actors, config.env_options)
+        self.pool = make_env_pool(config.env, self.training_seeds(), config.num_actors, config.env_options)
         try:
             self.policy = build_policy(config, self.pool.observation_space, self.pool.num_actions).to(self.device)
             self.optimizer = build_optimizer(config, self.policy)
@@ -96,14 +98,14 @@ class Trainer:
             self.keep_graph = config.learner == "acting_graph" or (
                 config.learner == "auto" and config.core in KEEPS_ACTING_GRAPH and not config.window)
             if self.keep_graph and not self.policy.can_open:
-                raise ValueError(f"learner 'acting_graph' needs a core fed one step at a time (feedback, lstm); {config.core!r} is not")
+                raise ValueError(f"learner 'acting_graph' needs a core fed one step at a time (feedback, lstm, gru); {config.core!r} is not")
             dropout = config.core_options.get("dropout", 0.0)
             if dropout > 0 and not self.keep_graph:
                 # Recomputing, acting runs without dropout and learning with it (other masks), so
                 # the policy that acted is not the one whose gradient is taken.
                 raise ValueError(
                     f"dropout={dropout} needs a learner that keeps the acting graph (--learner acting_graph, "
-                    f"cores feedback or lstm), so acting and learning use the same masks; use --core-opt dropout=0 otherwise"
+                    f"cores feedback, lstm or gru), so acting and learning use the same masks; use --core-opt dropout=0 otherwise"
                 )
             self.actor = Actor(self.pool, self.policy, self.device, (self.first_env, config.num_envs))
             self.window = GradientWindow(config.window)  # the steps before each rollout its gradient reaches
@@ -119,6 +121,10 @@ class Trainer:
         self.global_step = 0
         self.episodes = 0
         self.recent_returns: list[float] = []
+
+    def training_seeds(self, restart: int = 0) -> list[int]:
+        """The seeds of this process's envs, for episodes starting at frame `restart`."""
+        return env_seeds(self.config.seed, self.own_envs, "training", restart)
 
     # ---------------------------------------------------------------- learning
 
@@ -292,7 +298,7 @@ class Trainer:
             else:
                 why = f"env shards differ ({saved_envs['shards']} saved, {shards} now)"
             # Fresh episodes, not a replay of the first ones.
-            self.pool.seed = self.config.seed + self.global_step + self.first_env
+            self.pool.seeds = self.training_seeds(restart=self.global_step)
             self.actor.restart()
             self.window.clear()
             self.resumed_how = f"clean episode restart: {why}"

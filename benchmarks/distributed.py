@@ -81,7 +81,7 @@ def parameter_count(core: str) -> int:
     from agents.policy import Policy
 
     name, options = PAPER[core]
-    env = LocalEnvs("maze", 1, 0)
+    env = LocalEnvs("maze", [0])
     policy = Policy(env.observation_space, env.num_actions, name, options)
     env.close()
     return sum(p.numel() for p in policy.parameters() if p.requires_grad)

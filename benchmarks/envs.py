@@ -71,7 +71,9 @@ def steps_per_second(env_id: str, num_envs: int, mode: str, seconds: float, seed
     """Env steps per second of one vector env, and the number of vector steps timed."""
     kwargs = {} if mode == "native" else {"vectorization_mode": "sync"}
     env = gym.make_vec(env_id, num_envs=num_envs, **kwargs)
-    episode_steps = gym.spec(env_id).max_episode_steps
+    # An env without a registered limit ends its own episodes (the T-maze's: 11 steps), which
+    # any timing of `seconds` spans: then only the time decides.
+    episode_steps = gym.spec(env_id).max_episode_steps or 1
     rng = np.random.default_rng(seed)
     actions = rng.integers(0, env.single_action_space.n, size=(ACTION_ROWS, num_envs))  # (T, N)
     env.reset(seed=seed)
@@ -138,7 +140,7 @@ def main() -> int:
             row = [env_id, n, f"{native:,.0f}", f"{sync:,.0f}", f"{native / sync:,.1f}", f"{native_steps} / {sync_steps}"]
             lines.append("| " + " | ".join(map(str, row)) + " |")
             print(lines[-1], flush=True)
-    episodes = ", ".join(f"{env_id} {gym.spec(env_id).max_episode_steps}" for env_id in env_ids)
+    episodes = ", ".join(f"{env_id} {gym.spec(env_id).max_episode_steps or 'its own'}" for env_id in env_ids)
     print(f"\nepisode lengths (vector steps): {episodes}; fewer steps timed than that means no autoreset was timed")
     if args.markdown:
         with open(args.markdown, "w") as f:

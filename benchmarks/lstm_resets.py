@@ -3,7 +3,7 @@
     python -m benchmarks.lstm_resets
 
 nn.LSTM runs a sequence in one fused call but cannot zero part of the batch mid-sequence, so
-agents/cores/lstm.py cuts a chunk wherever some env starts an episode and makes one call per
+agents/cores/recurrent.py cuts a chunk wherever some env starts an episode and makes one call per
 piece. PPO's minibatches on MiniGrid Memory are 2 envs x 256 steps (experiments/ppo_peers.py),
 and a trained agent's ~19-step episodes cut them into ~25 pieces. This times one forward and
 backward pass of such a minibatch (hidden 256, one thread; the best of --repeats after a warm-up)
@@ -28,7 +28,8 @@ import time
 import torch
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from agents.cores.lstm import LSTMConfig, LSTMCore, LSTMState
+from agents.cores.lstm import LSTMCore, LSTMState
+from agents.cores.recurrent import RecurrentConfig
 
 STEPS, ENVS, INPUT, HIDDEN = 256, 2, 64, 256
 RATES = [0.0, 1 / 64, 1 / 19, 1 / 8]  # chance that an env starts an episode at a step
@@ -97,7 +98,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    core = LSTMCore(INPUT, LSTMConfig(hidden_size=HIDDEN))
+    core = LSTMCore(INPUT, RecurrentConfig(hidden_size=HIDDEN))
     x = torch.randn(STEPS, ENVS, INPUT, requires_grad=True)
     state = LSTMState(torch.randn(ENVS, 1, HIDDEN), torch.randn(ENVS, 1, HIDDEN))
     print(f"LSTM core, hidden {HIDDEN}, {ENVS} envs x {STEPS} steps, forward + backward, one thread (ms; x: the pieces' time):")

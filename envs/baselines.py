@@ -28,7 +28,7 @@ def policies(name: str) -> tuple[str, ...]:
     return POLICIES if envs.is_native(name) else ("random",)
 
 
-def random_policy(env: gym.vector.VectorEnv, seed: int | None) -> Callable[[], np.ndarray]:
+def random_policy(env: gym.vector.VectorEnv, seed: int | list[int] | None) -> Callable[[], np.ndarray]:
     """Uniformly random actions for every env of the batch."""
     rng = np.random.default_rng(seed)
     space, size = env.single_action_space, env.num_envs
@@ -63,9 +63,11 @@ def run_episodes(env: gym.vector.VectorEnv, act: Callable[[], np.ndarray], episo
     return {key: np.asarray(values, dtype=np.float64) for key, values in results.items()}
 
 
-def evaluate_baseline(name: str, policy: str, episodes: int, seed: int, num_envs: int = 16, **env_kwargs) -> dict[str, np.ndarray]:
+def evaluate_baseline(name: str, policy: str, episodes: int, seed: int | list[int], num_envs: int = 16, **env_kwargs) -> dict[str, np.ndarray]:
     """Episodes of the random or oracle policy on env `name` (short name, id or module:EnvId;
-    the oracle only for our envs, see `policies`)."""
+    the oracle only for our envs, see `policies`). seed: an int s seeds env i with s + i, as
+    Gymnasium's vector envs do; a list of `num_envs` seeds gives each env its own (evaluate.py
+    passes the agent's evaluation seeds, so the baselines play the agent's episodes)."""
     if policy not in policies(name):
         raise ValueError(f"unknown policy {policy!r} for env {name!r}; choose from {list(policies(name))}")
     env = make_vector_env(name, num_envs, AutoresetMode.SAME_STEP, **env_kwargs)

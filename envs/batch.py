@@ -33,6 +33,13 @@ def check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
     return int(value)
 
 
+def check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    """Return `value` if it is one of the strings `allowed`, else raise a ValueError naming it."""
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
+    return value
+
+
 def episode_key(u: np.ndarray) -> np.ndarray:
     """(K,) uint64 episode keys from (K,) uniforms in [0, 1) (53 random bits each)."""
     return np.floor(u * 2.0**53).astype(np.uint64)
@@ -68,9 +75,13 @@ class BatchedRules:
     single_action_space: gym.spaces.Discrete
     uniforms_per_reset: int
 
-    def __init__(self, num_envs: int, max_episode_steps: int):
+    def __init__(self, num_envs: int, max_episode_steps: int | None):
+        """max_episode_steps: the time limit, or None for none (the T-maze's rules end every
+        episode themselves, and a limit there would add a truncation its authors did not have)."""
         self.num_envs = check_int("num_envs", num_envs, 1)
-        self.max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1)
+        if max_episode_steps is not None:
+            max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1)
+        self.max_episode_steps = max_episode_steps
         self.rngs: list[np.random.Generator | None] = [None] * self.num_envs
         self.elapsed = np.zeros(self.num_envs, dtype=np.int64)  # (N,) steps in the current episode
 
@@ -86,7 +97,7 @@ class BatchedRules:
         """Apply one action per env. Returns reward (N,), terminated (N,), truncated (N,).
 
         Truncation is at exactly `max_episode_steps` steps, like gymnasium's TimeLimit (which
-        also reports truncated=True when the last step happens to terminate).
+        also reports truncated=True when the last step happens to terminate); never without one.
         """
         n = self.single_action_space.n
         if actions.shape != (self.num_envs,) or actions.dtype.kind not in "iu":
@@ -99,6 +110,8 @@ class BatchedRules:
             raise ValueError(f"action {bad} is out of range; actions are integers in [0, {n - 1}]")
         reward, terminated = self._act(actions)
         self.elapsed += 1
+        if self.max_episode_steps is None:
+            return reward, terminated, np.zeros(self.num_envs, dtype=bool)
         truncated = self.elapsed >= self.max_episode_steps
         return reward, terminated, truncated
 

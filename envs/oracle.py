@@ -5,6 +5,7 @@ prints beside a learned policy.
 the oracle's actions for every env of its batch, (N,) int64, from the current hidden state.
 
 - Corridor: walk forward, enter the door of the cue's colour.
+- Passive T-maze: walk right to the junction, step onto the goal's side (return 1, no penalty).
 - Maze (turns): a shortest path in (cell, heading) space, where forward, turn left and turn right
   each cost one step. MazeEasy: a shortest path over cells.
 - Water maze: straight to the goal (the grid is open, so any monotone path is shortest).
@@ -22,6 +23,7 @@ import numpy as np
 from envs import grid
 from envs.corridor import ENTER_LOWER, ENTER_UPPER, FORWARD, CorridorRules
 from envs.maze import CELL_OBJECT, CELL_WALL, TURN_LEFT, TURN_RIGHT, MazeRules
+from envs.tmaze import DOWN, RIGHT, UP, UP_SIDE, PassiveTMazeRules
 from envs.water_maze import WaterMazeRules
 
 UNREACHABLE = np.iinfo(np.int32).max // 2
@@ -115,6 +117,13 @@ def corridor_oracle(rules: CorridorRules) -> Callable[[], np.ndarray]:
     return act
 
 
+def tmaze_oracle(rules: PassiveTMazeRules) -> Callable[[], np.ndarray]:
+    def act() -> np.ndarray:
+        return np.where(rules.x < rules.length, RIGHT, np.where(rules.goal == UP_SIDE, UP, DOWN))
+
+    return act
+
+
 def water_maze_oracle(rules: WaterMazeRules) -> Callable[[], np.ndarray]:
     def act() -> np.ndarray:
         vertical = np.where(rules.goal_row < rules.row, grid.UP, grid.DOWN)
@@ -131,6 +140,8 @@ def make_oracle(env) -> Callable[[], np.ndarray]:
         return MazeOracle(rules)
     if isinstance(rules, CorridorRules):
         return corridor_oracle(rules)
+    if isinstance(rules, PassiveTMazeRules):
+        return tmaze_oracle(rules)
     if isinstance(rules, WaterMazeRules):
         return water_maze_oracle(rules)
-    raise ValueError(f"no oracle for {type(rules).__name__}; oracles exist for the corridor, mazes and water maze")
+    raise ValueError(f"no oracle for {type(rules).__name__}; oracles exist for the corridor, mazes, T-maze and water maze")

@@ -12,6 +12,9 @@ import numpy as np
 
 RENDER_MODES = ["human", "rgb_array"]
 
+# A corridor of more cells than this is drawn shortened to this many columns (corridor_column).
+MAX_CORRIDOR_COLUMNS = 32
+
 # The colours objects, cues, doors and targets can have, by index. The corridor's cue is blue or green.
 COLOUR_NAMES = ("red", "green", "blue", "yellow", "magenta", "cyan", "orange", "purple")
 RED, GREEN, BLUE = 0, 1, 2
@@ -35,3 +38,14 @@ class Scene:
     view: list[tuple[int, int]]  # (row, col) cells the agent observes, highlighted
     target: int | None  # colour index the agent is asked to reach, None when there is none
     caption: str  # a short status line, e.g. "step 12/200  return 3"
+
+
+def corridor_column(position: int, cells: int) -> int:
+    """The column, from 0, at which cell `position` of a corridor of `cells` cells (>= 2) is drawn.
+
+    Each cell has its own column up to MAX_CORRIDOR_COLUMNS cells. A longer corridor (whose cells
+    all look the same) is drawn shortened to that many columns, its first and last cells at the
+    ends, so that a corridor of 1,000 cells still makes a frame about 1,000 pixels wide.
+    """
+    columns = min(cells, MAX_CORRIDOR_COLUMNS)
+    return int(position) * (columns - 1) // (cells - 1)

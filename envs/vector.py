@@ -80,8 +80,10 @@ class GridVectorEnv(VectorEnv):
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict | None = None):
         """Reset every env, or those in `options["reset_mask"]`.
 
-        seed: an int s seeds env i with s + i (as SyncVectorEnv does); a list gives one seed
-        (or None) per env; None keeps each env's generator, or draws fresh entropy the first time.
+        seed: an int s seeds env i with s + i (as SyncVectorEnv does, so this env drops in for
+        it); a list gives one seed (or None) per env; None keeps each env's generator, or draws
+        fresh entropy the first time. s + i makes runs seeded s and s + 1 share envs, so the
+        trainer and evaluation pass lists instead (agents/seeding.py:env_seeds).
         """
         super().reset(seed=seed if isinstance(seed, int) else None)
         options = dict(options or {})

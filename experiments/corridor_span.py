@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
         "command": "python -m experiments.corridor_span " + shlex.join(sys.argv[1:]), "machine": launcher_description(args),
         "algo": args.algo, "num_minibatches": args.num_minibatches, "preset": args.preset, "entropy_coef": args.entropy_coef, "length": args.length, "layers": LAYERS, "rollout": args.rollout, "frames": args.frames, "seeds": seeds,
         "previous_inputs": args.previous_inputs,
-        "eval": f"{args.eval_episodes} greedy episodes per run, env seeds {EVAL_SEED} + i", "models": {},
+        "eval": f"{args.eval_episodes} greedy episodes per run, evaluation env streams of seed {EVAL_SEED}", "models": {},
     }
     for (core, span) in models:
         results = [evaluation(evaluations[(core, span), seed]) for seed in seeds]

@@ -22,20 +22,20 @@ import numpy as np
 import torch
 
 from agents.actors import LocalEnvs
-from agents.evaluation import load_run, new_policy
+from agents.evaluation import evaluation_seeds, load_run, new_policy
 from agents.policy import Policy
 from agents.seeding import seed_everything
 from envs.corridor import FORWARD
 
 EPISODES = 64  # fresh corridors, walked side by side; cue and door order drawn by the env
-SEED = 20_000  # env seeds 20,000 + i: neither training's nor evaluation's
+SEED = 20_000  # evaluation streams of seed 20,000: never training's, nor those experiments evaluate on
 
 
 @torch.no_grad()
 def door_outputs(policy: Policy, env_options: dict, episodes: int = EPISODES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Walk `episodes` corridors forward to their doors: the core's output there (N, D), the
     cue (N,) and the upper door's colour (N,) (1 blue, 2 green)."""
-    envs = LocalEnvs("corridor", episodes, SEED, env_options)
+    envs = LocalEnvs("corridor", evaluation_seeds(SEED, episodes), env_options)
     try:
         obs = envs.reset()  # (N, 3): cue, upper door, lower door
         cue = obs[:, 0].copy()

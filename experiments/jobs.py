@@ -42,7 +42,7 @@ from agents.interrupt import STOP_SIGNALS, signal_of, stop_signals_raise
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository root, where the commands run
 ALGOS = ("a2c", "ppo")  # the learners an RL experiment can train with: train_a2c.py, train_ppo.py
-EVAL_SEED = 10_000  # evaluation envs are seeded 10,000 + i, training's seed + i with small seeds
+EVAL_SEED = 10_000  # evaluate.py --seed: evaluation streams, never training's (agents/seeding.py), nor its default 0's
 
 
 @dataclass

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from agents.actors import LocalEnvs
-from agents.evaluation import Run, load_run
+from agents.evaluation import Run, evaluation_seeds, load_run
 from agents.rollout import Actor
 from agents.seeding import seed_everything
 from envs.maze import CELL_OBJECT, MazeRules
@@ -39,7 +39,7 @@ from envs.oracle import MazeOracle
 EPISODES = 256  # fresh mazes, played side by side
 WINDOW = 30  # steps a target is given to be reached in: the oracle needs about 8 on average, 30 at most
 FAR = 9  # fewest steps from which a target counts as far
-SEED = 30_000  # env seeds 30,000 + i: neither training's nor evaluation's nor the corridor probe's
+SEED = 30_000  # evaluation streams of seed 30,000: never training's, nor evaluation's or the corridor probe's
 
 
 def target_outcomes(run: Run, episodes: int = EPISODES, seed: int = SEED) -> dict[str, np.ndarray]:
@@ -47,7 +47,7 @@ def target_outcomes(run: Run, episodes: int = EPISODES, seed: int = SEED) -> dic
     its object was in view before it was given), "reached" (bool, within WINDOW steps) and
     "distance" (the oracle's fewest steps to it when given)."""
     seed_everything(seed)
-    pool = LocalEnvs(run.config.env, episodes, seed, run.config.env_options)
+    pool = LocalEnvs(run.config.env, evaluation_seeds(seed, episodes), run.config.env_options)
     try:
         rules = getattr(pool.env, "rules", None)
         if not isinstance(rules, MazeRules):

@@ -64,6 +64,9 @@ MODELS = {
     "mlp": ("mlp", None),
 }
 FLOOR = "mlp"  # run at the shortest length only
+# What evaluation reports per run: success (the right side / door), and on the T-maze whether the
+# agent got to either side in time at all (envs/tmaze.py: a failure to walk, not to remember).
+ARRIVAL_KEYS = ("success", "arrived")
 # Ni et al.'s budget.py for the passive T-maze: (longest length, env steps) in order.
 NI_BUDGET = ((50, 1_000_000), (100, 2_000_000), (500, 4_000_000), (750, 6_000_000), (1000, 8_000_000), (None, 10_000_000))
 NI_TRANSFORMER_SOLVES = 1500  # their transformer (GPT-2 over the whole episode, DQN) solves the passive T-maze up to here
@@ -100,6 +103,11 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
     parser.add_argument("--quick", action="store_true", help="tiny models and runs, to test the pipeline")
     add_algo_argument(parser)
+    parser.add_argument("--num-minibatches", type=positive_int, default=None,
+                        help="with --algo ppo: minibatches per epoch, each a subset of whole envs (default: train_ppo.py's, 8)")
+    parser.add_argument("--train-args", default="", metavar="'FLAGS'",
+                        help="more train_a2c.py / train_ppo.py flags for every run, as one quoted string (e.g. '--learning-rate 3e-4'); "
+                             "give a --name of its own so that such runs do not resume the plain ones")
     add_launcher_arguments(parser)
     return parser
 
@@ -126,6 +134,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.doors != "random" and args.env != "corridor":
         parser.error(f"--doors {args.doors} is a corridor option; it needs --env corridor (got --env {args.env})")
+    if args.num_minibatches is not None and args.algo != "ppo":
+        parser.error(f"--num-minibatches {args.num_minibatches} is a PPO setting; it needs --algo ppo (got --algo {args.algo})")
     if args.frames and args.frame_scale != 1.0:
         parser.error("give --frames or --frame-scale, not both")
     args.name = args.name or "_".join(["memory_length", args.env, *(["fixed"] if args.doors == "fixed" else []),
@@ -142,9 +152,10 @@ def main(argv: list[str] | None = None) -> None:
         options = f"length={length}" + (f",max_episode_steps={4 * length},doors={args.doors}" if args.env == "corridor" else "")
         bptt = max(rollout, episode_steps(args.env, length))
         extra = ["--entropy-coef", str(args.entropy_coef)] if args.entropy_coef is not None else []
-        quick = ["--num-envs", "4", *QUICK_ALGO[args.algo]] if args.quick else []
+        minibatches = [] if args.num_minibatches is None else ["--num-minibatches", str(args.num_minibatches)]
+        quick = ["--num-envs", "4", *([] if minibatches else QUICK_ALGO[args.algo])] if args.quick else []
         return ["--env", args.env, "--env-opt", options, "--preset", "cpu", "--rollout", str(rollout), "--bptt", str(bptt),
-                "--no-previous-inputs", *extra, *model_args(model, args.env, length, args.quick), "--seed", str(seed), *quick]
+                "--no-previous-inputs", *extra, *minibatches, *shlex.split(args.train_args), *model_args(model, args.env, length, args.quick), "--seed", str(seed), *quick]
 
     training = [train_job(f"{model} L{length} seed {seed}", run_dir[(model, length), seed], train_args(model, length, seed),
                           frames_at(args, length), args.algo) for (model, length), seed in runs]
@@ -160,7 +171,8 @@ def main(argv: list[str] | None = None) -> None:
 
     summary = {
         "command": "python -m experiments.memory_length " + shlex.join(sys.argv[1:]), "machine": launcher_description(args),
-        "env": args.env, "doors": args.doors if args.env == "corridor" else None, "algo": args.algo, "rollout": rollout,
+        "env": args.env, "doors": args.doors if args.env == "corridor" else None, "algo": args.algo, "num_minibatches": args.num_minibatches, "train_args": args.train_args,
+        "rollout": rollout,
         "lengths": lengths, "frames": {str(length): frames_at(args, length) for length in lengths}, "seeds": seeds,
         "frame_scale": None if args.frames else args.frame_scale, "solved_at": SOLVED,
         "eval": f"{episodes} greedy and {episodes} sampled episodes per run",
@@ -170,16 +182,17 @@ def main(argv: list[str] | None = None) -> None:
         per_seed = []
         for seed in seeds:
             run = ((model, length), seed)
-            per_seed.append({"seed": seed, "greedy_success": evaluation(greedy[run])["agent"]["success"],
-                             "sampled_success": evaluation(sampled[run])["agent"]["success"],
+            agent = {"greedy": evaluation(greedy[run])["agent"], "sampled": evaluation(sampled[run])["agent"]}
+            per_seed.append({"seed": seed, **{f"{how}_{key}": agent[how][key] for how in agent for key in ARRIVAL_KEYS if key in agent[how]},
                              "training_seconds": round(training_seconds(run_dir[run]), 1)})
         greedy_success = np.array([run["greedy_success"] for run in per_seed])
         sampled_success = np.array([run["sampled_success"] for run in per_seed])
-        stats = iqm_interval({"greedy": greedy_success, "sampled": sampled_success})
+        stats = iqm_interval({"greedy": greedy_success, "sampled": sampled_success,
+                              **{key: np.array([run[key] for run in per_seed]) for key in ("greedy_arrived", "sampled_arrived") if key in per_seed[0]}})
         summary["models"].setdefault(model, {"core": MODELS[model][0], "span": MODELS[model][1], "lengths": {}})
         summary["models"][model]["lengths"][str(length)] = {
             "train_args": train_args(model, length, 0)[:-2] if not args.quick else None,
-            "per_seed": per_seed, "greedy": stats["greedy"], "sampled": stats["sampled"],
+            "per_seed": per_seed, **stats,
             "solved": solved_interval(greedy_success, SOLVED),
         }
     for model in summary["models"].values():
@@ -207,16 +220,18 @@ def table(summary: dict) -> str:
     rows = [f"Success on {task} against its length L, {summary['algo'].upper()}, rollouts of {summary['rollout']} steps and a "
             f"gradient window covering the episode, the observation only; frames per length: "
             + ", ".join(f"{length}: {frames:,}" for length, frames in summary["frames"].items())
-            + f". IQM over {len(summary['seeds'])} seeds [95% bootstrap CI]; solved: greedy success >= {summary['solved_at']} "
+            + f". IQM over {len(summary['seeds'])} seeds [95% bootstrap CI]; arrived (T-maze): on either side at the end, "
+            f"so success / arrived is memory and arrived is walking; solved: greedy success >= {summary['solved_at']} "
             "(runs, probability [Wilson 95% CI]).\n",
-            "| model | L | greedy success | sampled success | solved | greedy per seed | training time per run |",
-            "|---|---|---|---|---|---|---|"]
+            "| model | L | greedy success | sampled success | arrived (greedy, sampled) | solved | greedy per seed | training time per run |",
+            "|---|---|---|---|---|---|---|---|"]
     for name, model in summary["models"].items():
         for length, cell in model["lengths"].items():
             solved = cell["solved"]
             per_seed = ", ".join(f"{run['greedy_success']:.2f}" for run in cell["per_seed"])
             minutes = np.mean([run["training_seconds"] for run in cell["per_seed"]]) / 60
-            rows.append(f"| {name} | {length} | {format_interval(cell['greedy'])} | {format_interval(cell['sampled'])} | "
+            arrived = f"{cell['greedy_arrived']['iqm']:.2f}, {cell['sampled_arrived']['iqm']:.2f}" if "greedy_arrived" in cell else "-"
+            rows.append(f"| {name} | {length} | {format_interval(cell['greedy'])} | {format_interval(cell['sampled'])} | {arrived} | "
                         f"{solved['solved']} of {solved['runs']}, {solved['solved'] / solved['runs']:.2f} "
                         f"[{solved['ci_low']:.2f}, {solved['ci_high']:.2f}] | {per_seed} | {minutes:.1f} min |")
     rows += ["", "Longest length solved by most seeds (and every shorter one): "

@@ -35,7 +35,7 @@ def _help(text: str, **kwargs):
 class SeqConfig:
     # --- what runs
     task: str = _help("the task: copy, reverse, counting, random_walk, algorithmic, adding, multiplication, xor", default="random_walk")
-    core: str = _help("the model: a core of agents/cores (feedback, transformer, lstm, reservoir, mlp), or ffattn / mean", default="feedback")
+    core: str = _help("the model: a core of agents/cores (feedback, transformer, lstm, gru, reservoir, mlp), or ffattn / mean", default="feedback")
     preset: str = _help("auto (paper on a GPU, cpu otherwise), paper, or cpu", default="auto")
     seed: int = _help("seeds the data splits, the weights and dropout", default=1)
     device: str = _help("auto, cpu, cuda or cuda:N", default="auto")
@@ -56,7 +56,7 @@ class SeqConfig:
     seq_length: int = _help("adding / multiplication / xor: sequence length (the shortest, if variable)", default=100)
     variable_length: bool = _help("adding / multiplication / xor: lengths uniform in L .. 1.1 L", default=False)
 
-    # --- model (cores take the fields they have: lstm and mlp read d_model as hidden_size)
+    # --- model (cores take the fields they have: lstm, gru and mlp read d_model as hidden_size)
     d_model: int = _help("model width", default=256)
     n_layers: int = _help("layers", default=4)
     n_heads: int = _help("attention heads", default=4)

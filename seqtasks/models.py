@@ -6,7 +6,7 @@ head, or the feed-forward attention models (ffattn.py) for the long-term memory 
                     (memory carried between blocks, gradients truncated there, as in the
                     stream tasks), a linear head reads its output at the last step.
 A core takes the fields of the config its own config has (d_model, n_layers, n_heads, span,
-d_ff, dropout; lstm and mlp take d_model as hidden_size), then the --core-opt overrides.
+d_ff, dropout; lstm, gru and mlp take d_model as hidden_size), then the --core-opt overrides.
 
 Letters: T steps, B batch rows, V output tokens, L sequence steps, C input channels.
 """

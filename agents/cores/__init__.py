@@ -17,8 +17,10 @@ from typing import Any, Callable
 from torch import nn
 
 from agents.cores.feedback import FeedbackConfig, FeedbackCore
-from agents.cores.lstm import LSTMConfig, LSTMCore
+from agents.cores.gru import GRUCore
+from agents.cores.lstm import LSTMCore
 from agents.cores.mlp import MLPConfig, MLPCore
+from agents.cores.recurrent import RecurrentConfig
 from agents.cores.reservoir import ReservoirConfig, make_reservoir
 from agents.cores.transformer import TransformerConfig, TransformerCore
 
@@ -26,7 +28,8 @@ from agents.cores.transformer import TransformerConfig, TransformerCore
 CORES: dict[str, tuple[type, Callable[[int, Any], nn.Module]]] = {
     "feedback": (FeedbackConfig, FeedbackCore),
     "transformer": (TransformerConfig, TransformerCore),
-    "lstm": (LSTMConfig, LSTMCore),
+    "lstm": (RecurrentConfig, LSTMCore),
+    "gru": (RecurrentConfig, GRUCore),
     "reservoir": (ReservoirConfig, make_reservoir),
     "mlp": (MLPConfig, MLPCore),
 }

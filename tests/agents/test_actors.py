@@ -16,18 +16,19 @@ def trajectory(pool, steps: int = 4) -> list[np.ndarray]:
     return observations
 
 
-def test_actor_pool_resets_from_its_current_seed():
-    """A resume that cannot restore the envs sets pool.seed and resets: the workers must start
-    the episodes of that seed (env i from seed + i, as LocalEnvs does), not replay the ones of
-    the seed they were built with."""
-    pool = ActorPool("maze", NUM_ENVS, seed=0, num_actors=2)
+def test_actor_pool_resets_from_its_current_seeds():
+    """A resume that cannot restore the envs sets pool.seeds and resets: the workers must start
+    the episodes of those seeds (env i from seeds[i], as LocalEnvs does), not replay the ones of
+    the seeds they were built with."""
+    built, now = [0, 1, 2, 3, 4], [123, 7, 55, 9, 1000]
+    pool = ActorPool("maze", built, num_actors=2)
     try:
-        pool.seed = 123
+        pool.seeds = now
         pooled = trajectory(pool)
     finally:
         pool.close()
-    for seed, same in ((123, True), (0, False)):
-        local = LocalEnvs("maze", NUM_ENVS, seed)
+    for seeds, same in ((now, True), (built, False)):
+        local = LocalEnvs("maze", seeds)
         expected = trajectory(local)
         local.close()
-        assert all(np.array_equal(a, b) for a, b in zip(pooled, expected)) == same, f"seed {seed}"
+        assert all(np.array_equal(a, b) for a, b in zip(pooled, expected)) == same, f"seeds {seeds}"

@@ -20,7 +20,7 @@ import envs
 from agents import evaluation
 from agents.a2c_config import resolve_config
 from agents.checkpoint import save_checkpoint
-from agents.evaluation import evaluate, load_run, render_episodes, video_format_problem
+from agents.evaluation import evaluate, evaluation_seeds, load_run, render_episodes, video_format_problem
 from agents.plot_curves import draw, read_scalars, smooth
 from agents.train import Trainer
 from evaluate import main
@@ -47,8 +47,8 @@ def run(run_dir):
 
 
 def hand_loop(run, episodes, seed):
-    """Greedy episodes of one env written out step by step, independently of the Actor, the
-    core starting each episode from a fresh initial state. (return, length) pairs."""
+    """Greedy episodes of one env reset with `seed`, written out step by step, independently of
+    the Actor, the core starting each episode from a fresh initial state. (return, length) pairs."""
     env = gym.make_vec(envs.env_id(run.config.env), num_envs=1, autoreset_mode="SameStep", **run.config.env_options)
     obs, _ = env.reset(seed=seed)
     results = []
@@ -76,7 +76,7 @@ def test_evaluation_matches_a_hand_loop_that_resets_memory_each_episode(run, mon
     results = evaluate(run, episodes=20, seed=1, num_envs=1, greedy=True)
     monkeypatch.undo()
     pairs = list(zip(results["return"], results["length"]))
-    assert pairs == hand_loop(run, episodes=20, seed=1)
+    assert pairs == hand_loop(run, episodes=20, seed=evaluation_seeds(1, 1)[0])
     # Memory is cut at every episode's first step and nowhere else. Under NEXT_STEP autoreset an
     # ended episode's last observation takes one step of its own, so episode k + 1 begins
     # length_k + 1 steps after episode k.
@@ -88,10 +88,9 @@ def test_each_env_gives_a_quota_of_its_first_episodes(run):
     results = evaluate(run, episodes=6, seed=3, num_envs=4, greedy=True)
     assert sorted(results) == ["length", "return", "success"]
     assert all(len(values) == 6 for values in results.values())
-    quotas = [2, 2, 1, 1]  # env i is seeded 3 + i; the first 6 % 4 envs give one more
-    alone = [evaluate(run, episodes=q, seed=3 + i, num_envs=1, greedy=True) for i, q in enumerate(quotas)]
-    pairs = lambda r: list(zip(r["return"], r["length"], r["success"]))  # noqa: E731
-    assert sorted(pairs(results)) == sorted(p for r in alone for p in pairs(r))
+    quotas = [2, 2, 1, 1]  # the first 6 % 4 envs give one more
+    alone = [hand_loop(run, q, seed) for q, seed in zip(quotas, evaluation_seeds(3, 4))]
+    assert sorted(zip(results["return"], results["length"])) == sorted(p for pairs in alone for p in pairs)
 
 
 @pytest.mark.parametrize("greedy", [True, False])

@@ -16,6 +16,7 @@ from agents.a2c_config import resolve_config
 from agents.actors import ActorError
 from agents.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from agents.plot_curves import read_scalars
+from agents.seeding import env_seeds
 from agents.train import Trainer
 from tests.ctrl_c import exit_code, press_ctrl_c_in, signal_when
 from tests.float32 import close32
@@ -24,6 +25,7 @@ from tests.trained import assert_same_parameters, trained_parameters
 SMALL = {
     "feedback": {"d_model": 16, "n_layers": 2, "n_heads": 2, "span": 8},
     "lstm": {"hidden_size": 16},
+    "gru": {"hidden_size": 16},
     "mlp": {"hidden_size": 16},
 }
 
@@ -74,6 +76,8 @@ def test_a_dead_worker_stops_training_with_an_error_and_a_checkpoint(tmp_path):
     resumed = Trainer.from_checkpoint(str(tmp_path))
     try:
         assert resumed.resumed_how.startswith("clean episode restart")
+        # fresh streams keyed by the step, not a replay of the first episodes
+        assert resumed.pool.seeds == env_seeds(3, range(6), "training", restart=resumed.global_step) != env_seeds(3, range(6), "training")
         resumed.update()
     finally:
         resumed.close()
@@ -122,7 +126,9 @@ def test_paper_preset_has_the_paper_maze_settings():
         (["--lr-schedule", "cosine"], "'cosine'"),
         (["--core-opt", "span=wide"], "span='wide'"),
         (["--core", "lstm", "--core-opt", "span=8"], "'span' for core 'lstm'"),
-        (["--env-opt", "length=x"], "length=x"),
+        (["--env", "corridor", "--env-opt", "length=x"], "length must be an integer >= 2, got 'x'"),  # the env names strings
+        (["--env", "corridor", "--env-opt", "doors=sideways"], "doors must be one of ['random', 'fixed'], got 'sideways'"),
+        (["--env-opt", "length"], "env option 'length' must look like KEY=VALUE"),
         (["--gamma", "1.5"], "gamma must be in [0, 1], got 1.5"),
         (["--num-actors", "99"], "got 99"),
         (["--device", "tpu"], "'tpu'"),
@@ -173,7 +179,7 @@ def test_command_line_run_writes_config_checkpoint_and_tensorboard(tmp_path, cap
     assert {"charts/SPS", "charts/learning_rate", "losses/policy_loss", "losses/value_loss", "losses/entropy", "losses/explained_variance"} <= tags
 
 
-@pytest.mark.parametrize("core", ["feedback", "lstm"])
+@pytest.mark.parametrize("core", ["feedback", "lstm", "gru"])
 def test_kept_acting_graph_gives_the_recomputed_update(tmp_path, core):
     """Learning from the graph kept while acting equals rerunning the chunk: the gradients of
     every update are compared, not the weights they lead to, where a gradient a few percent off

@@ -8,8 +8,8 @@ Gradients are compared with float32 only where a core has no ReLU. A ReLU has no
 0: a unit whose pre-activation lies within its rounding error of 0 is on in one dtype and off
 in the other, and its whole share of the gradient moves, not a rounding of it (one such unit in
 32 moved a gradient by 40 % at a batch of 3). The all-attention variants (persistent vectors in
-place of the ReLU feed-forward sublayer), the LSTM, the echo-state core and the MLP (tanh) are
-smooth. The same holds against the Feedback reference model (feedback_reference.py), whose
+place of the ReLU feed-forward sublayer), the LSTM and GRU, the echo-state core and the MLP (tanh)
+are smooth. The same holds against the Feedback reference model (feedback_reference.py), whose
 forward rounds differently: the Feedback core's hand-written backward is compared with it under
 autocast for the smooth variants only; with the ReLU sublayer, it is compared with the
 reference in float32 and float64 (test_feedback_paths.py) and its outputs here.
@@ -22,7 +22,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.cores import make_core
+from agents.cores import cpu_kernels, make_core
 from agents.cores.dtypes import masked_score
 from agents.cores.feedback_reference import reference_of
 from tests.bfloat16 import close_bf16, roundings
@@ -39,10 +39,11 @@ CORES = {  # name: (core, options, layers on a path)
     "reservoir-ffn": ("reservoir", ATTENTION, 3),  # 2 trained layers and a frozen one
     "reservoir-esn": ("reservoir", {"kind": "esn", "units": 16, "d_model": 8}, 1),
     "lstm": ("lstm", {"hidden_size": 8, "n_layers": 2}, 2),
+    "gru": ("gru", {"hidden_size": 8, "n_layers": 2}, 2),
     "mlp": ("mlp", {"hidden_size": 8, "n_layers": 2}, 2),
 }
-SMOOTH = ("feedback-persistent", "feedback-persistent-post-norm-per-layer-kv", "transformer-persistent", "reservoir-esn", "lstm", "mlp")
-OPENS = ("feedback-persistent", "lstm")
+SMOOTH = ("feedback-persistent", "feedback-persistent-post-norm-per-layer-kv", "transformer-persistent", "reservoir-esn", "lstm", "gru", "mlp")
+OPENS = ("feedback-persistent", "lstm", "gru")
 AUTOCAST = torch.autocast("cpu", dtype=torch.bfloat16)
 
 
@@ -188,3 +189,25 @@ def test_an_episodes_first_step_is_finite_in_float16(name):
     x = torch.randn(3, BATCH, INPUT_DIM, dtype=torch.float16)
     y, _ = core(x, core.initial_state(BATCH, "cpu"), torch.ones(3, BATCH, dtype=torch.bool))
     assert y.isfinite().all()
+
+
+@pytest.mark.parametrize("steps", [1, 6])
+def test_without_a_bf16_kernel_the_fused_pass_runs_in_float32_says_so_once_and_matches(steps, monkeypatch, capsys):
+    """A CPU without oneDNN's bfloat16 LSTM (agents/cores/cpu_kernels.py), played here on any CPU
+    by making the probe fail: the LSTM's fused pass runs in float32, hands back bfloat16 as the
+    kernel would, says so once per process, and its outputs and gradients match float32 within
+    bfloat16's tolerance. (tests/cores/test_any_cpu.py runs this file where the kernel really is missing.)"""
+    monkeypatch.setattr(cpu_kernels, "_cpu_has_bf16_lstm", lambda: False)
+    cpu_kernels._say_once.cache_clear()
+    try:
+        assert_matches_float32("lstm", 0, steps, 0.3, cast=False)
+        assert_matches_float32("lstm", 1, steps, 0.0, cast=False)
+        core, _ = build("lstm", 0)
+        x, first, _ = case(0, steps, 0.0)
+        with AUTOCAST:
+            y, state = core(x, core.initial_state(BATCH, "cpu"), first)
+        assert y.dtype == state.h.dtype == state.c.dtype == (torch.bfloat16 if steps > 1 else torch.float32)  # (the cell's is float32)
+    finally:
+        cpu_kernels._say_once.cache_clear()
+    notices = capsys.readouterr().err.count(cpu_kernels.NOTICE)
+    assert notices == (1 if steps > 1 else 0)  # a call of one step runs torch.lstm_cell, which every CPU has

@@ -51,6 +51,7 @@ OPTIONS = {
     "feedback": attention_options(feedback=True),
     "transformer": attention_options(feedback=False),
     "lstm": st.fixed_dictionaries({"hidden_size": st.integers(2, 8), "n_layers": st.integers(1, 2)}),
+    "gru": st.fixed_dictionaries({"hidden_size": st.integers(2, 8), "n_layers": st.integers(1, 2)}),
     "reservoir": reservoir_options(),
     "mlp": st.fixed_dictionaries({"hidden_size": st.integers(2, 8), "n_layers": st.integers(1, 2)}),
 }
@@ -90,7 +91,7 @@ def tensors(state):
 
 
 def test_every_core_is_registered():
-    assert set(CORES) == set(OPTIONS) == {"feedback", "transformer", "lstm", "reservoir", "mlp"}
+    assert set(CORES) == set(OPTIONS) == {"feedback", "transformer", "lstm", "gru", "reservoir", "mlp"}
 
 
 @pytest.mark.parametrize("name", sorted(OPTIONS))
@@ -243,8 +244,8 @@ def test_feedback_exposes_its_layer_weights():
 
 
 def test_make_core_rejects_unknown_names_and_options():
-    with pytest.raises(ValueError, match=r"unknown core 'gru'; choose from \['feedback', 'lstm', 'mlp', 'reservoir', 'transformer'\]"):
-        make_core("gru", INPUT_DIM)
+    with pytest.raises(ValueError, match=r"unknown core 'rnn'; choose from \['feedback', 'gru', 'lstm', 'mlp', 'reservoir', 'transformer'\]"):
+        make_core("rnn", INPUT_DIM)
     with pytest.raises(ValueError, match=r"unknown option\(s\) \['heads'\] for core 'feedback'; it takes \[.*'n_heads'"):
         make_core("feedback", INPUT_DIM, heads=4)
     with pytest.raises(ValueError, match=r"d_model \(10\) must be divisible by n_heads \(4\)"):

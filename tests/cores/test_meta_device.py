@@ -7,10 +7,10 @@ host synchronisation: `.item()`, `.tolist()`, `.cpu()`, `nonzero`, boolean-mask 
 `if` on a tensor. A core that runs here end to end (forward, backward, an optimiser step,
 acting a step at a time) makes no stray host tensor and reads nothing back on CUDA either.
 
-What cannot run here, on purpose: an LSTM call over T > 1 steps finds the steps where some env
-resets with `nonzero` (one read-back per learning call, the price of nn.LSTM's fused pass,
-which cannot reset part of the batch mid-sequence: agents/cores/lstm.py). The test below pins
-exactly that, so the sync cannot spread to acting unnoticed.
+What cannot run here, on purpose: an LSTM or GRU call over T > 1 steps finds the steps where
+some env resets with `nonzero` (one read-back per learning call, the price of the torch RNN's
+fused pass, which cannot reset part of the batch mid-sequence: agents/cores/recurrent.py). The
+test below pins exactly that, so the sync cannot spread to acting unnoticed.
 """
 
 import pytest
@@ -33,10 +33,12 @@ CORES = {
     "reservoir-transformer-backskip": ("reservoir", {**ATTENTION, "kind": "transformer", "backskip": True}),
     "reservoir-esn": ("reservoir", {"kind": "esn", "units": 8, "d_model": 8}),
     "lstm": ("lstm", {"hidden_size": 8, "n_layers": 2}),
+    "gru": ("gru", {"hidden_size": 8, "n_layers": 2}),
     "mlp": ("mlp", {"hidden_size": 8}),
 }
-LEARNS_OVER_CHUNKS = [name for name, (core, _) in CORES.items() if core != "lstm"]
-OPENS = [name for name, (core, _) in CORES.items() if core in ("feedback", "lstm")]
+RECURRENT = ("lstm", "gru")
+LEARNS_OVER_CHUNKS = [name for name, (core, _) in CORES.items() if core not in RECURRENT]
+OPENS = [name for name, (core, _) in CORES.items() if core in ("feedback", *RECURRENT)]
 
 
 def meta_core(name: str) -> torch.nn.Module:
@@ -86,13 +88,15 @@ def test_the_feedback_reference_model_learns_and_acts_on_meta():
     learn_and_act(reference_of(meta_core("feedback")), STEPS)
 
 
-def test_the_lstm_learns_and_acts_on_meta_a_step_a_call():
-    learn_and_act(meta_core("lstm"), 1)
+@pytest.mark.parametrize("name", RECURRENT)
+def test_a_recurrent_core_learns_and_acts_on_meta_a_step_a_call(name):
+    learn_and_act(meta_core(name), 1)
 
 
-def test_an_lstm_learning_call_reads_its_resets_back_to_the_host():
+@pytest.mark.parametrize("name", RECURRENT)
+def test_a_recurrent_learning_call_reads_its_resets_back_to_the_host(name):
     """The one sync left in the cores, and only in calls of T > 1 steps (see the module docstring)."""
-    core = meta_core("lstm")
+    core = meta_core(name)
     x, first = inputs(STEPS)
     with pytest.raises(NotImplementedError, match="nonzero"):
         core(x, core.initial_state(BATCH, META), first)

@@ -9,6 +9,7 @@ from agents.cores import make_core
 OPTIONS = {
     "feedback": {"d_model": 16, "n_layers": 2, "n_heads": 2, "span": 4},
     "lstm": {"hidden_size": 12, "n_layers": 2},
+    "gru": {"hidden_size": 12, "n_layers": 2},
 }
 
 

@@ -3,6 +3,7 @@ native vector env against SyncVectorEnv, bad inputs."""
 
 import os
 import pickle
+import re
 import warnings
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
@@ -18,7 +19,9 @@ from gymnasium.vector import AutoresetMode
 import envs
 
 IDS = sorted(envs.ENV_IDS.values())
-LIMITS = {"FeedbackRL/Corridor-v0": 64, "FeedbackRL/Maze-v0": 200, "FeedbackRL/MazeEasy-v0": 200, "FeedbackRL/WaterMaze-v0": 200}
+LIMITS = {"FeedbackRL/Corridor-v0": 64, "FeedbackRL/Maze-v0": 200, "FeedbackRL/MazeEasy-v0": 200,
+          "FeedbackRL/PassiveTMaze-v0": None, "FeedbackRL/WaterMaze-v0": 200}
+NAMES = "['corridor', 'maze', 'maze_easy', 'tmaze', 'water_maze']"
 
 
 def rollout(env, actions, seed):
@@ -87,12 +90,14 @@ def test_pickle_round_trip_continues_identically(env_id):
 def test_truncates_at_exactly_the_time_limit(env_id):
     """The env's own limit (no TimeLimit wrapper: max_episode_steps=-1) and the vector env's."""
     limit = 13
+    # the T-maze ends itself after length + 1 steps: make that later than the limit
+    kwargs = {"length": limit} if env_id == "FeedbackRL/PassiveTMaze-v0" else {}
     single = gym.make(env_id, max_episode_steps=-1).unwrapped
-    single = type(single)(max_episode_steps=limit)
-    vector = gym.make_vec(env_id, num_envs=3, max_episode_steps=limit)
+    single = type(single)(max_episode_steps=limit, **kwargs)
+    vector = gym.make_vec(env_id, num_envs=3, max_episode_steps=limit, **kwargs)
     single.reset(seed=0)
     vector.reset(seed=0)
-    back = 1  # corridor: "back" at the start cell never ends an episode; other envs never terminate
+    back = 1  # corridor: "back" at the start cell never ends an episode; other envs never terminate early
     for t in range(1, limit + 1):
         _, _, terminated, truncated, _ = single.step(back)
         _, _, v_terminated, v_truncated, _ = vector.step(np.full(3, back))
@@ -188,6 +193,7 @@ def test_bad_inputs_give_clear_errors(env_id):
         ("FeedbackRL/Maze-v0", {"num_objects": 9}, r"num_objects must be an integer in \[2, 8\], got 9"),
         ("FeedbackRL/MazeEasy-v0", {"size": 5, "num_objects": 7}, r"num_objects must be an integer in \[2, 6\], got 7"),
         ("FeedbackRL/WaterMaze-v0", {"size": 1.5}, "size must be an integer >= 2, got 1.5"),
+        ("FeedbackRL/PassiveTMaze-v0", {"length": 0}, "length must be an integer >= 1, got 0"),
     ],
 )
 def test_bad_constructor_arguments_are_named(env_id, kwargs, message):
@@ -198,7 +204,7 @@ def test_bad_constructor_arguments_are_named(env_id, kwargs, message):
 def test_env_id_accepts_short_names_and_ids_and_rejects_others():
     assert envs.env_id("maze") == "FeedbackRL/Maze-v0"
     assert envs.env_id("FeedbackRL/WaterMaze-v0") == "FeedbackRL/WaterMaze-v0"
-    with pytest.raises(ValueError, match=r"unknown env 'mase'; choose from \['corridor', 'maze', 'maze_easy', 'water_maze'\]"):
+    with pytest.raises(ValueError, match=re.escape(f"unknown env 'mase'; choose from {NAMES}")):
         envs.env_id("mase")
 
 
@@ -225,5 +231,5 @@ def test_env_id_passes_on_gymnasiums_hint_beside_our_choices(name, hint):
     with pytest.raises(ValueError) as error:
         envs.env_id(name)
     message = str(error.value)
-    assert message.startswith(f"unknown env {name!r}; choose from ['corridor', 'maze', 'maze_easy', 'water_maze']")
+    assert message.startswith(f"unknown env {name!r}; choose from {NAMES}")
     assert message.endswith(hint)

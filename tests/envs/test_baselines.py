@@ -21,6 +21,8 @@ def test_oracle_beats_random_by_far(name):
     assert oracle["return"].mean() >= max(1.0, 5 * random["return"].mean())
     if name == "corridor":
         assert oracle["success"].mean() == 1.0 and oracle["length"].max() == 16
+    if name == "tmaze":
+        assert oracle["success"].mean() == 1.0 and (oracle["length"] == 11).all()
 
 
 def test_baselines_are_reproducible_from_the_seed():

@@ -150,7 +150,7 @@ def test_bad_corridor_span_arguments_exit_2_naming_the_value(argv, message, caps
 
 
 @pytest.mark.parametrize("experiment, argv, message", [
-    (mazes, ["--envs", "nowhere"], "argument --envs: unknown env 'nowhere'; choose from ['corridor', 'maze', 'maze_easy', 'water_maze']"),
+    (mazes, ["--envs", "nowhere"], "argument --envs: unknown env 'nowhere'; choose from ['corridor', 'maze', 'maze_easy', 'tmaze', 'water_maze']"),
     (mazes, ["--envs", "maze", "FeedbackRL/Maze-v0"], "argument --envs: 'maze' and 'FeedbackRL/Maze-v0' are the same; give each once"),
     (mazes, ["--cores", "gru"], "argument --cores: invalid choice: 'gru'"),
     (mazes, ["--cores", "lstm", "feedback", "lstm"], "argument --cores: 'lstm' is given twice; give each once"),
@@ -218,23 +218,24 @@ def test_a_quick_memory_length_experiment_covers_the_episode_with_the_gradient_w
     from experiments import memory_length
 
     out = tmp_path / "out"
-    argv = ["--quick", "--lengths", "2", "4", "--models", "transformer-episode", "lstm", "mlp", "--seeds", "2", "--frames", "64",
-            "--rollout", "2", "--eval-episodes", "2", "--runs-dir", str(tmp_path / "runs"), "--out", str(out), "--jobs", "2"]
+    argv = ["--quick", "--lengths", "2", "4", "--models", "transformer-episode", "mlp", "--seeds", "2", "--frames", "64",
+            "--rollout", "2", "--eval-episodes", "2", "--train-args", "--learning-rate 0.002", "--runs-dir", str(tmp_path / "runs"), "--out", str(out), "--jobs", "2"]
     monkeypatch.setattr(sys, "argv", ["memory_length"] + argv)
     memory_length.main(argv)
     summary = json.loads((out / "memory_length_tmaze.json").read_text())
     assert {name: sorted(model["lengths"]) for name, model in summary["models"].items()} == {
-        "transformer-episode": ["2", "4"], "lstm": ["2", "4"], "mlp": ["2"]}
+        "transformer-episode": ["2", "4"], "mlp": ["2"]}
     for length in (2, 4):
         config = json.loads((tmp_path / "runs" / "transformer-episode" / f"L{length}" / "seed1" / "config.json").read_text())
         assert (config["bptt"], config["rollout"], config["core_options"]["span"]) == (length + 1, 2, length + 1)
         assert config["previous_inputs"] is False and config["env_options"] == {"length": length}
-    cell = summary["models"]["lstm"]["lengths"]["4"]
+        assert config["learning_rate"] == 0.002  # --train-args reach every run
+    cell = summary["models"]["transformer-episode"]["lengths"]["4"]
     assert [run["seed"] for run in cell["per_seed"]] == [0, 1]
     assert all(0.0 <= run[key] <= 1.0 for run in cell["per_seed"] for key in ("greedy_success", "sampled_success"))
     assert cell["solved"]["runs"] == 2
     assert (out / "memory_length_tmaze.png").stat().st_size > 0
-    assert "| lstm | 4 |" in (out / "memory_length_tmaze.md").read_text()
+    assert "| transformer-episode | 4 |" in (out / "memory_length_tmaze.md").read_text()
 
 
 def test_memory_length_reach_is_the_longest_length_most_seeds_solve_with_every_shorter_one():
@@ -254,6 +255,7 @@ def test_memory_length_reach_is_the_longest_length_most_seeds_solve_with_every_s
     (["--models", "lstm", "lstm"], "argument --models: 'lstm' is given twice; give each once"),
     (["--lengths", "0"], "argument --lengths: must be an integer >= 1, got 0"),
     (["--frame-scale", "0"], "argument --frame-scale: must be a finite number > 0, got 0"),
+    (["--num-minibatches", "2"], "--num-minibatches 2 is a PPO setting; it needs --algo ppo (got --algo a2c)"),
 ])
 def test_bad_memory_length_arguments_exit_2_naming_the_value(argv, message, capsys):
     from experiments import memory_length

@@ -64,7 +64,7 @@ def test_mean_variant_averages_the_steps():
     assert model(x, torch.tensor([4])).item() == approx32(expected.item(), terms=8)  # float32, batched vs by hand: sums of 8
 
 
-@pytest.mark.parametrize("core", ["feedback", "transformer", "lstm"])
+@pytest.mark.parametrize("core", ["feedback", "transformer", "lstm", "gru"])
 def test_sequence_regressor_ignores_left_padding(core):
     config = SeqConfig(core=core, d_model=16, n_layers=1, n_heads=2, span=8, dropout=0.0, bptt=4)
     model = SequenceRegressor(core, core_settings(config, {}), 2, 0.5, block=4).eval()

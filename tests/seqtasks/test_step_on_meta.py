@@ -3,7 +3,8 @@ tests/cores/test_meta_device.py): `Run.step` (the next block's loss, backward, c
 optimiser and schedule steps) makes no tensor on the CPU by mistake and reads nothing back to
 the host; the loss and the count of targets it returns stay on the device, read when logged.
 
-The LSTM is left out: its calls over T > 1 steps read their resets back (agents/cores/lstm.py).
+The LSTM and GRU are left out: their calls over T > 1 steps read their resets back
+(agents/cores/recurrent.py).
 """
 
 import pytest

@@ -1,0 +1,75 @@
+"""What a gradient window costs (--bptt K, agents/window.py): seconds per A2C update at K = T, 4T
+and 16T, for each core, at the CPU preset (B 64, T 32, the corridor), in one run.
+
+Each (core, K) trainer is built once and warmed up until its window is full (K / T updates),
+then the measurement rounds give every pair `--updates` updates in turn, every other round in
+reverse order, so that a change in the machine's load hits all alike. Reported: seconds per
+update and its ratio to the same core's K = T. The expectation (docs/training.md) is about
+K / T times the learning pass plus acting, which does not change; no target is checked.
+
+    python benchmarks/bptt.py                          # lstm, feedback, transformer; about 3 minutes on 2 cores
+    python benchmarks/bptt.py --cores lstm --windows 1 2 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+from agents.a2c_config import resolve_config  # noqa: E402
+from agents.train import Trainer  # noqa: E402
+from benchmarks.machine import cpu_model, load_line  # noqa: E402
+from benchmarks.targets import interleaved  # noqa: E402
+
+
+def make_trainer(core: str, windows: int, run_dir: str) -> Trainer:
+    """The CPU preset's trainer on the corridor with --bptt = `windows` rollouts."""
+    config = resolve_config({"env": "corridor", "core": core, "preset": "cpu", "run_dir": run_dir, "threads": 1,
+                             "env_options": {"length": 8, "max_episode_steps": 32}})
+    config.bptt = windows * config.rollout
+    config.__post_init__()
+    return Trainer(config)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cores", nargs="+", default=["lstm", "feedback", "transformer"])
+    parser.add_argument("--windows", nargs="+", type=int, default=[1, 4, 16], help="K / T values (default: 1 4 16)")
+    parser.add_argument("--updates", type=int, default=3, help="timed updates per pair per round (default: 3)")
+    parser.add_argument("--rounds", type=int, default=4)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    pairs = [(core, windows) for core in args.cores for windows in args.windows]
+    seconds = {pair: 0.0 for pair in pairs}
+    with tempfile.TemporaryDirectory() as folder:
+        trainers = {pair: make_trainer(*pair, f"{folder}/{pair[0]}-{pair[1]}") for pair in pairs}
+        try:
+            for (core, windows), trainer in trainers.items():
+                for _ in range(windows):  # the window full
+                    trainer.update()
+            for pair in interleaved(pairs, args.rounds):
+                started = time.perf_counter()
+                for _ in range(args.updates):
+                    trainers[pair].update()
+                seconds[pair] += time.perf_counter() - started
+        finally:
+            for trainer in trainers.values():
+                trainer.close()
+    print(f"{cpu_model()}, 1 torch thread; {load_line()}")
+    print("| core | K / T | K | seconds per update | against K = T |\n|---|---|---|---|---|")
+    for core, windows in pairs:
+        per_update = seconds[core, windows] / (args.rounds * args.updates)
+        base = seconds[core, args.windows[0]] / (args.rounds * args.updates)
+        print(f"| {core} | {windows} | {windows * 32} | {per_update:.3f} | {per_update / base:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
