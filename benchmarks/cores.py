@@ -6,9 +6,10 @@ The cores, built as in the paper's maze runs (input_dim 256, float32):
   reservoir-ffn           reservoir kind ffn: 2 trained layers and 1 frozen FFN, else as transformer
   reservoir-esn           reservoir kind esn: 256 units, readout d_model 256
   mlp                     hidden_size 256, n_layers 2
-  naive-feedback,         the step-by-step references of tests/cores/naive_cores.py (memory grown
-  naive-transformer       with torch.cat, every key and value recomputed each step), wrapping a
-                          feedback / transformer core built as above: the baselines
+  naive-feedback,         step by step under plain autograd (memory grown with torch.cat, every
+  naive-transformer       key and value recomputed each step): the Feedback reference model
+                          (agents/cores/feedback_reference.py) and tests/cores/naive_cores.py's
+                          Transformer, sized as above: the baselines
   feedback-cpu, lstm-cpu  the A2C CPU preset's cores (feedback: 2 layers, d_model 64, 4 heads,
                           span 64; lstm: 1 x 128), learning calls of T = 32 (the preset's rollout)
 and for each core and batch size B (envs) it measures, side by side in one run:
@@ -76,13 +77,14 @@ import torch  # noqa: E402
 from agents.cores import make_core  # noqa: E402
 from benchmarks.machine import cpu_model  # noqa: E402
 from benchmarks.targets import Verdict, ratio_target, report  # noqa: E402
-from tests.cores.naive_cores import NaiveFeedback, NaiveTransformer  # noqa: E402
+from agents.cores.feedback_reference import ReferenceState, reference_of  # noqa: E402
+from tests.cores.naive_cores import NaiveTransformer  # noqa: E402
 
 INPUT_DIM = 256
 LEARN_STEPS = 100  # T of a learning call (the paper's rollout) ...
 CPU_LEARN_STEPS = 32  # ... and of the -cpu rows (the CPU preset's)
 ATTENTION = dict(n_layers=2, d_model=256, n_heads=4, span=200)
-# row name -> (make_core name, options, naive reference wrapping that core or None)
+# row name -> (make_core name, options, naive reference made from that core, or None)
 CORES = {
     "feedback": ("feedback", ATTENTION, None),
     "transformer": ("transformer", ATTENTION, None),
@@ -90,7 +92,7 @@ CORES = {
     "reservoir-ffn": ("reservoir", dict(kind="ffn", n_reservoir=1, **ATTENTION), None),
     "reservoir-esn": ("reservoir", dict(kind="esn", units=256, d_model=256), None),
     "mlp": ("mlp", dict(hidden_size=256, n_layers=2), None),
-    "naive-feedback": ("feedback", ATTENTION, NaiveFeedback),
+    "naive-feedback": ("feedback", ATTENTION, reference_of),
     "naive-transformer": ("transformer", ATTENTION, NaiveTransformer),
     "feedback-cpu": ("feedback", dict(n_layers=2, d_model=64, n_heads=4, span=64), None),
     "lstm-cpu": ("lstm", dict(n_layers=1, hidden_size=128), None),
@@ -158,16 +160,17 @@ def build(name: str, device: torch.device):
     """(step, module, full state): step(x, state, first) -> (y, state); module holds the weights."""
     core_name, options, naive = CORES[name]
     core = make_core(core_name, INPUT_DIM, **options).to(device)
-    return (core if naive is None else naive(core)), core
+    step = core if naive is None else naive(core)
+    return step, (step if isinstance(step, torch.nn.Module) else core)  # the reference model has its own weights
 
 
 def full_state(name: str, step, module, batch: int, device: torch.device):
     """A state whose memory holds a whole span of steps of the running episode."""
     _, options, naive = CORES[name]
-    if naive is NaiveFeedback:  # (memory (B, S, D), valid (B, S))
+    if naive is reference_of:  # (memory (B, S, D), valid (B, S))
         span, width = options["span"], options["d_model"]
         memory = torch.randn(batch, span, width, device=device)
-        return memory, torch.ones(batch, span, dtype=torch.bool, device=device)
+        return ReferenceState(memory, torch.ones(batch, span, dtype=torch.bool, device=device))
     if naive is NaiveTransformer:  # (inputs (B, L, S, D), valid (B, S))
         span, width, layers = options["span"], options["d_model"], options["n_layers"]
         inputs = torch.randn(batch, layers, span, width, device=device)

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from agents.cores.dropout import Dropout
+from agents.cores.dropout import Dropout, draw_keep
 from agents.cores.dtypes import masked_score
 
 
@@ -167,6 +167,20 @@ class AttentionBlock(nn.Module):
         self.norm_attn = nn.LayerNorm(d_model)
         self.norm_ff = None if persistent else nn.LayerNorm(d_model)
         self.attention_dropout = maybe_dropout(dropout)
+
+    def step_masks(self, steps: int, batch: int, keys: int, device: torch.device) -> tuple | None:
+        """Dropout's keep masks (bool, True: kept) for `steps` steps of one query over `keys` memory
+        slots: attention weights (T, B, H, keys [+ N]), then ReLU activations (T, B, F) or None
+        (persistent vectors, no feed-forward), each in one draw for all steps; None in eval mode or
+        without dropout. The Feedback core's paths all draw them so, layer by layer, and so drop the
+        same entries from the same seed."""
+        if not self.training or self.attention_dropout is None:
+            return None
+        p = self.attention_dropout.p
+        n = keys + (self.persistent.keys.shape[1] if self.persistent is not None else 0)
+        attention = draw_keep(steps, (batch, self.heads, 1, n), p, device)[:, :, :, 0]
+        relu = draw_keep(steps, (batch, 1, self.ff.fc1.out_features), p, device)[:, :, 0] if self.ff is not None else None
+        return attention, relu
 
     def attention_input(self, h: torch.Tensor) -> torch.Tensor:
         """What the attention reads: the normalised input under pre-norm, the input itself under post-norm."""

@@ -1,16 +1,15 @@
-"""Feedback Transformer core (Fan et al., section 3.3).
+"""The Feedback Transformer core: the model of feedback_reference.py (read that first), run fast.
 
-At each step t the input embedding x_t^0 goes up the L layers; every layer attends to the same
-memory of the last `span` steps, m_{t-span} .. m_{t-1} (the current step enters only through
-the residual path). The step's memory vector is a softmax-weighted sum of all its layer
-outputs, m_t = sum_{l=0..L} softmax(w)_l x_t^l, so even the lowest layer of the next step reads
-the highest representations of the past. That makes the steps sequential; each is kept cheap:
+FeedbackCore inherits the reference's parameters and computes the same function (outputs, every
+gradient, the carried state: tests/cores/test_feedback_paths.py), but its steps, sequential by
+nature, are kept cheap:
 
 - a call's steps run without autograd (feedback_step.py: a step is a few dozen tensor
   operations), keeping what the backward pass needs; one autograd node (`_Call`) hands the
   outputs to autograd, and its backward walks the steps in reverse by hand, adding each step's
-  share of every weight's gradient into one accumulator. `fused=False` runs the same step code under plain autograd
-  instead: the reference the hand-written backward is tested against;
+  share of every weight's gradient into one accumulator. On the CPU in float32 (or float64) the
+  steps and the backward run in C++ where a compiler is (feedback_compiled.py says which
+  variants and how to turn it off; `run.compiled` says whether a run does);
 - keys and values are projected once per step from m_t (shared by all layers by default;
   `shared_kv=False` gives each layer its own projection) and written into a preallocated
   buffer that each step reads through a window of the last S slots: no step copies the memory;
@@ -33,37 +32,22 @@ H heads, E head width.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
-from torch import nn
 
+from agents.cores import feedback_compiled
 from agents.cores.append_log import AppendLog, capacity_for
-from agents.cores.attention import AttentionBlock, init_value_path
-from agents.cores.checks import check_bool
-from agents.cores.dropout import draw_keep
 from agents.cores.dtypes import compute_dtype, exact, masked_score
+from agents.cores.feedback_reference import FeedbackConfig, FeedbackReference
 from agents.cores.stepwise import StepwiseRun
 from agents.cores.feedback_step import (
     GroupWeights, LayerTape, LayerWeights, layer_backward, layer_forward, layer_norm_input_grad, project,
     projection_gradients,
 )
-from agents.cores.transformer import TransformerConfig
 from agents.cores.weights_version import track_loads, weights_version
 
-
-@dataclass
-class FeedbackConfig(TransformerConfig):
-    """The Transformer's options (span: past steps in memory, the current one not included), and:"""
-
-    shared_kv: bool = True  # one key/value projection of the memory for all layers
-    fused: bool = True  # steps outside autograd with a hand-written backward; False: plain autograd (slower)
-
-    def __post_init__(self):
-        super().__post_init__()
-        check_bool("shared_kv", self.shared_kv)
-        check_bool("fused", self.fused)
+__all__ = ["FeedbackConfig", "FeedbackCore", "FeedbackState"]
 
 
 class FeedbackState(NamedTuple):
@@ -78,28 +62,12 @@ class FeedbackState(NamedTuple):
     log: AppendLog  # how far these buffers have been written
 
 
-class FeedbackCore(nn.Module):
-    def __init__(self, input_dim: int, config: FeedbackConfig):
-        super().__init__()
-        c = self.config = config
-        self.output_dim = c.d_model
-        self.groups = 1 if c.shared_kv else c.n_layers
-        self.embed = nn.Linear(input_dim, c.d_model)
-        self.blocks = nn.ModuleList(
-            AttentionBlock(c.d_model, c.n_heads, c.span, c.ff_width, c.dropout, c.pre_norm, c.persistent)
-            for _ in range(c.n_layers)
-        )
-        self.memory_norm = nn.ModuleList(nn.LayerNorm(c.d_model) if c.pre_norm else nn.Identity() for _ in range(self.groups))
-        self.kv = nn.ModuleList(nn.Linear(c.d_model, 2 * c.d_model) for _ in range(self.groups))
-        self.layer_logits = nn.Parameter(torch.zeros(c.n_layers + 1))  # w: l = 0 is the input embedding
-        self.norm_out = nn.LayerNorm(c.d_model) if c.pre_norm else nn.Identity()
-        init_value_path(c.value_init, self.kv, self.blocks)
-        track_loads(self)
+class FeedbackCore(FeedbackReference):
+    """FeedbackReference's parameters and function; its own state (buffers for acting to extend)."""
 
-    @property
-    def layer_weights(self) -> torch.Tensor:
-        """softmax(w): how much each layer (0 = input embedding) contributes to the memory."""
-        return torch.softmax(self.layer_logits, dim=0)
+    def __init__(self, input_dim: int, config: FeedbackConfig):
+        super().__init__(input_dim, config)
+        track_loads(self)
 
     def call_weights(self, version: tuple | None = None) -> tuple[torch.Tensor, list[LayerWeights], list[GroupWeights]]:
         """The weights as a call's steps use them: softmax(w), each layer's, each key/value
@@ -157,9 +125,8 @@ class FeedbackCore(nn.Module):
         steps = first.shape[0]
         run = FeedbackRun(self, state, steps, x)
         embedded = self.embed(x)  # (T, B, D): one product for all steps
-        with torch.set_grad_enabled(run.autograd):
-            for t in range(steps):
-                run.advance(embedded[t], first[t])
+        with torch.no_grad():
+            run.advance_all(embedded, first)
         return run.outputs(embedded), run.finish()
 
     def open(self, state: FeedbackState, steps: int) -> "FeedbackRun":
@@ -184,17 +151,15 @@ class FeedbackRun(StepwiseRun):
     """The state of one call over at most `steps` steps, advanced a step at a time (in the order
     stepwise.py says).
 
-    Three ways to run, by the grad mode when the run begins: without gradients (acting: nothing
-    kept); with gradients and `fused` (the default: steps without autograd, each keeping its
-    StepTape, and `outputs` hands them to autograd through `_Call`); with gradients, not fused
-    (the reference: autograd through every step, the windows grown by concatenation)."""
+    Two ways to run, by the grad mode when the run begins: without gradients (acting: nothing
+    kept), or recording (steps without autograd, each keeping its StepTape, or its tape in C++
+    on the compiled path, and `outputs` hands them to autograd through `_Call`)."""
 
     def __init__(self, core: FeedbackCore, state: FeedbackState, steps: int, like: torch.Tensor):
         self.core, c = core, core.config
         batch, span = state.valid.shape
         self.steps, self.t = steps, 0
-        self.recording = torch.is_grad_enabled() and c.fused
-        self.autograd = torch.is_grad_enabled() and not c.fused
+        self.recording = torch.is_grad_enabled()
         self.slot = torch.arange(span, device=like.device)
         self.dtype = compute_dtype(like.device, core.layer_logits.dtype)
         self.exact = lambda: exact(like.device)  # autocast off: the steps set their dtypes themselves
@@ -207,7 +172,7 @@ class FeedbackRun(StepwiseRun):
         if self.dtype == self.master[0].dtype:  # ... and as the steps read them: the same, or cast once per call
             self.mix, self.layers, self.groups = self.master
         else:
-            with torch.set_grad_enabled(self.autograd):  # (the reference's casts with autograd)
+            with torch.no_grad():
                 self.mix = self.master[0].to(self.dtype)
                 self.layers = [LayerWeights(*(None if x is None else x.to(self.dtype) for x in w)) for w in self.master[1]]
                 self.groups = [GroupWeights(*(None if x is None else x.to(self.dtype) for x in w)) for w in self.master[2]]
@@ -224,7 +189,9 @@ class FeedbackRun(StepwiseRun):
         self.memory, self.keys, self.values, self.start, self.log = memory, keys, values, start, log
         groups = range(core.groups)
         self.group_keys, self.group_values = [keys[:, :, g] for g in groups], [values[:, :, g] for g in groups]  # (B, H, E, capacity), (B, H, capacity, E)
-        if self.recording:  # backward reads keys as rows and values transposed (feedback_step.py)
+        self.compiled = feedback_compiled.applies(like.device, self.dtype, self.master[0].dtype, c.persistent) and feedback_compiled.extension()
+        self.rows = self.recording and not self.compiled
+        if self.rows:  # the Python backward reads keys as rows and values transposed (feedback_step.py)
             self.key_rows, self.value_columns = torch.empty_like(values), torch.empty_like(keys)
             self.group_key_rows, self.group_value_columns = [self.key_rows[:, :, g] for g in groups], [self.value_columns[:, :, g] for g in groups]
         if not extend:  # the carried window's keys and values
@@ -234,10 +201,11 @@ class FeedbackRun(StepwiseRun):
                         keys[:, :, g, :, :span], values[:, :, g, :span] = state.keys[:, :, g, :, window], state.values[:, :, g, window]
                     else:  # recomputed with the current weights
                         self._write(g, memory[:, :span], 0)
-        if self.autograd:  # the reference reads windows with gradients, grown a step at a time
-            with self.exact():
-                kv = [self._split(project(group, state.memory[:, window].to(self.dtype))[0]) for group in self.groups]
-                self.key_windows, self.value_windows = [k.transpose(-1, -2) for k, _ in kv], [v for _, v in kv]
+        if self.compiled:  # the weights, masks and buffers as flat lists (absent ones empty), the tape in C++
+            none = like.new_empty(0)
+            self.flat_layers, self.flat_groups = [[none if x is None else x.detach() for w in ws for x in w] for ws in (self.layers, self.groups)]
+            self.flat_masks = [none if mask is None else mask for pair in self.masks for mask in pair]
+            self.tape = self.compiled.Tape() if self.recording else None
         self.inputs: list[torch.Tensor] = []  # what step() was given, for outputs()
         self.tops: list[torch.Tensor] = []  # (B, D) the top layer's output per step, before the final norm
         self.tapes: list[StepTape] = []
@@ -251,13 +219,7 @@ class FeedbackRun(StepwiseRun):
         if not core.training or c.dropout == 0:
             return []
         self.keep_scale = like.new_full((), 1.0 / (1.0 - c.dropout))
-        masks = []
-        for block, w in zip(core.blocks, self.layers):
-            keys = c.span + (w.persistent_k.shape[1] if w.persistent_k is not None else 0)
-            attention = draw_keep(steps, (batch, c.n_heads, 1, keys), c.dropout, like.device)[:, :, :, 0]
-            relu = draw_keep(steps, (batch, 1, block.ff.fc1.out_features), c.dropout, like.device)[:, :, 0] if block.ff is not None else None
-            masks.append((attention, relu))
-        return masks
+        return [block.step_masks(steps, batch, c.span, like.device) for block in core.blocks]
 
     def _scaled(self, keep: tuple | None) -> tuple | None:
         """A step's bool masks of one layer -> the masks layer_forward multiplies by: 0 or 1 / (1 - p)."""
@@ -274,26 +236,25 @@ class FeedbackRun(StepwiseRun):
 
     def _write(self, g: int, memory: torch.Tensor, slot: int) -> tuple:
         """Project memory (B, n, D) with group g and write its keys and values into slots
-        [slot, slot + n) (and their backward layouts, when recording); returns the projection
-        (B, n, 2 D) and its norm statistics."""
+        [slot, slot + n) (and the layouts the Python backward reads, when it will); returns the norm statistics."""
         kv, stats = project(self.groups[g], memory)
         n = memory.shape[1]
-        with torch.no_grad():  # the buffers hold values only; the reference's windows carry the graph
+        with torch.no_grad():
             k, v = self._split(kv)
             self.group_keys[g].narrow(-1, slot, n).copy_(k.transpose(-1, -2))
             self.group_values[g].narrow(2, slot, n).copy_(v)
-            if self.recording:
+            if self.rows:
                 self.group_key_rows[g].narrow(2, slot, n).copy_(k)
                 self.group_value_columns[g].narrow(-1, slot, n).copy_(v.transpose(-1, -2))
-        return kv, stats
+        return stats
 
     def step(self, x: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
-        """x: (B, input_dim), first: (B,) bool -> y: (B, D), with gradients only in the
-        reference (fused=False); outputs() gives all steps' with gradients either way."""
+        """x: (B, input_dim), first: (B,) bool -> y: (B, D), without gradients; outputs() gives
+        all steps' with gradients."""
         self.check_step()
         if self.recording:
             self.inputs.append(x)
-        with torch.set_grad_enabled(self.autograd):
+        with torch.no_grad():
             return self.core.norm_out(self.advance(self.core.embed(x), first))
 
     def advance(self, embedded: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
@@ -302,7 +263,30 @@ class FeedbackRun(StepwiseRun):
         with self.exact():
             return self._advance(embedded.to(self.dtype), first)
 
+    def advance_all(self, embedded: torch.Tensor, first: torch.Tensor) -> None:
+        """All the run's steps from their embeddings (T, B, D) and first (T, B): as advance() T
+        times, in one call of the compiled step where it runs."""
+        if not self.compiled:
+            for t in range(first.shape[0]):
+                self.advance(embedded[t], first[t])
+            return
+        with self.exact():
+            self._compiled_steps(embedded.to(self.dtype), first)
+
+    def _compiled_steps(self, embedded: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
+        """Steps from embeddings (n, B, D) and first (n, B) in C++ -> their tops (n, B, D)."""
+        c, steps = self.core.config, first.shape[0]
+        tops = self.compiled.forward_steps(
+            embedded.detach(), first, self.episode_start, self.t, self.start, self.mix.detach(), self.flat_layers, self.flat_groups,
+            self.memory, self.group_keys, self.group_values, self.flat_masks, 1.0 / (1.0 - c.dropout), c.pre_norm, self.tape,
+        )
+        self.tops.extend(tops.unbind(0))
+        self.t += steps
+        return tops
+
     def _advance(self, embedded: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
+        if self.compiled:
+            return self._compiled_steps(embedded[None], first[None])[0]
         c, t = self.core.config, self.t
         span, lo = c.span, self.start + self.t - c.span  # the window: buffer slots [lo, lo + S)
         self.episode_start = torch.where(first, span + t, self.episode_start)
@@ -313,23 +297,13 @@ class FeedbackRun(StepwiseRun):
         h, m, tapes = embedded, self.mix[0] * embedded, []
         for layer, w in enumerate(self.layers):
             g = 0 if c.shared_kv else layer
-            if self.autograd:
-                k_t, v = self.key_windows[g], self.value_windows[g]
-            else:
-                k_t, v = self.group_keys[g][..., lo : lo + span], self.group_values[g][:, :, lo : lo + span]
+            k_t, v = self.group_keys[g][..., lo : lo + span], self.group_values[g][:, :, lo : lo + span]
             h, tape = layer_forward(h, k_t, v, bias, seen, w, self._scaled(keep[layer]), c.pre_norm)
             m = torch.addcmul(m, self.mix[layer + 1], h)
             tapes.append(tape)
         slot = self.start + t
-        self.memory[:, slot] = m.detach()
-        stats = []
-        for g in range(len(self.groups)):
-            kv, group_stats = self._write(g, m[:, None], slot)
-            stats.append(group_stats)
-            if self.autograd:
-                k, v = self._split(kv)
-                self.key_windows[g] = torch.cat([self.key_windows[g][..., 1:], k.transpose(-1, -2)], dim=-1)
-                self.value_windows[g] = torch.cat([self.value_windows[g][:, :, 1:], v], dim=2)
+        self.memory[:, slot] = m
+        stats = [self._write(g, m[:, None], slot) for g in range(len(self.groups))]
         if self.recording:
             self.tapes.append(StepTape(tapes, m, [None if s is None else (s[0][:, 0], s[1][:, 0]) for s in stats], seen, keep))
         self.tops.append(h)
@@ -377,9 +351,29 @@ class FeedbackRun(StepwiseRun):
         span, (batch, width) = c.span, grad_y.shape[1:]
         # per group (B, 2, H, E, S + T): gradients at every slot's keys ([:, 0]) and values, transposed
         grad_kv = [master_mix.new_zeros(batch, 2, c.n_heads, width // c.n_heads, span + steps) for _ in self.groups]
+        d_layers = [LayerWeights(*(None if x is None else torch.zeros_like(x) for x in w)) for w in master_layers]
+        if self.compiled:
+            d_embedded, d_mix = self.compiled.backward_steps(
+                grad_y, torch.stack(self.tops), self.tape, self.mix.detach(), self.flat_layers, self.flat_groups, self.group_keys,
+                self.group_values, grad_kv, self.flat_masks, 1.0 / (1.0 - c.dropout), c.pre_norm,
+                [grad_y.new_empty(0) if x is None else x for w in d_layers for x in w],
+            )
+        else:
+            d_embedded, d_mix = self._backward_steps(grad_y, grad_kv, d_layers)
+        d_mix = d_mix.to(master_mix.dtype).sum(0)  # softmax(w): layer l's output reaches m_t times w_l (l = 0: the embedded input)
+        memory = self.memory[:, : span + steps].reshape(-1, width).to(master_mix.dtype)  # every slot the call read
+        d_groups = [  # each slot's key and value gradients as one row (B (S + T), 2 D)
+            projection_gradients(w, memory, grad.permute(0, 4, 1, 2, 3).reshape(-1, 2 * width)) for w, grad in zip(master_groups, grad_kv)
+        ]
+        return (d_embedded, None, d_mix, *[x for w in d_layers for x in w], *[x for w in d_groups for x in w])
+
+    def _backward_steps(self, grad_y: torch.Tensor, grad_kv: list, d_layers: list) -> tuple[torch.Tensor, torch.Tensor]:
+        """The Python path of _backward's walk over the steps: -> the gradients at the embedded
+        inputs (T, B, D) and at softmax(w) per step (T, L + 1); the weights' and the slots' key and
+        value gradients added into d_layers and grad_kv."""
+        c, steps, span, batch, width = self.core.config, self.t, self.core.config.span, grad_y.shape[1], grad_y.shape[2]
         mix = self.mix.detach().unbind(0)
         d_embedded, d_mix = torch.empty_like(grad_y), []
-        d_layers = [LayerWeights(*(None if x is None else torch.zeros_like(x) for x in w)) for w in master_layers]
         for t in reversed(range(steps)):
             tape = self.tapes[t]
             dm = None
@@ -400,12 +394,7 @@ class FeedbackRun(StepwiseRun):
                 )
                 dh = torch.addcmul(dh, dm, mix[layer])
             d_embedded[t] = dh
-        d_mix = torch.stack(d_mix).to(master_mix.dtype).sum(0)  # softmax(w): layer l's output reaches m_t times w_l (l = 0: the embedded input)
-        memory = self.memory[:, : span + steps].reshape(-1, width).to(master_mix.dtype)  # every slot the call read
-        d_groups = [  # each slot's key and value gradients as one row (B (S + T), 2 D)
-            projection_gradients(w, memory, grad.permute(0, 4, 1, 2, 3).reshape(-1, 2 * width)) for w, grad in zip(master_groups, grad_kv)
-        ]
-        return (d_embedded, None, d_mix, *[x for w in d_layers for x in w], *[x for w in d_groups for x in w])
+        return d_embedded, torch.stack(d_mix[::-1])
 
 
 class _Call(torch.autograd.Function):

@@ -6,7 +6,7 @@ as kernel launches on a GPU) their count, not their arithmetic, sets the speed. 
 few dozen ATen calls on tensors the caller hands in:
 
 - `layer_forward` runs one layer for one step and returns what its backward needs (a
-  `LayerTape`); called under autograd it is also the plain-autograd reference (`fused=False`);
+  `LayerTape`); the model it computes is feedback_reference.py's;
 - `layer_backward` walks the same layer back: input gradient by formula (layer norm and softmax
   backward by ATen's own kernels), the key and value windows' gradients added in place into the
   call's gradient buffers, each weight's gradient added in place into an accumulator (one

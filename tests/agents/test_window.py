@@ -9,6 +9,7 @@ import torch
 
 from agents.a2c import gae_advantages
 from agents.a2c_config import A2CConfig, resolve_config
+from agents.cores.feedback_reference import ReferenceState, reference_of
 from agents.ppo import PPOTrainer
 from agents.ppo_config import PPOConfig
 from agents.train import Trainer
@@ -167,3 +168,26 @@ def test_the_window_fills_then_holds_k_minus_t_steps(tmp_path):
 def test_a_bad_window_is_refused_naming_it(tmp_path, fields, message):
     with pytest.raises(ValueError, match=message):
         small(tmp_path, "feedback", **fields)
+
+
+@pytest.mark.parametrize("algo", ["a2c", "ppo"])
+def test_the_feedback_cores_window_gradient_equals_the_reference_models(tmp_path, algo):
+    """K = 2T with the Feedback core on its default path (compiled, on the CPU in float32): the
+    update's gradient, reaching back through the window's stored steps and the episode starts in
+    them, equals the one its reference model (feedback_reference.py) gives from the same rollouts."""
+    trainer = LEARNERS[algo][0](small(tmp_path / "fast", "feedback", algo, bptt=2 * STEPS, learner="recompute"))
+    previous, current = two_rollouts(trainer)
+    assert previous.first[1:-1].any() or current.first[1:-1].any(), "no episode starts inside the window"
+    fast = update_gradients(trainer, previous, current)
+    twin = LEARNERS[algo][0](small(tmp_path / "reference", "feedback", algo, bptt=2 * STEPS, learner="recompute"))
+    twin.policy.load_state_dict(trainer.policy.state_dict())
+    twin.policy.core = reference_of(trainer.policy.core)
+    span = SMALL["feedback"]["span"]
+
+    def as_reference(r):  # the rollout's start state as the reference model keeps it: the last S memory vectors
+        state = r.start_state
+        return dataclasses.replace(r, start_state=ReferenceState(state.memory[:, state.end - span : state.end], state.valid))
+
+    slow = update_gradients(twin, as_reference(previous), as_reference(current))
+    for got, want in zip(fast, slow):
+        torch.testing.assert_close(got, want, **close32(terms=2 * STEPS * ENVS, scale=float(want.abs().max())))

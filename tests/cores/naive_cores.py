@@ -1,9 +1,10 @@
-"""Naive Feedback Transformer and Transformer, straight from the equations, for checking the
-real cores (same weights: they read the parameters of the core they are given) and as the
-baselines of benchmarks/cores.py.
+"""A naive Transformer, straight from the equations, for checking the real core (same weights: it
+reads the parameters of the core it is given) and as a baseline of benchmarks/cores.py; and
+its attention layer, which checks AttentionBlock. (The Feedback core's reference is a model of
+the package: agents/cores/feedback_reference.py.)
 
-Both step one time step at a time, keep their memory as a tensor grown with `torch.cat`, and
-recompute every key and value from it at every step. The layer equations are written out here,
+It steps one time step at a time, keeps its memory as a tensor grown with `torch.cat`, and
+recomputes every key and value from it at every step. The layer equations are written out here,
 not borrowed from the cores' modules, so the comparison checks the cores' arithmetic.
 """
 
@@ -13,8 +14,6 @@ import math
 
 import torch
 import torch.nn.functional as F
-
-from agents.cores.dropout import draw_masks
 
 
 def layer_norm(module, x):
@@ -51,61 +50,6 @@ def attention_layer(block, h, k, v, distance, valid, pre_norm, heads, masks=None
     if pre_norm:
         return h + ff(layer_norm(block.norm_ff, h))
     return layer_norm(block.norm_ff, h + ff(h))
-
-
-def dropout_masks(core, batch, keys, steps):
-    """The dropout masks of a training Feedback `core` over `steps` steps and `keys` memory
-    slots, per step and layer: attention weights (B, H, n [+ N]), then ReLU activations (B, F).
-    Drawn from the global generator as the core draws them (agents/cores/dropout.py): each
-    dropout all its steps' masks at its first call, layer by layer, attention before
-    feed-forward; so a seeded run of the core and a seeded run of its reference drop the same
-    entries. None per layer without dropout."""
-    drawn = []
-    for block in core.blocks:
-        if not block.training or block.attention_dropout is None:
-            drawn.append(None)
-            continue
-        p = block.attention_dropout.p
-        persistent = block.persistent.keys.shape[1] if block.persistent is not None else 0
-        like = block.position
-        weights = draw_masks(steps, (batch, block.heads, 1, keys + persistent), p, like)[:, :, :, 0]
-        relu = draw_masks(steps, (batch, 1, block.ff.fc1.out_features), p, like)[:, :, 0] if block.ff is not None else None
-        drawn.append((weights, relu))
-    return [[None if d is None else (d[0][t], 1.0 if d[1] is None else d[1][t]) for d in drawn] for t in range(steps)]
-
-
-class NaiveFeedback:
-    """The Feedback Transformer one step at a time: m_t = sum_l softmax(w)_l x_t^l, every layer
-    attending to the memory of the last `span` steps of the episode."""
-
-    def __init__(self, core):
-        self.core = core
-
-    def initial_state(self, batch_size, device):
-        width = self.core.config.d_model
-        return torch.zeros(batch_size, 0, width, device=device), torch.zeros(batch_size, 0, dtype=torch.bool, device=device)
-
-    def __call__(self, x, state, first):
-        core, c = self.core, self.core.config
-        memory, valid = state
-        outputs = []
-        masks = dropout_masks(core, x.shape[1], c.span, x.shape[0])  # [t][layer]
-        for t in range(x.shape[0]):
-            valid = valid & ~first[t][:, None]
-            h = F.linear(x[t], core.embed.weight, core.embed.bias)
-            layers = [h]
-            distance = torch.arange(memory.shape[1], 0, -1, device=x.device)  # oldest first
-            for index, block in enumerate(core.blocks):
-                group = 0 if c.shared_kv else index
-                read = layer_norm(core.memory_norm[group], memory)
-                k, v = F.linear(read, core.kv[group].weight, core.kv[group].bias).chunk(2, dim=-1)
-                h = attention_layer(block, h, k, v, distance, valid, c.pre_norm, c.n_heads, masks[t][index])
-                layers.append(h)
-            m = (torch.softmax(core.layer_logits, 0)[:, None, None] * torch.stack(layers)).sum(0)
-            memory = torch.cat([memory, m[:, None]], dim=1)[:, -c.span :]
-            valid = torch.cat([valid, torch.ones_like(first[t])[:, None]], dim=1)[:, -c.span :]
-            outputs.append(layer_norm(core.norm_out, h))
-        return torch.stack(outputs), (memory.detach(), valid)
 
 
 class NaiveTransformer:

@@ -8,9 +8,11 @@ Gradients are compared with float32 only where a core has no ReLU. A ReLU has no
 0: a unit whose pre-activation lies within its rounding error of 0 is on in one dtype and off
 in the other, and its whole share of the gradient moves, not a rounding of it (one such unit in
 32 moved a gradient by 40 % at a batch of 3). The all-attention variants (persistent vectors in
-place of the ReLU feed-forward sublayer), the LSTM and GRU, the echo-state core and the MLP (tanh) are
-smooth. The Feedback core's hand-written backward with its ReLU sublayer is compared in
-bfloat16 with its plain-autograd reference instead: the same forward code, so the same units on.
+place of the ReLU feed-forward sublayer), the LSTM and GRU, the echo-state core and the MLP (tanh)
+are smooth. The same holds against the Feedback reference model (feedback_reference.py), whose
+forward rounds differently: the Feedback core's hand-written backward is compared with it under
+autocast for the smooth variants only; with the ReLU sublayer, it is compared with the
+reference in float32 and float64 (test_feedback_paths.py) and its outputs here.
 """
 
 import copy
@@ -22,6 +24,7 @@ from hypothesis import strategies as st
 
 from agents.cores import cpu_kernels, make_core
 from agents.cores.dtypes import masked_score
+from agents.cores.feedback_reference import reference_of
 from tests.bfloat16 import close_bf16, roundings
 
 INPUT_DIM, BATCH = 5, 3
@@ -108,19 +111,19 @@ def test_a_core_cast_to_bf16_matches_float32(name, seed, steps, reset):
     assert all(value.dtype in (torch.bfloat16, torch.bool) for value in core.initial_state(BATCH, "cpu") if isinstance(value, torch.Tensor))
 
 
-@pytest.mark.parametrize("name", [name for name in CORES if CORES[name][0] == "feedback"])
+@pytest.mark.parametrize("name", [name for name in SMOOTH if CORES[name][0] == "feedback"])
 @settings(derandomize=True, max_examples=4, deadline=None)
 @given(seed=st.integers(0, 2**16), steps=st.integers(1, 8), reset=st.sampled_from([0.0, 0.3]), dropout=st.sampled_from([0.0, 0.3]))
 def test_the_feedback_backward_under_autocast_matches_its_reference(name, seed, steps, reset, dropout):
     """The hand-written backward (float32 accumulators, norms in float32) against plain autograd
-    through the same step code, both under autocast, dropout included (the same masks)."""
+    through the reference model, both under autocast, dropout included (the same masks)."""
     x, first, r = case(seed, steps, reset)
+    core, layers = build(name, seed, dropout=dropout)
     results = []
-    for fused in (True, False):
-        core, layers = build(name, seed, fused=fused, dropout=dropout)
+    for model in (core, reference_of(core)):
         torch.manual_seed(seed)  # the same dropout masks
         with AUTOCAST:
-            results.append(outputs_and_gradients(core.train(), x, first, r))
+            results.append(outputs_and_gradients(model.train(), x, first, r))
     (y, grads), (y_ref, grads_ref) = results
     k = roundings(steps, layers)
     assert_bf16_close(y, y_ref, k)

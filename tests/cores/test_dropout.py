@@ -4,7 +4,8 @@ vectors' included) and on the feed-forward ReLU activations, never on a sublayer
 Each query row of an AttentionBlock in train mode is checked against the naive layer of
 naive_cores.py given the same dropout masks, replayed from the generator: dropout draws its mask
 from the global generator, so the same seed and the same shapes, in the same order, give the
-same masks."""
+same masks. The Feedback core with dropout is checked against its reference model in
+test_feedback_paths.py."""
 
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from agents.cores.attention import AttentionBlock, split_heads
 from agents.cores.dropout import Dropout, draw_masks
 
 sys.path.insert(0, str(Path(__file__).parent))
-from naive_cores import NaiveFeedback, attention_layer  # noqa: E402
+from naive_cores import attention_layer  # noqa: E402
 
 B, H, D, FF, KEYS, P = 2, 2, 8, 12, 5, 0.4
 INPUT_DIM = 5
@@ -66,29 +67,6 @@ def test_dropout_falls_on_attention_weights_and_relu_activations(queries, persis
     torch.testing.assert_close(block(h, split_heads(memory_k, H), split_heads(memory_v, H), distance, visible), plain, atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize("persistent", [0, 2])
-def test_feedback_core_in_train_mode_matches_the_naive_reference(persistent):
-    """The whole Feedback core with dropout, whose steps read the memory through the one-row
-    matmul that sends key and value gradients straight into the buffers: outputs and gradients
-    equal the naive core's, drawing the same masks (each dropout's masks for all steps at once). The naive memory starts as a full span of
-    invalid slots, so that both draw masks over the same number of keys."""
-    torch.manual_seed(0)
-    span, steps = 4, 7
-    core = make_core("feedback", INPUT_DIM, d_model=D, n_heads=H, n_layers=2, span=span, d_ff=FF, dropout=P, persistent=persistent).train()
-    x, first = torch.randn(steps, B, INPUT_DIM), torch.rand(steps, B) < 0.2
-    torch.manual_seed(1)
-    y, _ = core(x, core.initial_state(B, "cpu"), first)
-    torch.manual_seed(1)
-    expected, _ = NaiveFeedback(core)(x, (torch.zeros(B, span, D), torch.zeros(B, span, dtype=torch.bool)), first)
-    torch.testing.assert_close(y, expected, atol=1e-5, rtol=0)
-    params = list(core.parameters())
-    cotangent = torch.randn_like(y)
-    grads = torch.autograd.grad((y * cotangent).sum(), params, allow_unused=True)
-    expected_grads = torch.autograd.grad((expected * cotangent).sum(), params, allow_unused=True)
-    for (name, _), g, e in zip(core.named_parameters(), grads, expected_grads):
-        torch.testing.assert_close(g, e, atol=1e-5, rtol=1e-4, msg=name)
-
-
 def test_dropout_masks_have_nn_dropouts_distribution():
     torch.manual_seed(0)
     layer = Dropout(P).train()
@@ -102,9 +80,12 @@ def test_dropout_masks_have_nn_dropouts_distribution():
         Dropout(1.0)
 
 
-def test_the_feedback_tape_keeps_its_dropout_masks_as_bool():
+def test_the_feedback_tape_keeps_its_dropout_masks_as_bool(monkeypatch):
     """A recording run keeps every step's masks for the backward pass: one byte an entry, a
-    quarter of float32's (at the paper's maze sizes, 28.5 MiB a step as float32)."""
+    quarter of float32's (at the paper's maze sizes, 28.5 MiB a step as float32). The Python
+    step's tape; the compiled step's holds the same bool masks (the run's) and scales a step's
+    at a time."""
+    monkeypatch.setenv("FEEDBACK_RL_COMPILED", "0")
     torch.manual_seed(0)
     core = make_core("feedback", INPUT_DIM, d_model=D, n_heads=H, n_layers=2, span=KEYS, d_ff=FF, dropout=P).train()
     run = core.open(core.initial_state(B, "cpu"), 2)

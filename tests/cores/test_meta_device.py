@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from agents.cores import make_core
+from agents.cores.feedback_reference import reference_of
 
 META = torch.device("meta")
 INPUT_DIM, BATCH, STEPS = 5, 3, 4
@@ -26,7 +27,6 @@ CORES = {
     "feedback-dropout": ("feedback", {**ATTENTION, "dropout": 0.1}),
     "feedback-per-layer-kv-post-norm": ("feedback", {**ATTENTION, "shared_kv": False, "pre_norm": False}),
     "feedback-persistent": ("feedback", {**ATTENTION, "persistent": 2}),
-    "feedback-reference": ("feedback", {**ATTENTION, "fused": False}),
     "transformer": ("transformer", ATTENTION),
     "transformer-persistent-dropout": ("transformer", {**ATTENTION, "persistent": 2, "dropout": 0.1}),
     "reservoir-ffn": ("reservoir", ATTENTION),
@@ -82,6 +82,10 @@ def learn_and_act(core: torch.nn.Module, steps: int) -> None:
 @pytest.mark.parametrize("name", LEARNS_OVER_CHUNKS)
 def test_a_learning_call_its_optimiser_step_and_acting_run_on_meta(name):
     learn_and_act(meta_core(name), STEPS)
+
+
+def test_the_feedback_reference_model_learns_and_acts_on_meta():
+    learn_and_act(reference_of(meta_core("feedback")), STEPS)
 
 
 @pytest.mark.parametrize("name", RECURRENT)

@@ -1,0 +1,395 @@
+// The Feedback core's step loop and its backward in C++ (feedback_compiled.py builds and loads it).
+//
+// The same arithmetic as feedback_step.py's layer_forward / layer_backward and feedback.py's
+// FeedbackRun._advance / _backward, op for op, but called from C++ below autograd: a step's
+// ~170 tensor operations cost their ATen kernel, not a Python call, an autograd check and a
+// dispatch each. Products go through ATen (BLAS); the tape is kept here, in C++, between the
+// forward and the backward. Variants: pre- or post-norm, shared or per-layer key/value
+// projections, dropout (bool masks drawn in Python, scaled here); no persistent vectors (the
+// Python path runs those). Any floating dtype ATen has (the caller sends float32 and float64).
+//
+// Letters: B envs, D model width, H heads, E head width, S span, F feed-forward width, L
+// layers, G key/value groups, T steps of the call.
+
+#include <torch/extension.h>
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+using at::Tensor;
+using TensorList = std::vector<Tensor>;
+
+namespace {
+
+constexpr double EPS = 1e-5;  // nn.LayerNorm's default, as feedback_step.EPS
+constexpr int LAYER_FIELDS = 15;  // feedback_step.LayerWeights
+constexpr int GROUP_FIELDS = 4;  // feedback_step.GroupWeights
+
+bool absent(const Tensor& t) { return !t.defined() || t.numel() == 0; }
+
+struct Layer {  // one layer's weights, in LayerWeights' order (the persistent pair unused here)
+  Tensor norm_attn_w, norm_attn_b, query_w, query_b, out_w, out_b, positions, norm_ff_w, norm_ff_b, fc1_w, fc1_b, fc2_w, fc2_b;
+  bool ff;
+  Tensor positions_t;  // (E, S) contiguous: the attention loops run along the slots
+};
+
+std::vector<Layer> layers_of(const TensorList& flat) {
+  std::vector<Layer> layers;
+  for (size_t i = 0; i + LAYER_FIELDS <= flat.size(); i += LAYER_FIELDS) {
+    const Tensor* w = &flat[i];
+    layers.push_back({w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[9], w[10], w[11], w[12], w[13], w[14], !absent(w[11]),
+                      absent(w[6]) ? w[6] : w[6].t().contiguous()});
+  }
+  return layers;
+}
+
+// What one layer's step keeps for its backward: the fields of feedback_step.LayerTape (a norm's
+// statistics as mean and rstd), undefined where the variant has no such value.
+struct LayerTape {
+  Tensor h, mean_a, rstd_a, a, q, p, pd, c, z, mean_z, rstd_z, h_mid, f, mean_f, rstd_f, u, ud, z2, mean_z2, rstd_z2;
+};
+
+struct StepTape {
+  std::vector<LayerTape> layers;
+  Tensor m;  // (B, D) the step's memory vector
+  TensorList mean, rstd;  // per group: its norm's statistics of m (pre-norm)
+};
+
+}  // namespace
+
+// A recording call's tape, held by Python between the forward and the backward.
+struct Tape {
+  std::vector<StepTape> steps;
+};
+
+namespace {
+
+std::tuple<Tensor, Tensor, Tensor> layer_norm(const Tensor& x, const Tensor& w, const Tensor& b) {
+  return at::native_layer_norm(x, {x.size(-1)}, w, b, EPS);
+}
+
+// layer_norm backwards: the input's gradient; the weight's and bias's added into acc_w, acc_b.
+Tensor layer_norm_grads(const Tensor& grad, const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& w, const Tensor& b,
+                        const Tensor& acc_w, const Tensor& acc_b) {
+  auto [dx, dw, db] = at::native_layer_norm_backward(grad, x, {x.size(-1)}, mean, rstd, w, b, {true, true, true});
+  acc_w.add_(dw);
+  acc_b.add_(db);
+  return dx;
+}
+
+Tensor layer_norm_input_grad(const Tensor& grad, const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& w) {
+  return std::get<0>(at::native_layer_norm_backward(grad, x, {x.size(-1)}, mean, rstd, w, Tensor(), {true, false, false}));
+}
+
+void linear_grads(const Tensor& grad, const Tensor& x, const Tensor& acc_w, const Tensor& acc_b) {
+  acc_w.addmm_(grad.t(), x);
+  acc_b.add_(grad.sum(0));
+}
+
+// The attention of one step, all envs and heads, as one loop (the ATen path's position scores,
+// mask bias, key scores, softmax, "seen", dropout and value product: seven operations): q (B, D)
+// the scaled query; k_t (B, H, E, S) the window's keys, transposed; v (B, H, S, E) its values;
+// positions_t (E, S); slot s is visible where t + s >= episode_start[b] (buffer indices counted as
+// the run does); mask (B, H, S) bool or undefined, kept entries scaled by `keep` -> p (B, H, S)
+// the attention weights (0 where not visible; all 0 where nothing is), pd (p after dropout, p
+// itself without), c (B, D) the context.
+std::tuple<Tensor, Tensor, Tensor> attend(const Tensor& q, const Tensor& k_t, const Tensor& v, const Tensor& positions_t,
+                                          const Tensor& episode_start, int64_t t, const Tensor& mask, double keep) {
+  const int64_t batch = v.size(0), heads = v.size(1), span = v.size(2), head_width = v.size(3), width = heads * head_width;
+  Tensor scores = at::empty({batch, heads, span}, q.options()), c = at::zeros({batch, width}, q.options());
+  TORCH_CHECK(q.is_contiguous() && k_t.stride(3) == 1 && v.stride(3) == 1, "attend: unexpected layouts");
+  const int64_t* start = episode_start.data_ptr<int64_t>();
+  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attend_scores", [&] {  // q . (key + position), -inf where not visible
+    const scalar_t *qs = q.data_ptr<scalar_t>(), *ks = k_t.data_ptr<scalar_t>(), *pos = positions_t.data_ptr<scalar_t>();
+    scalar_t* ss = scores.data_ptr<scalar_t>();
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t lo = std::min(span, std::max<int64_t>(0, start[b] - t));  // the first visible slot
+      for (int64_t h = 0; h < heads; ++h) {
+        const scalar_t* qr = qs + b * width + h * head_width;
+        const scalar_t* kr = ks + b * k_t.stride(0) + h * k_t.stride(1);
+        scalar_t* sr = ss + (b * heads + h) * span;
+        for (int64_t s = 0; s < lo; ++s) sr[s] = -std::numeric_limits<scalar_t>::infinity();
+        for (int64_t s = lo; s < span; ++s) sr[s] = 0;
+        for (int64_t e = 0; e < head_width; ++e) {
+          const scalar_t qe = qr[e];
+          const scalar_t *ke = kr + e * k_t.stride(2), *pe = pos + e * span;
+_Pragma("omp simd")
+          for (int64_t s = lo; s < span; ++s) sr[s] += qe * (ke[s] + pe[s]);
+        }
+      }
+    }
+  });
+  Tensor p = at::_softmax(scores, -1, false);  // (B, H, S); rows that see nothing are NaN until zeroed below
+  Tensor pd = mask.defined() ? at::empty_like(p) : p;
+  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attend_values", [&] {
+    const scalar_t* vs = v.data_ptr<scalar_t>();
+    const bool* ms = mask.defined() ? mask.data_ptr<bool>() : nullptr;
+    scalar_t *ps = p.data_ptr<scalar_t>(), *pds = pd.data_ptr<scalar_t>(), *cs = c.data_ptr<scalar_t>();
+    const scalar_t kept = static_cast<scalar_t>(keep);
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t lo = std::min(span, std::max<int64_t>(0, start[b] - t));  // the first visible slot
+      const bool seen = lo < span;
+      for (int64_t h = 0; h < heads; ++h) {
+        const scalar_t* vr = vs + b * v.stride(0) + h * v.stride(1);
+        scalar_t* pr = ps + (b * heads + h) * span;
+        if (!seen) {  // nothing seen: the attention reads nothing
+          std::fill(pr, pr + span, scalar_t(0));
+          if (ms) std::fill(pds + (b * heads + h) * span, pds + (b * heads + h + 1) * span, scalar_t(0));
+          continue;
+        }
+        scalar_t* pdr = pr;
+        if (ms) {
+          pdr = pds + (b * heads + h) * span;
+          const bool* mr = ms + b * mask.stride(0) + h * mask.stride(1);
+          for (int64_t s = 0; s < span; ++s) pdr[s] = mr[s * mask.stride(2)] ? pr[s] * kept : scalar_t(0);
+        }
+        scalar_t* cr = cs + b * width + h * head_width;
+        for (int64_t s = lo; s < span; ++s) {
+          const scalar_t w = pdr[s];
+          const scalar_t* vrow = vr + s * v.stride(2);
+_Pragma("omp simd")
+          for (int64_t e = 0; e < head_width; ++e) cr[e] += w * vrow[e];
+        }
+      }
+    }
+  });
+  return {p, pd, c};
+}
+
+
+// attend backwards, as one loop: dc (B, D) at the context; p, pd from the forward; q, k_t, v,
+// positions, mask, keep as attend's -> dq (B, D) at the query and ds (B, H, S) at the scores;
+// the window's value and key gradients added into grad_v_t and grad_k_t (B, H, E, S).
+std::tuple<Tensor, Tensor> attend_backward(const Tensor& dc, const Tensor& p, const Tensor& pd, const Tensor& q, const Tensor& k_t,
+                                           const Tensor& v, const Tensor& positions_t, const Tensor& mask, double keep,
+                                           const Tensor& grad_k_t, const Tensor& grad_v_t) {
+  const int64_t batch = v.size(0), heads = v.size(1), span = v.size(2), head_width = v.size(3), width = heads * head_width;
+  Tensor dq = at::zeros_like(q), ds = at::zeros_like(p);
+  TORCH_CHECK(grad_k_t.stride(3) == 1 && grad_v_t.stride(3) == 1 && dc.is_contiguous(), "attend_backward: unexpected layouts");
+  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attend_backward", [&] {
+    const scalar_t *qs = q.data_ptr<scalar_t>(), *ks = k_t.data_ptr<scalar_t>(), *vs = v.data_ptr<scalar_t>(), *pos = positions_t.data_ptr<scalar_t>();
+    const scalar_t *dcs = dc.data_ptr<scalar_t>(), *ps = p.data_ptr<scalar_t>(), *pds = pd.data_ptr<scalar_t>();
+    const bool* ms = mask.defined() ? mask.data_ptr<bool>() : nullptr;
+    scalar_t *dqs = dq.data_ptr<scalar_t>(), *dss = ds.data_ptr<scalar_t>(), *gks = grad_k_t.data_ptr<scalar_t>(), *gvs = grad_v_t.data_ptr<scalar_t>();
+    const scalar_t kept = static_cast<scalar_t>(keep);
+    std::vector<scalar_t> dp(span);
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t row = b * heads + h;
+        const scalar_t *pr = ps + row * span, *pdr = pds + row * span;
+        const scalar_t *dcr = dcs + b * width + h * head_width, *qr = qs + b * width + h * head_width;
+        const scalar_t* vr = vs + b * v.stride(0) + h * v.stride(1);
+        const scalar_t* kr = ks + b * k_t.stride(0) + h * k_t.stride(1);
+        scalar_t* gvr = gvs + b * grad_v_t.stride(0) + h * grad_v_t.stride(1);
+        scalar_t* gkr = gks + b * grad_k_t.stride(0) + h * grad_k_t.stride(1);
+        for (int64_t s = 0; s < span; ++s) {  // at the weights after dropout: dc . v_s
+          const scalar_t* vrow = vr + s * v.stride(2);
+          scalar_t acc = 0;
+_Pragma("omp simd reduction(+ : acc)")
+          for (int64_t e = 0; e < head_width; ++e) acc += dcr[e] * vrow[e];
+          dp[s] = acc;
+        }
+        for (int64_t e = 0; e < head_width; ++e) {  // at the values: dc_e pd_s
+          scalar_t* g = gvr + e * grad_v_t.stride(2);
+_Pragma("omp simd")
+          for (int64_t s = 0; s < span; ++s) g[s] += dcr[e] * pdr[s];
+        }
+        if (ms) {
+          const bool* mr = ms + b * mask.stride(0) + h * mask.stride(1);
+          for (int64_t s = 0; s < span; ++s) dp[s] = mr[s * mask.stride(2)] ? dp[s] * kept : scalar_t(0);
+        }
+        scalar_t dot = 0;  // softmax backwards (p is 0 where not visible, and everywhere where nothing is)
+_Pragma("omp simd reduction(+ : dot)")
+        for (int64_t s = 0; s < span; ++s) dot += dp[s] * pr[s];
+        scalar_t* dsr = dss + row * span;
+        for (int64_t s = 0; s < span; ++s) dsr[s] = pr[s] * (dp[s] - dot);
+        scalar_t* dqr = dqs + b * width + h * head_width;
+        for (int64_t e = 0; e < head_width; ++e) {  // at the keys (q_e ds_s) and the query (ds . (k + position))
+          scalar_t* g = gkr + e * grad_k_t.stride(2);
+          const scalar_t *ke = kr + e * k_t.stride(2), *pe = pos + e * span;
+          const scalar_t qe = qr[e];
+          scalar_t acc = 0;
+_Pragma("omp simd reduction(+ : acc)")
+          for (int64_t s = 0; s < span; ++s) {
+            g[s] += qe * dsr[s];
+            acc += dsr[s] * (ke[s] + pe[s]);
+          }
+          dqr[e] = acc;
+        }
+      }
+    }
+  });
+  return {dq, ds};
+}
+
+// One layer, one step (feedback_step.layer_forward): h (B, D); k_t (B, H, E, S) keys transposed,
+// v (B, H, S, E); episode_start, t: which slots are visible (attend); mask_a (B, H, S) bool or
+// undefined, kept entries scaled by `keep`; mask_r (B, F): the scaled ReLU mask or undefined ->
+// the layer output (B, D), its tape filled when `tape` is given.
+Tensor layer_forward(const Tensor& h, const Tensor& k_t, const Tensor& v, const Tensor& episode_start, int64_t t, const Layer& w,
+                     const Tensor& mask_a, double keep, const Tensor& mask_r, bool pre_norm, LayerTape* tape) {
+  Tensor a = h, mean_a, rstd_a;
+  if (pre_norm) std::tie(a, mean_a, rstd_a) = layer_norm(h, w.norm_attn_w, w.norm_attn_b);
+  Tensor q = at::addmm(w.query_b, a, w.query_w.t());  // (B, D)
+  auto [p, pd, c] = attend(q, k_t, v, w.positions_t, episode_start, t, mask_a, keep);
+  Tensor z = at::addmm(w.out_b, c, w.out_w.t()) + h;
+  Tensor h_mid = z, mean_z, rstd_z;
+  if (!pre_norm) std::tie(h_mid, mean_z, rstd_z) = layer_norm(z, w.norm_attn_w, w.norm_attn_b);
+  Tensor out = h_mid, f, mean_f, rstd_f, u, ud, z2, mean_z2, rstd_z2;
+  if (w.ff) {
+    f = h_mid;
+    if (pre_norm) std::tie(f, mean_f, rstd_f) = layer_norm(h_mid, w.norm_ff_w, w.norm_ff_b);
+    u = at::relu(at::addmm(w.fc1_b, f, w.fc1_w.t()));  // (B, F)
+    ud = mask_r.defined() ? u * mask_r : u;
+    out = z2 = at::addmm(w.fc2_b, ud, w.fc2_w.t()) + h_mid;
+    if (!pre_norm) std::tie(out, mean_z2, rstd_z2) = layer_norm(z2, w.norm_ff_w, w.norm_ff_b);
+  }
+  if (tape) *tape = {h, mean_a, rstd_a, a, q, p, pd, c, z, mean_z, rstd_z, h_mid, f, mean_f, rstd_f, u, ud, z2, mean_z2, rstd_z2};
+  return out;
+}
+
+// layer_forward backwards (feedback_step.layer_backward): grad (B, D) at the output -> at the
+// input; k_t, v, mask_a, keep, mask_r as layer_forward's; the window's key and value gradients
+// added into grad_k_t, grad_v_t (B, H, E, S), the weights' into acc.
+Tensor layer_backward(const Tensor& grad, const Tensor& k_t, const Tensor& v, const Tensor& grad_k_t, const Tensor& grad_v_t,
+                      const Layer& w, const LayerTape& tape, const Tensor& mask_a, double keep, const Tensor& mask_r, bool pre_norm,
+                      const Layer& acc) {
+  const int64_t span = v.size(2), head_width = v.size(3);
+  Tensor d_mid = grad;
+  if (w.ff) {
+    Tensor dz2 = pre_norm ? grad
+                          : layer_norm_grads(grad, tape.z2, tape.mean_z2, tape.rstd_z2, w.norm_ff_w, w.norm_ff_b, acc.norm_ff_w, acc.norm_ff_b);
+    linear_grads(dz2, tape.ud, acc.fc2_w, acc.fc2_b);
+    Tensor dud = at::mm(dz2, w.fc2_w);  // (B, F)
+    if (mask_r.defined()) dud = dud * mask_r;
+    Tensor du = at::threshold_backward(dud, tape.u, 0);
+    linear_grads(du, tape.f, acc.fc1_w, acc.fc1_b);
+    Tensor df = at::mm(du, w.fc1_w);
+    d_mid = pre_norm ? layer_norm_grads(df, tape.h_mid, tape.mean_f, tape.rstd_f, w.norm_ff_w, w.norm_ff_b, acc.norm_ff_w, acc.norm_ff_b) + dz2
+                     : df + dz2;
+  }
+  Tensor dz = pre_norm ? d_mid
+                       : layer_norm_grads(d_mid, tape.z, tape.mean_z, tape.rstd_z, w.norm_attn_w, w.norm_attn_b, acc.norm_attn_w, acc.norm_attn_b);
+  linear_grads(dz, tape.c, acc.out_w, acc.out_b);
+  Tensor dc = at::mm(dz, w.out_w);  // (B, D)
+  auto [dq, ds] = attend_backward(dc, tape.p, tape.pd, tape.q, k_t, v, w.positions_t, mask_a, keep, grad_k_t, grad_v_t);
+  acc.positions.addmm_(ds.view({-1, span}).t(), tape.q.view({-1, head_width}));  // (S, B H) @ (B H, E)
+  linear_grads(dq, tape.a, acc.query_w, acc.query_b);
+  Tensor da = at::mm(dq, w.query_w);
+  if (pre_norm) return layer_norm_grads(da, tape.h, tape.mean_a, tape.rstd_a, w.norm_attn_w, w.norm_attn_b, acc.norm_attn_w, acc.norm_attn_b) + dz;
+  return da + dz;
+}
+
+// A step's dropout masks of one layer: the attention's as drawn (bool (B, H, S)), the ReLU's
+// scaled (mask * keep_scale, (B, F)); undefined without dropout.
+std::pair<Tensor, Tensor> step_masks(const TensorList& masks, size_t layer, int64_t t, double keep_scale, at::ScalarType dtype) {
+  if (masks.empty()) return {};
+  const Tensor& relu = masks[2 * layer + 1];
+  return {masks[2 * layer][t], absent(relu) ? Tensor() : relu[t].to(dtype).mul_(keep_scale)};
+}
+
+}  // namespace
+
+// Steps [t0, t0 + n) of a run (FeedbackRun._advance, n times): embedded (n, B, D), first (n, B)
+// bool; episode_start (B,) long, updated in place; the window of step t is buffer slots
+// [start + t - S, start + t), its memory vector and keys and values go to slot start + t.
+// Returns the tops (n, B, D), before the final norm; appends each step's tape to `tape` when given.
+Tensor forward_steps(const Tensor& embedded, const Tensor& first, const Tensor& episode_start, int64_t t0, int64_t start, const Tensor& mix,
+                     const TensorList& layer_weights, const TensorList& group_weights, const Tensor& memory, const TensorList& keys,
+                     const TensorList& values, const TensorList& masks, double keep_scale, bool pre_norm, Tape* tape) {
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  const auto layers = layers_of(layer_weights);
+  const int64_t steps = embedded.size(0), span = layers[0].positions.size(0), groups = keys.size();  // positions: (S, E)
+  const bool shared = groups == 1;
+  Tensor tops = at::empty_like(embedded);
+  for (int64_t i = 0; i < steps; ++i) {
+    const int64_t t = t0 + i, lo = start + t - span;
+    episode_start.masked_fill_(first[i], span + t);
+    StepTape step;
+    if (tape) step.layers.resize(layers.size());
+    Tensor h = embedded[i];
+    Tensor m = mix[0] * h;
+    for (size_t l = 0; l < layers.size(); ++l) {
+      const int64_t g = shared ? 0 : l;
+      auto [mask_a, mask_r] = step_masks(masks, l, t, keep_scale, h.scalar_type());
+      h = layer_forward(h, keys[g].narrow(-1, lo, span), values[g].narrow(2, lo, span), episode_start, t, layers[l], mask_a, keep_scale,
+                        mask_r, pre_norm, tape ? &step.layers[l] : nullptr);
+      m = at::addcmul(m, mix[l + 1], h);
+    }
+    const int64_t at_slot = start + t;
+    memory.select(1, at_slot).copy_(m);
+    for (int64_t g = 0; g < groups; ++g) {
+      const Tensor* w = &group_weights[g * GROUP_FIELDS];
+      Tensor normed = m, mean, rstd;
+      if (pre_norm) std::tie(normed, mean, rstd) = layer_norm(m, w[0], w[1]);
+      Tensor kv = at::addmm(w[3], normed, w[2].t()).view({m.size(0), 2, keys[g].size(1), keys[g].size(2)});  // (B, 2, H, E)
+      Tensor k = kv.select(1, 0), v = kv.select(1, 1);
+      keys[g].select(-1, at_slot).copy_(k);
+      values[g].select(2, at_slot).copy_(v);
+      if (tape) {
+        step.mean.push_back(mean);
+        step.rstd.push_back(rstd);
+      }
+    }
+    tops[i].copy_(h);
+    if (tape) {
+      step.m = m;
+      tape->steps.push_back(std::move(step));
+    }
+  }
+  return tops;
+}
+
+// The steps of a recorded run in reverse (FeedbackRun._backward's loop): grad_y (T, B, D) at the
+// tops -> the gradients at the embedded inputs (T, B, D) and at softmax(w) per step (T, L + 1);
+// the weights' gradients are added into acc_layers (LayerWeights' fields, flat), every slot's
+// key and value gradients into grad_kv (per group (B, 2, H, E, S + T)); keys (B, H, E, S + T) and
+// values (B, H, S + T, E) per group, the buffers the forward wrote.
+std::vector<Tensor> backward_steps(const Tensor& grad_y, const Tensor& tops, const Tape& tape, const Tensor& mix,
+                                   const TensorList& layer_weights, const TensorList& group_weights, const TensorList& keys,
+                                   const TensorList& values, const TensorList& grad_kv, const TensorList& masks, double keep_scale,
+                                   bool pre_norm, const TensorList& acc_layers) {
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  at::NoGradGuard no_grad;
+  const auto layers = layers_of(layer_weights), acc = layers_of(acc_layers);
+  const int64_t steps = grad_y.size(0), batch = grad_y.size(1), width = grad_y.size(2), groups = keys.size();
+  const int64_t span = grad_kv[0].size(-1) - steps;
+  const bool shared = groups == 1;
+  const int64_t n_layers = layers.size();
+  Tensor d_embedded = at::empty_like(grad_y), d_mix = at::empty({steps, n_layers + 1}, grad_y.options());
+  for (int64_t t = steps - 1; t >= 0; --t) {
+    const StepTape& step = tape.steps[t];
+    Tensor dm;
+    for (int64_t g = 0; g < groups; ++g) {
+      const Tensor* w = &group_weights[g * GROUP_FIELDS];
+      Tensor d_normed = at::mm(grad_kv[g].select(-1, span + t).reshape({batch, 2 * width}), w[2]);  // keys' then values' (B, 2 D)
+      Tensor dg = pre_norm ? layer_norm_input_grad(d_normed, step.m, step.mean[g], step.rstd[g], w[0]) : d_normed;
+      dm = dm.defined() ? dm + dg : dg;
+    }
+    TensorList outs;
+    for (const auto& layer : step.layers) outs.push_back(layer.h);
+    outs.push_back(tops[t]);
+    d_mix[t].copy_(at::mv(at::stack(outs).view({n_layers + 1, -1}), dm.view(-1)));
+    Tensor dh = at::addcmul(grad_y[t], dm, mix[n_layers]);
+    for (int64_t l = n_layers - 1; l >= 0; --l) {
+      const int64_t g = shared ? 0 : l;
+      auto [mask_a, mask_r] = step_masks(masks, l, t, keep_scale, grad_y.scalar_type());
+      Tensor grad_k_t = grad_kv[g].select(1, 0).narrow(-1, t, span), grad_v_t = grad_kv[g].select(1, 1).narrow(-1, t, span);
+      dh = layer_backward(dh, keys[g].narrow(-1, t, span), values[g].narrow(2, t, span), grad_k_t, grad_v_t, layers[l], step.layers[l],
+                          mask_a, keep_scale, mask_r, pre_norm, acc[l]);
+      dh = at::addcmul(dh, dm, mix[l]);
+    }
+    d_embedded[t].copy_(dh);
+  }
+  return {d_embedded, d_mix};
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  pybind11::class_<Tape>(m, "Tape").def(pybind11::init<>());
+  m.def("forward_steps", &forward_steps, "steps of a Feedback run", pybind11::arg("embedded"), pybind11::arg("first"),
+        pybind11::arg("episode_start"), pybind11::arg("t0"), pybind11::arg("start"), pybind11::arg("mix"), pybind11::arg("layer_weights"),
+        pybind11::arg("group_weights"), pybind11::arg("memory"), pybind11::arg("keys"), pybind11::arg("values"), pybind11::arg("masks"),
+        pybind11::arg("keep_scale"), pybind11::arg("pre_norm"), pybind11::arg("tape").none(true));
+  m.def("backward_steps", &backward_steps, "a recorded Feedback run's steps in reverse");
+}

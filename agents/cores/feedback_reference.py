@@ -1,0 +1,158 @@
+"""The Feedback Transformer (Fan et al., section 3.3), as the paper writes it, in plain autograd.
+
+This file is the model. FeedbackCore (feedback.py) is the same model run fast: it inherits these
+parameters and replaces `forward` with steps outside autograd and a backward written by hand
+(feedback_step.py), compiled to C++ where a compiler is (feedback_compiled.py). Every fast path
+is tested equal to `FeedbackReference.forward` (tests/cores/test_feedback_paths.py).
+
+At step t the input x_t is embedded, x_t^0, and goes up the L layers. Layer l attends to the
+memory of the last S steps, m_{t-S} .. m_{t-1}, the same for every layer; the step itself enters
+only through the residual path:
+
+    x_t^l = Layer_l(x_t^{l-1}, keys and values of m_{t-S} .. m_{t-1})
+    m_t   = sum_{l=0..L} softmax(w)_l x_t^l          w: L + 1 learned scalars
+    y_t   = norm(x_t^L)
+
+so even the lowest layer of step t reads the highest representations of the past, and the
+steps must run one after another. Keys and values are projections of the memory, one projection
+shared by all layers (the paper's choice, `shared_kv`) or one per layer. The memory holds raw
+m_t; under pre-norm it is normalised as it is read. A step sees only the memory of its own
+episode: an episode start (`first`) hides everything before it, and a step that sees nothing
+reads a zero vector from the attention.
+
+Each layer: multi-head attention with a learned position embedding per distance added to the
+keys (relative positions, shared by the heads), then the feed-forward sublayer (or, with
+`persistent` vectors, N learned keys and values per head join the attention in its place:
+Sukhbaatar et al.); pre-norm or post-norm; dropout on the attention weights and on the ReLU
+activations (drawn as agents/cores/dropout.py says, so the fast paths drop the same entries).
+
+Letters: T steps, B envs, S span, L layers, D d_model, H heads, E head width (D / H), N
+persistent vectors per head, F feed-forward width.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from agents.cores.attention import AttentionBlock, init_value_path
+from agents.cores.checks import check_bool
+from agents.cores.transformer import TransformerConfig
+
+
+@dataclass
+class FeedbackConfig(TransformerConfig):
+    """The Transformer's options (span: past steps in memory, the current one not included), and:"""
+
+    shared_kv: bool = True  # one key/value projection of the memory for all layers
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_bool("shared_kv", self.shared_kv)
+
+
+class ReferenceState(NamedTuple):
+    memory: torch.Tensor  # (B, S, D) raw memory vectors m_{t-S} .. m_{t-1}
+    valid: torch.Tensor  # (B, S) bool: which of them belong to the episode running now
+
+
+class FeedbackReference(nn.Module):
+    def __init__(self, input_dim: int, config: FeedbackConfig):
+        super().__init__()
+        c = self.config = config
+        self.output_dim = c.d_model
+        self.groups = 1 if c.shared_kv else c.n_layers  # key/value projections
+        self.embed = nn.Linear(input_dim, c.d_model)
+        self.blocks = nn.ModuleList(  # each: query, out, position (S + 1, E), norms, ff or persistent
+            AttentionBlock(c.d_model, c.n_heads, c.span, c.ff_width, c.dropout, c.pre_norm, c.persistent)
+            for _ in range(c.n_layers)
+        )
+        self.memory_norm = nn.ModuleList(nn.LayerNorm(c.d_model) if c.pre_norm else nn.Identity() for _ in range(self.groups))
+        self.kv = nn.ModuleList(nn.Linear(c.d_model, 2 * c.d_model) for _ in range(self.groups))  # keys, then values
+        self.layer_logits = nn.Parameter(torch.zeros(c.n_layers + 1))  # w: l = 0 is the input embedding
+        self.norm_out = nn.LayerNorm(c.d_model) if c.pre_norm else nn.Identity()
+        init_value_path(c.value_init, self.kv, self.blocks)
+
+    @property
+    def layer_weights(self) -> torch.Tensor:
+        """softmax(w): how much each layer (0 = input embedding) contributes to the memory."""
+        return torch.softmax(self.layer_logits, dim=0)
+
+    def initial_state(self, batch_size: int, device: torch.device | str) -> ReferenceState:
+        c = self.config
+        memory = torch.zeros(batch_size, c.span, c.d_model, dtype=self.layer_logits.dtype, device=device)
+        return ReferenceState(memory, torch.zeros(batch_size, c.span, dtype=torch.bool, device=device))
+
+    def forward(self, x: torch.Tensor, state: ReferenceState, first: torch.Tensor) -> tuple[torch.Tensor, ReferenceState]:
+        """x: (T, B, input_dim), first: (T, B) bool -> y: (T, B, D), the state after step T - 1 (detached)."""
+        c = self.config
+        steps, batch, _ = x.shape
+        masks = [block.step_masks(steps, batch, c.span, x.device) for block in self.blocks]  # per layer: (T, ...) each, or None
+        memory, valid = state.memory.to(x.dtype), state.valid
+        distance = torch.arange(c.span, 0, -1, device=x.device)  # memory slot s is S - s steps back
+        outputs = []
+        for t in range(steps):
+            valid = valid & ~first[t][:, None]  # an episode start hides the memory before it
+            kv = [project(self.memory_norm[g], self.kv[g], memory) for g in range(self.groups)]  # (B, S, 2 D) each
+            h = self.embed(x[t])  # (B, D) x_t^0
+            m = self.layer_weights[0] * h
+            for layer, block in enumerate(self.blocks):
+                keys, values = kv[0 if c.shared_kv else layer].chunk(2, dim=-1)  # (B, S, D) each
+                keep = None if masks[layer] is None else [None if mask is None else mask[t] for mask in masks[layer]]
+                h = attention_layer(block, h, keys, values, distance, valid, keep, c)
+                m = m + self.layer_weights[layer + 1] * h
+            memory = torch.cat([memory[:, 1:], m[:, None]], dim=1)  # (B, S, D): m_t in, the oldest out
+            valid = torch.cat([valid[:, 1:], torch.ones_like(valid[:, :1])], dim=1)
+            outputs.append(self.norm_out(h))
+        return torch.stack(outputs), ReferenceState(memory.detach(), valid)
+
+
+def project(norm: nn.Module, kv: nn.Linear, memory: torch.Tensor) -> torch.Tensor:
+    """Raw memory (B, S, D) -> its keys and values (B, S, 2 D); normalised as read under pre-norm."""
+    return kv(norm(memory))
+
+
+def attention_layer(block: AttentionBlock, h, keys, values, distance, valid, masks, c: FeedbackConfig) -> torch.Tensor:
+    """One layer for one step: h (B, D) its input; keys, values (B, S, D) of the memory; distance
+    (S,) steps back of each slot; valid (B, S); masks: dropout's keep masks, bool, (attention
+    (B, H, S [+ N]), ReLU (B, F) or None), or None without dropout -> (B, D)."""
+    batch, width = h.shape
+    heads, e = c.n_heads, width // c.n_heads
+    keep = 1.0 / (1.0 - c.dropout)
+    a = block.norm_attn(h) if c.pre_norm else h
+    q = block.query(a).view(batch, heads, e) / math.sqrt(e)  # (B, H, E)
+    k = keys.view(batch, -1, heads, e) + block.position[distance][:, None, :]  # (B, S, H, E): position on keys
+    v = values.view(batch, -1, heads, e)
+    scores = torch.einsum("bhe,bshe->bhs", q, k).masked_fill(~valid[:, None, :], float("-inf"))  # (B, H, S)
+    if block.persistent is not None:  # always visible, no position term
+        pk, pv = block.persistent()  # (H, N, E) each
+        scores = torch.cat([scores, torch.einsum("bhe,hne->bhn", q, pk)], dim=-1)  # (B, H, S + N)
+    p = torch.nan_to_num(torch.softmax(scores, dim=-1), nan=0.0)  # a step that sees nothing reads nothing
+    if masks is not None:
+        p = p * masks[0] * keep
+    context = torch.einsum("bhs,bshe->bhe", p[..., : c.span], v)  # (B, H, E)
+    if block.persistent is not None:
+        context = context + torch.einsum("bhn,hne->bhe", p[..., c.span :], pv)
+    z = h + block.out(context.reshape(batch, width))
+    h = z if c.pre_norm else block.norm_attn(z)
+    if block.ff is None:
+        return h
+    f = block.norm_ff(h) if c.pre_norm else h
+    u = F.relu(block.ff.fc1(f))  # (B, F)
+    if masks is not None:
+        u = u * masks[1] * keep
+    z = h + block.ff.fc2(u)
+    return z if c.pre_norm else block.norm_ff(z)
+
+
+def reference_of(core: FeedbackReference) -> FeedbackReference:
+    """The reference model with `core`'s config, weights, dtype, device and mode: a FeedbackCore's
+    twin, to test it (or time it) against."""
+    reference = FeedbackReference(core.embed.in_features, core.config).to(core.layer_logits)
+    reference.load_state_dict(core.state_dict())
+    return reference.train(core.training)

@@ -1,0 +1,103 @@
+"""The Feedback core's compiled step against its Python fused step and the LSTM, in one run.
+
+At the A2C CPU preset (B 64 envs, d_model 64, 2 layers, 4 heads, span 64; the LSTM 1 x 128, as
+benchmarks/cores.py's feedback-cpu and lstm-cpu rows), for each of
+
+  compiled  the Feedback core with FEEDBACK_RL_COMPILED=1 (agents/cores/csrc, built first if needed)
+  fused     the same core, same weights, with FEEDBACK_RL_COMPILED=0 (the Python fused step)
+  lstm      the LSTM core
+
+it times the learning pass (one call of T = 32 steps, the preset's rollout, with gradients, from
+a state holding a full span, then the backward of a loss over its outputs) and acting (calls of
+T = 1 without gradients, each from the state before), interleaved round by round (A B C, C B A,
+...: benchmarks/targets.py) so that a change in the machine's load falls on all of them; the
+median round is reported, and ratios come only from this run.
+
+    python benchmarks/feedback_compiled.py --threads 1 --seconds 2 --rounds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from agents.cores import feedback_compiled, make_core  # noqa: E402
+from benchmarks.machine import cpu_model  # noqa: E402
+from benchmarks.targets import interleaved  # noqa: E402
+
+INPUT_DIM, BATCH, LEARN_STEPS = 32, 64, 32
+FEEDBACK = dict(d_model=64, n_layers=2, n_heads=4, span=64)
+LSTM = dict(hidden_size=128, n_layers=1)
+PATHS = {"compiled": ("feedback", "1"), "fused": ("feedback", "0"), "lstm": ("lstm", "1")}
+
+
+def per_call(call, seconds: float) -> float:
+    """Seconds per call of call(), after one untimed call, repeated for `seconds` (at least once)."""
+    call()
+    calls, start = 0, time.perf_counter()
+    while calls == 0 or time.perf_counter() - start < seconds:
+        call()
+        calls += 1
+    return (time.perf_counter() - start) / calls
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--seconds", type=float, default=2.0, help="per path, mode and round")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    began = time.perf_counter()
+    if feedback_compiled.extension() is None:  # any build happens here, not inside a timing
+        raise SystemExit("the compiled Feedback step is not available here (see the line above); nothing to compare")
+    build_s = time.perf_counter() - began
+    torch.manual_seed(0)
+    cores = {"feedback": make_core("feedback", INPUT_DIM, **FEEDBACK), "lstm": make_core("lstm", INPUT_DIM, **LSTM)}
+    x, first = torch.randn(LEARN_STEPS, BATCH, INPUT_DIM), torch.zeros(LEARN_STEPS, BATCH, dtype=torch.bool)
+    states = {}
+    with torch.no_grad():
+        for name, core in cores.items():
+            span = FEEDBACK["span"]
+            _, states[name] = core(torch.randn(span, BATCH, INPUT_DIM), core.initial_state(BATCH, "cpu"), torch.zeros(span, BATCH, dtype=torch.bool))
+
+    def learn(core, state):
+        y, _ = core(x, state, first)
+        y.square().sum().backward()
+
+    def act(core, state):
+        with torch.no_grad():
+            for t in range(8):
+                _, state = core(x[t : t + 1], state, first[t : t + 1])
+
+    times = {(path, mode): [] for path in PATHS for mode in ("learn", "act")}
+    for path in interleaved(list(PATHS), args.rounds):
+        name, switch = PATHS[path]
+        os.environ[feedback_compiled.SWITCH] = switch
+        core, state = cores[name], states[name]
+        times[path, "learn"].append(per_call(lambda: learn(core, state), args.seconds) / LEARN_STEPS)
+        times[path, "act"].append(per_call(lambda: act(core, state), args.seconds) / 8)
+    median = {key: statistics.median(value) for key, value in times.items()}
+    print(f"{cpu_model()}, torch {torch.__version__}, {args.threads} thread(s), {args.rounds} interleaved rounds of {args.seconds} s; "
+          f"compiled step ready in {build_s:.1f} s (a build, or loading the cached one)")
+    print("| path | learning pass per step (ms) | acting, T = 1 call (ms) | rounds (learning, ms) |")
+    print("|---|---|---|---|")
+    for path in PATHS:
+        rounds = ", ".join(f"{1e3 * s:.2f}" for s in times[path, "learn"])
+        print(f"| {path} | {1e3 * median[path, 'learn']:.2f} | {1e3 * median[path, 'act']:.2f} | {rounds} |")
+    for mode in ("learn", "act"):
+        print(f"{mode}: compiled / fused time {median['compiled', mode] / median['fused', mode]:.2f}; "
+              f"feedback compiled / lstm {median['compiled', mode] / median['lstm', mode]:.2f}; "
+              f"feedback fused / lstm {median['fused', mode] / median['lstm', mode]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

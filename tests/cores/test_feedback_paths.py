@@ -1,0 +1,192 @@
+"""The Feedback core's fast paths against the reference model (feedback_reference.py): the
+Python fused step (steps outside autograd, backward by hand: feedback_step.py) and the compiled
+one (C++: feedback_compiled.py). Outputs, the carried state and every gradient (the inputs' and
+each parameter's) agree for every variant, with memory carried in from earlier calls, episode
+starts anywhere, calls cut into chunks and dropout; and the step code traces whole under
+torch.compile."""
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agents.cores import feedback_compiled, make_core
+from agents.cores.feedback_reference import reference_of
+from agents.cores.feedback_step import layer_backward, layer_forward
+from tests.float32 import close32
+
+INPUT_DIM = 5
+PATHS = {"python": "0", "compiled": "1"}  # FEEDBACK_RL_COMPILED
+
+
+@pytest.fixture(params=sorted(PATHS))
+def path(request, monkeypatch):
+    """Each fast path in turn; the compiled one must have been built (the test machines have a compiler)."""
+    monkeypatch.setenv(feedback_compiled.SWITCH, PATHS[request.param])
+    if request.param == "compiled":
+        assert feedback_compiled.extension() is not None, "the compiled Feedback step did not build"
+    return request.param
+
+
+@st.composite
+def configurations(draw):
+    heads = draw(st.integers(1, 3))
+    return {
+        "n_heads": heads,
+        "d_model": heads * draw(st.sampled_from([4, 6])),
+        "n_layers": draw(st.integers(1, 3)),
+        "span": draw(st.integers(1, 6)),
+        "pre_norm": draw(st.booleans()),
+        "persistent": draw(st.sampled_from([0, 0, 2])),
+        "shared_kv": draw(st.booleans()),
+        "dropout": draw(st.sampled_from([0.0, 0.0, 0.3])),
+        "value_init": draw(st.sampled_from(["pytorch", "orthogonal"])),
+    }
+
+
+def build(options: dict, seed: int, dtype: torch.dtype = torch.float64) -> torch.nn.Module:
+    """A core in train mode (dropout on where configured) with weights off their initial values."""
+    torch.manual_seed(seed)
+    core = make_core("feedback", INPUT_DIM, **options).to(dtype).train()
+    with torch.no_grad():
+        for p in core.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    return core
+
+
+def calls(core, x0, x, first, cuts, seed):
+    """A carried call without gradients (x0), then x in chunks cut at `cuts`, with gradients ->
+    y (T, B, D), the state after, the gradients of sum(y r) at x and every parameter (by name)."""
+    batch = x.shape[1]
+    torch.manual_seed(seed)  # the same dropout masks for every path
+    with torch.no_grad():
+        _, state = core(x0, core.initial_state(batch, "cpu"), torch.zeros(x0.shape[:2], dtype=torch.bool))
+    x = x.detach().requires_grad_()
+    outputs = []
+    for a, b in zip([0, *cuts], [*cuts, x.shape[0]]):
+        y, state = core(x[a:b], state, first[a:b])
+        outputs.append(y)
+    y = torch.cat(outputs)
+    names, params = zip(*core.named_parameters())
+    r = torch.randn(y.shape, generator=torch.Generator().manual_seed(seed), dtype=y.dtype)
+    grads = torch.autograd.grad((y * r).sum(), [x, *params], allow_unused=True)
+    grads = {name: torch.zeros_like(p) if g is None else g for name, g, p in zip(["x", *names], grads, [x, *params])}
+    return y.detach(), state, grads
+
+
+def window(state, span: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A state's last `span` memory vectors (B, S, D) and their validity (B, S), whichever model made it."""
+    end = getattr(state, "end", span)
+    return state.memory[:, end - span : end], state.valid
+
+
+def assert_equal_to_the_reference(options, seed, steps, batch, reset, carried, cuts, dtype, tolerance):
+    core = build(options, seed, dtype)
+    reference = reference_of(core)
+    generator = torch.Generator().manual_seed(seed + 1)
+    x0 = torch.randn(carried, batch, INPUT_DIM, generator=generator, dtype=dtype)
+    x = torch.randn(steps, batch, INPUT_DIM, generator=generator, dtype=dtype)
+    first = torch.rand(steps, batch, generator=generator) < reset
+    y, state, grads = calls(core, x0, x, first, cuts, seed)
+    y_ref, state_ref, grads_ref = calls(reference, x0, x, first, cuts, seed)
+    torch.testing.assert_close(y, y_ref, **tolerance)
+    for name in grads_ref:
+        torch.testing.assert_close(grads[name], grads_ref[name], **tolerance, msg=name)
+    (memory, valid), (memory_ref, valid_ref) = window(state, options["span"]), window(state_ref, options["span"])
+    torch.testing.assert_close(memory, memory_ref, **tolerance)
+    assert torch.equal(valid, valid_ref)
+
+
+@settings(derandomize=True, max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # (the path stays)
+@given(options=configurations(), seed=st.integers(0, 2**16), steps=st.integers(1, 9), batch=st.integers(1, 3),
+       reset=st.sampled_from([0.0, 0.2, 0.5]), carried=st.integers(1, 8), data=st.data())
+def test_each_fast_path_equals_the_reference_in_float64(path, options, seed, steps, batch, reset, carried, data):
+    """To 1e-10: outputs, state and every gradient, with memory carried in from an earlier call
+    (its keys recomputed with gradients), resets anywhere, chunked calls, dropout, persistent
+    vectors (the compiled path's fallback), shared or per-layer key/value projections, pre- or
+    post-norm."""
+    cuts = sorted(set(data.draw(st.lists(st.integers(1, max(1, steps - 1)), max_size=3))) - {steps})
+    assert_equal_to_the_reference(options, seed, steps, batch, reset, carried, cuts, torch.float64, dict(atol=1e-10, rtol=1e-10))
+
+
+@settings(derandomize=True, max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # (the path stays)
+@given(options=configurations(), seed=st.integers(0, 2**16), steps=st.integers(1, 9), batch=st.integers(1, 3),
+       reset=st.sampled_from([0.0, 0.2, 0.5]), carried=st.integers(1, 8), data=st.data())
+def test_each_fast_path_equals_the_reference_in_float32(path, options, seed, steps, batch, reset, carried, data):
+    """The same in float32 (the compiled path's dtype), to float32's rounding over the terms a
+    gradient sums: every step of the call and the carried one, through every layer."""
+    cuts = sorted(set(data.draw(st.lists(st.integers(1, max(1, steps - 1)), max_size=3))) - {steps})
+    terms = (steps + carried) * options["n_layers"] * (options["span"] + 4)
+    assert_equal_to_the_reference(options, seed, steps, batch, reset, carried, cuts, torch.float32, close32(terms))
+
+
+@pytest.mark.parametrize("options", [dict(), dict(pre_norm=False, shared_kv=False, dropout=0.3)])
+def test_calls_run_compiled_where_they_apply(monkeypatch, options):
+    """The default variant and post-norm, per-layer projections, dropout run compiled on the CPU in
+    float32; persistent vectors, bfloat16 and the switch turned off run the Python step."""
+    monkeypatch.setenv(feedback_compiled.SWITCH, "1")
+    core = make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, **options).train()
+    state = core.initial_state(2, "cpu")
+    assert core.open(state, 1).compiled
+    assert not make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, persistent=2, **options).open(state, 1).compiled
+    assert not core.to(torch.bfloat16).open(core.initial_state(2, "cpu"), 1).compiled
+    monkeypatch.setenv(feedback_compiled.SWITCH, "0")
+    assert not core.float().open(state, 1).compiled
+    monkeypatch.setenv(feedback_compiled.SWITCH, "yes")
+    with pytest.raises(ValueError, match="FEEDBACK_RL_COMPILED must be 0 or 1, got 'yes'"):
+        core.open(state, 1)
+
+
+def test_gradcheck_through_the_hand_written_backward():
+    """torch.autograd.gradcheck (finite differences, float64) of the fused call with respect to its
+    inputs and weights of every kind: a query projection, the shared key/value projection and its
+    norm, a feed-forward layer, the position table, the layer mix."""
+    core = build(dict(d_model=4, n_heads=2, n_layers=2, span=3), 0).eval()
+    first = torch.tensor([[True, False], [False, False], [False, True], [False, False]])
+    with torch.no_grad():
+        _, state = core(torch.randn(3, 2, INPUT_DIM, dtype=torch.float64), core.initial_state(2, "cpu"), torch.zeros(3, 2, dtype=torch.bool))
+    names = ["blocks.0.query.weight", "kv.0.weight", "memory_norm.0.weight", "blocks.1.ff.fc1.weight", "blocks.1.position", "layer_logits"]
+    params = dict(core.named_parameters())
+    leaves = [params[n].detach().clone().requires_grad_(True) for n in names]
+    x = torch.randn(4, 2, INPUT_DIM, dtype=torch.float64, requires_grad=True)
+
+    def call(x, *weights):
+        return torch.func.functional_call(core, dict(zip(names, weights)), (x, state, first))[0]
+
+    assert torch.autograd.gradcheck(call, (x, *leaves), fast_mode=True)  # fast mode: random projections of the Jacobian
+
+
+@pytest.mark.parametrize("pre_norm", [True, False])
+@pytest.mark.parametrize("persistent", [0, 2])
+def test_step_code_compiles_with_no_graph_break(pre_norm, persistent):
+    """layer_forward and layer_backward trace whole under torch.compile(fullgraph=True) (no host
+    synchronisation, no data-dependent Python control flow) and compute the same as eagerly.
+    The eager backend checks the tracing without paying for code generation."""
+    options = dict(d_model=8, n_heads=2, n_layers=1, span=4, pre_norm=pre_norm, persistent=persistent, dropout=0.2)
+    core = build(options, 0)
+    _, (layer,), _ = core.call_weights()
+    layer = type(layer)(*[w.detach() if w is not None else None for w in layer])
+    torch.manual_seed(1)
+    B, H, E, S = 3, 2, 4, 4
+    h, bias = torch.randn(B, 8, dtype=torch.float64), torch.where(torch.rand(B, 1, S) < 0.3, -1e9, 0.0).double()
+    seen = torch.ones(B, 1, 1, dtype=torch.float64)
+    k_t, v = torch.randn(B, H, E, S, dtype=torch.float64), torch.randn(B, H, S, E, dtype=torch.float64)
+    masks = (torch.rand(B, H, S + persistent, dtype=torch.float64), torch.rand(B, 32, dtype=torch.float64) if not persistent else None)
+    torch._dynamo.reset()  # each variant traced afresh (guards cached from another variant's tapes misfire)
+    forward = torch.compile(layer_forward, fullgraph=True, backend="eager", dynamic=False)
+    backward = torch.compile(layer_backward, fullgraph=True, backend="eager", dynamic=False)
+    with torch.no_grad():
+        out, tape = forward(h, k_t, v, bias, seen, layer, masks, pre_norm)
+        expected, expected_tape = layer_forward(h, k_t, v, bias, seen, layer, masks, pre_norm)
+        torch.testing.assert_close(out, expected)
+        grads = [torch.zeros(B, H, E, S, dtype=torch.float64) for _ in range(4)]
+        accumulators = [type(layer)(*(None if w is None else torch.zeros_like(w) for w in layer)) for _ in range(2)]
+        dh = backward(h, k_t.transpose(-1, -2), v.transpose(-1, -2), grads[0], grads[1], seen, layer, tape, masks, pre_norm, accumulators[0])
+        dh_eager = layer_backward(h, k_t.transpose(-1, -2), v.transpose(-1, -2), grads[2], grads[3], seen, layer, expected_tape, masks,
+                                  pre_norm, accumulators[1])
+    torch.testing.assert_close(dh, dh_eager)
+    torch.testing.assert_close(grads[0], grads[2])
+    torch.testing.assert_close(grads[1], grads[3])
+    for compiled, eager in zip(*accumulators):
+        if eager is not None:
+            torch.testing.assert_close(compiled, eager)
