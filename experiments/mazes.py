@@ -51,7 +51,8 @@ PROBED = ("maze", "maze_easy")  # envs whose runs get experiments/maze_memory.py
 # --quick: a smoke test of the whole pipeline in seconds (tests/experiments), nothing learned.
 QUICK_TRAIN = ["--num-envs", "4", "--rollout", "8"]
 QUICK_CORE = {"feedback": "d_model=16,n_heads=2,span=8", "transformer": "d_model=16,n_heads=2,span=8",
-              "reservoir": "d_model=16,n_heads=2,span=8", "lstm": "hidden_size=16", "mlp": "hidden_size=16"}  # every --cores choice
+              "reservoir": "d_model=16,n_heads=2,span=8", "lstm": "hidden_size=16", "gru": "hidden_size=16",
+              "mlp": "hidden_size=16"}  # every --cores choice
 
 
 def make_parser() -> argparse.ArgumentParser:

@@ -86,7 +86,7 @@ def test_evaluation_matches_a_hand_loop_that_resets_memory_each_episode(run, mon
 
 def test_each_env_gives_a_quota_of_its_first_episodes(run):
     results = evaluate(run, episodes=6, seed=3, num_envs=4, greedy=True)
-    assert sorted(results) == ["length", "return", "success"]
+    assert sorted(results) == ["arrived", "length", "return", "success"]
     assert all(len(values) == 6 for values in results.values())
     quotas = [2, 2, 1, 1]  # the first 6 % 4 envs give one more
     alone = [hand_loop(run, q, seed) for q, seed in zip(quotas, evaluation_seeds(3, 4))]
@@ -117,7 +117,7 @@ def test_command_line_writes_a_gif_and_one_json_line(run_dir, tmp_path, capsys):
     results = json.loads(lines[-1])["results"]
     assert sorted(results) == ["agent", "oracle", "random"]
     assert results["oracle"]["success"] == {"mean": 1.0, "std": 0.0}
-    assert set(results["agent"]) == {"return", "length", "success"}
+    assert set(results["agent"]) == {"return", "length", "success", "arrived"}
     video = iio.imread(out)  # (frames, H, W, 3)
     reference = gym.make("FeedbackRL/Corridor-v0", render_mode="rgb_array", **ENV_OPTIONS)
     reference.reset(seed=0)

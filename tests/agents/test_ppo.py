@@ -25,6 +25,7 @@ SMALL = {
     "transformer": {"d_model": 16, "n_layers": 2, "n_heads": 2, "span": 4},
     "reservoir": {"d_model": 16, "n_layers": 2, "n_heads": 2, "span": 4},
     "lstm": {"hidden_size": 16},
+    "gru": {"hidden_size": 16},
     "mlp": {"hidden_size": 16},
 }
 ENVS, STEPS = 8, 8  # rollouts of 8 steps over episodes of at most 7: episode starts inside every rollout

@@ -120,7 +120,7 @@ def test_paper_preset_has_the_paper_maze_settings():
     "argv, named",
     [
         (["--env", "nowhere"], "'nowhere'"),
-        (["--core", "gru"], "'gru'"),
+        (["--core", "rnn"], "'rnn'"),
         (["--num-envs", "0"], "num_envs must be >= 1, got 0"),
         (["--optimizer", "sgd"], "'sgd'"),
         (["--lr-schedule", "cosine"], "'cosine'"),

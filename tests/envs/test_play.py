@@ -73,7 +73,7 @@ def test_episode_end_prints_the_return_and_resets(capsys):
     returns = play.play(env, events, seed=SEED)
     assert returns[0] == 1.0 and len(returns) == 2
     out = capsys.readouterr().out
-    assert "reward 1  info {'success': True}" in out
+    assert "reward 1  info {'success': True, 'arrived': True}" in out
     assert "episode terminated: return 1" in out
     assert elapsed(env) == 0, "reset after the episode ended"
 

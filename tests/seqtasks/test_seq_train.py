@@ -102,7 +102,7 @@ def test_cli_prints_and_saves_results(tmp_path, capsys):
     "flags, message",
     [
         (["--task", "sorting"], "unknown task 'sorting'"),
-        (["--core", "gru"], "unknown core 'gru'"),
+        (["--core", "rnn"], "unknown core 'rnn'"),
         (["--n-train", "0"], "n_train must be an integer >= 1, got 0"),
         (["--optimizer", "sgd"], "optimizer must be one of \\['adam', 'nesterov'\\], got 'sgd'"),
         (["--device", "tpu"], "unknown device 'tpu'"),
