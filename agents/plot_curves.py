@@ -73,9 +73,17 @@ def draw(curves: dict[str, tuple[np.ndarray, np.ndarray]], tag: str, weight: flo
     axes.set_xlabel("step")
     axes.set_ylabel(tag.rsplit("/", 1)[-1])
     axes.xaxis.set_major_formatter(EngFormatter(sep=""))  # 1M, 500k as TensorBoard writes them
+    save_figure(figure, axes, out, loc="best")
+
+
+def save_figure(figure, axes, out: str | Path, **legend) -> None:
+    """The look every figure here shares (a light grid, no top or right spine, a legend without
+    a frame, `legend` its other options), written to `out` (its folder made) and closed."""
+    import matplotlib.pyplot as plt
+
     axes.grid(color="#e0e0e0", linewidth=0.8)
     axes.spines[["top", "right"]].set_visible(False)
-    axes.legend(frameon=False, loc="best")
+    axes.legend(frameon=False, **legend)
     figure.tight_layout()
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(out)

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from agents.a2c_config import preset_values
+from agents.plot_curves import save_figure
 from agents.ppo_config import PPOConfig
 from envs.cli import non_negative_float, positive_int
 from experiments.cli import QUICK_ALGO, QUICK_FRAMES, Distinct, add_algo_argument, frames_or_quick
@@ -188,12 +189,7 @@ def draw(summary: dict, out: Path) -> None:
     axes.set_ylabel("greedy success rate")
     axes.set_ylim(-0.02, 1.02)
     axes.set_title(f"corridor of {summary['length']} cells, {summary['frames']:,} frames, {len(summary['seeds'])} seeds", loc="left", fontsize=11)
-    axes.grid(color="#e0e0e0", linewidth=0.8)
-    axes.spines[["top", "right"]].set_visible(False)
-    axes.legend(frameon=False, fontsize=8, loc="lower right")
-    figure.tight_layout()
-    figure.savefig(out)
-    plt.close(figure)
+    save_figure(figure, axes, out, fontsize=8, loc="lower right")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.plot_curves import read_scalars
+from agents.plot_curves import read_scalars, save_figure
 from experiments.stats import iqm_interval
 
 
@@ -69,13 +69,7 @@ def draw_curves(
     axes.set_xlabel(xlabel)
     axes.set_ylabel(ylabel)
     axes.xaxis.set_major_formatter(EngFormatter(sep=""))
-    axes.grid(color="#e0e0e0", linewidth=0.8)
-    axes.spines[["top", "right"]].set_visible(False)
-    axes.legend(frameon=False, fontsize=8, loc="best")
-    figure.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(out)
-    plt.close(figure)
+    save_figure(figure, axes, out, fontsize=8, loc="best")
 
 
 def training_seconds(run_dir: Path) -> float:

@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from agents.a2c_config import preset_values
+from agents.plot_curves import save_figure
 from envs.cli import non_negative_float, positive_float, positive_int
 from experiments.cli import QUICK_ALGO, QUICK_FRAMES, Distinct, add_algo_argument
 from experiments.curves import training_seconds
@@ -268,12 +269,7 @@ def draw(summary: dict, out: Path) -> None:
     axes.set_ylim(-0.02, 1.05)
     task = {"tmaze": "passive T-maze", "corridor": f"corridor, {summary['doors']} doors"}[summary["env"]]
     axes.set_title(f"{task}, {summary['algo'].upper()}, {len(summary['seeds'])} seeds", loc="left", fontsize=11)
-    axes.grid(color="#e0e0e0", linewidth=0.8)
-    axes.spines[["top", "right"]].set_visible(False)
-    axes.legend(frameon=False, fontsize=7, loc="lower left")
-    figure.tight_layout()
-    figure.savefig(out)
-    plt.close(figure)
+    save_figure(figure, axes, out, fontsize=7, loc="lower left")
 
 
 if __name__ == "__main__":
