@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Any, Callable
 
+from envs.cli import positive_int
+
 QUICK_FRAMES = 4_096  # --quick's runs when --frames is not given: a test of the pipeline in seconds
 QUICK_ALGO = {"a2c": [], "ppo": ["--num-minibatches", "2"]}  # --quick runs have 4 envs, which PPO's 8 minibatches cannot split
 
@@ -41,6 +43,21 @@ def add_algo_argument(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--algo", choices=ALGOS, default="a2c",
                         help="the learner: a2c (train_a2c.py, default) or ppo (train_ppo.py); ppo's outputs and runs take a _ppo suffix")
+
+
+def add_minibatches_argument(parser: argparse.ArgumentParser) -> None:
+    """--num-minibatches: PPO's minibatches per epoch for every run (with --algo ppo only)."""
+    parser.add_argument("--num-minibatches", type=positive_int, default=None,
+                        help="with --algo ppo: minibatches per epoch, each a subset of whole envs (default: train_ppo.py's, 8)")
+
+
+def minibatch_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The runs' --num-minibatches flags ([] when not given); exit 2 if it was given without --algo ppo."""
+    if args.num_minibatches is None:
+        return []
+    if args.algo != "ppo":
+        parser.error(f"--num-minibatches {args.num_minibatches} is a PPO setting; it needs --algo ppo (got --algo {args.algo})")
+    return ["--num-minibatches", str(args.num_minibatches)]
 
 
 def frames_or_quick(args: argparse.Namespace, default: int) -> int:

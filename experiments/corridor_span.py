@@ -35,7 +35,7 @@ from agents.a2c_config import preset_values
 from agents.plot_curves import save_figure
 from agents.ppo_config import PPOConfig
 from envs.cli import non_negative_float, positive_int
-from experiments.cli import QUICK_ALGO, QUICK_FRAMES, Distinct, add_algo_argument, frames_or_quick
+from experiments.cli import QUICK_ALGO, QUICK_FRAMES, Distinct, add_algo_argument, add_minibatches_argument, frames_or_quick, minibatch_args
 from experiments.cue_memory import run_cue_separation
 from experiments.curves import training_seconds
 from experiments.estimate import print_expected_time
@@ -71,8 +71,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
     parser.add_argument("--quick", action="store_true", help="tiny models and runs, to test the pipeline")
     add_algo_argument(parser)
-    parser.add_argument("--num-minibatches", type=positive_int, default=None,
-                        help="with --algo ppo: minibatches per epoch, each a subset of whole envs (default: train_ppo.py's, 8)")
+    add_minibatches_argument(parser)
     add_launcher_arguments(parser)
     return parser
 
@@ -80,14 +79,12 @@ def make_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     parser = make_parser()
     args = parser.parse_args(argv)
-    if args.num_minibatches is not None and args.algo != "ppo":
-        parser.error(f"--num-minibatches {args.num_minibatches} is a PPO setting; it needs --algo ppo (got --algo {args.algo})")
+    minibatches = minibatch_args(parser, args)
     args.frames = frames_or_quick(args, 3_000_000)
     args.name = args.name or ("corridor_span" if args.algo == "a2c" else f"corridor_span_{args.algo}")
     seeds = list(range(args.seeds))
     args.rollout = args.rollout or preset_values("corridor", "feedback", args.preset)[0]["rollout"]
     inputs = "" if args.previous_inputs else "-obs"
-    minibatches = [] if args.num_minibatches is None else ["--num-minibatches", str(args.num_minibatches)]
     preset = ("" if args.algo == "a2c" else f"{args.algo}-") + (f"mb{args.num_minibatches}-" if minibatches else "") + ("" if args.preset == "cpu" else f"{args.preset}-")
     runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / "corridor_span" / f"{preset}L{args.length}-T{args.rollout}{inputs}-ent{args.entropy_coef:g}"
     env_args = ["--env", "corridor", "--env-opt", f"length={args.length},max_episode_steps={4 * args.length}",

@@ -45,7 +45,7 @@ import numpy as np
 from agents.a2c_config import preset_values
 from agents.plot_curves import save_figure
 from envs.cli import non_negative_float, positive_float, positive_int
-from experiments.cli import QUICK_ALGO, QUICK_FRAMES, Distinct, add_algo_argument
+from experiments.cli import QUICK_ALGO, QUICK_FRAMES, Distinct, add_algo_argument, add_minibatches_argument, minibatch_args
 from experiments.curves import training_seconds
 from experiments.estimate import print_expected_time
 from experiments.jobs import ROOT, evaluate_job, evaluation, train_job
@@ -104,8 +104,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
     parser.add_argument("--quick", action="store_true", help="tiny models and runs, to test the pipeline")
     add_algo_argument(parser)
-    parser.add_argument("--num-minibatches", type=positive_int, default=None,
-                        help="with --algo ppo: minibatches per epoch, each a subset of whole envs (default: train_ppo.py's, 8)")
+    add_minibatches_argument(parser)
     parser.add_argument("--train-args", default="", metavar="'FLAGS'",
                         help="more train_a2c.py / train_ppo.py flags for every run, as one quoted string (e.g. '--learning-rate 3e-4'); "
                              "give a --name of its own so that such runs do not resume the plain ones")
@@ -135,8 +134,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.doors != "random" and args.env != "corridor":
         parser.error(f"--doors {args.doors} is a corridor option; it needs --env corridor (got --env {args.env})")
-    if args.num_minibatches is not None and args.algo != "ppo":
-        parser.error(f"--num-minibatches {args.num_minibatches} is a PPO setting; it needs --algo ppo (got --algo {args.algo})")
+    minibatches = minibatch_args(parser, args)
     if args.frames and args.frame_scale != 1.0:
         parser.error("give --frames or --frame-scale, not both")
     args.name = args.name or "_".join(["memory_length", args.env, *(["fixed"] if args.doors == "fixed" else []),
@@ -153,7 +151,6 @@ def main(argv: list[str] | None = None) -> None:
         options = f"length={length}" + (f",max_episode_steps={4 * length},doors={args.doors}" if args.env == "corridor" else "")
         bptt = max(rollout, episode_steps(args.env, length))
         extra = ["--entropy-coef", str(args.entropy_coef)] if args.entropy_coef is not None else []
-        minibatches = [] if args.num_minibatches is None else ["--num-minibatches", str(args.num_minibatches)]
         quick = ["--num-envs", "4", *([] if minibatches else QUICK_ALGO[args.algo])] if args.quick else []
         return ["--env", args.env, "--env-opt", options, "--preset", "cpu", "--rollout", str(rollout), "--bptt", str(bptt),
                 "--no-previous-inputs", *extra, *minibatches, *shlex.split(args.train_args), *model_args(model, args.env, length, args.quick), "--seed", str(seed), *quick]
