@@ -17,6 +17,7 @@ Used by corridor_span.py for every run; printed here for any corridor runs.
 from __future__ import annotations
 
 import argparse
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -25,47 +26,73 @@ from agents.actors import LocalEnvs
 from agents.evaluation import evaluation_seeds, load_run, new_policy
 from agents.policy import Policy
 from agents.seeding import seed_everything
-from envs.corridor import FORWARD
+from envs.corridor import ENTER_LOWER, ENTER_UPPER, FORWARD
 
 EPISODES = 64  # fresh corridors, walked side by side; cue and door order drawn by the env
 SEED = 20_000  # evaluation streams of seed 20,000: never training's, nor those experiments evaluate on
 
 
-@torch.no_grad()
-def door_outputs(policy: Policy, env_options: dict, episodes: int = EPISODES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Walk `episodes` corridors forward to their doors: the core's output there (N, D), the
-    cue (N,) and the upper door's colour (N,) (1 blue, 2 green)."""
+class CorridorWalk(NamedTuple):
+    """Corridors walked straight down to the step their doors come into view."""
+
+    obs: np.ndarray  # (T, N, 3) observations from the start cell to the doors: cue, upper door, lower door
+    cue: np.ndarray  # (N,) 1 blue, 2 green
+    upper: np.ndarray  # (N,) the upper door's colour
+
+    @property
+    def correct(self) -> np.ndarray:
+        """(N,) the action that enters the cue's door."""
+        return np.where(self.upper == self.cue, ENTER_UPPER, ENTER_LOWER)
+
+
+def walk_to_doors(env_options: dict, episodes: int = EPISODES) -> CorridorWalk:
+    """Walk `episodes` fresh corridors forward (evaluation streams of SEED) until their doors
+    are in view; every corridor walked straight reaches them at the same step."""
     envs = LocalEnvs("corridor", evaluation_seeds(SEED, episodes), env_options)
     try:
-        obs = envs.reset()  # (N, 3): cue, upper door, lower door
-        cue = obs[:, 0].copy()
-        device = next(policy.parameters()).device
-        state = policy.initial_state(episodes, device)
-        prev_action = torch.full((episodes,), policy.num_actions, device=device)  # "none" at the start
-        prev_reward = torch.zeros(episodes, device=device)
-        first = torch.ones(episodes, dtype=torch.bool, device=device)
-        forward = np.full(episodes, FORWARD)
-        while True:
-            x = policy.encode(torch.as_tensor(obs, device=device)[None], prev_action[None], prev_reward[None])
-            y, state = policy.core(x, state, first[None])  # y: (1, N, D)
-            if (obs[:, 1] != 0).all():  # every corridor walked straight reaches its doors at the same step
-                return y[0].cpu().numpy(), cue, obs[:, 1].copy()
-            obs, _, terminated, truncated, _ = envs.step(forward)
+        seen = [envs.reset()]  # (N, 3) each
+        while not (seen[-1][:, 1] != 0).all():
+            obs, _, terminated, truncated, _ = envs.step(np.full(episodes, FORWARD))
             if (terminated | truncated).any():
                 raise RuntimeError("an episode ended before its doors came into view; is the time limit shorter than the corridor?")
-            prev_action = torch.full((episodes,), FORWARD, device=device)
-            first = torch.zeros(episodes, dtype=torch.bool, device=device)
+            seen.append(obs)
     finally:
         envs.close()
+    return CorridorWalk(np.stack(seen), seen[0][:, 0].copy(), seen[-1][:, 1].copy())
+
+
+def walk_inputs(policy: Policy, walk: CorridorWalk) -> tuple[torch.Tensor, torch.Tensor]:
+    """The core's inputs along the walk, x (T, N, input_dim), and the episode starts, first (T, N)."""
+    device = next(policy.parameters()).device
+    steps, episodes, _ = walk.obs.shape
+    prev_action = torch.full((steps, episodes), FORWARD, device=device)
+    prev_action[0] = policy.num_actions  # "none" at the start
+    prev_reward = torch.zeros(steps, episodes, device=device)
+    first = torch.zeros(steps, episodes, dtype=torch.bool, device=device)
+    first[0] = True
+    return policy.encode(torch.as_tensor(walk.obs, device=device), prev_action, prev_reward), first
+
+
+@torch.no_grad()
+def door_outputs(policy: Policy, walk: CorridorWalk) -> np.ndarray:
+    """The core's output (the vector the actor and critic heads read) at the doors, (N, D)."""
+    x, first = walk_inputs(policy, walk)
+    y, _ = policy.core(x, policy.initial_state(x.shape[1], x.device), first)  # (T, N, D)
+    return y[-1].cpu().numpy()
+
+
+def separation(vectors: np.ndarray, walk: CorridorWalk) -> float:
+    """|mean vector (blue cue) - mean vector (green cue)| / mean |vector|, averaged over the door
+    orders the walk drew (one with fixed doors): vectors (N, D), one per walked corridor."""
+    gaps = [np.linalg.norm(vectors[(walk.cue == 1) & (walk.upper == u)].mean(0) - vectors[(walk.cue == 2) & (walk.upper == u)].mean(0))
+            for u in np.unique(walk.upper)]
+    return float(np.mean(gaps) / np.linalg.norm(vectors, axis=1).mean())
 
 
 def cue_separation(policy: Policy, env_options: dict) -> float:
-    """|mean output (blue cue) - mean output (green cue)| / mean |output| at the doors, averaged
-    over the two door orders (see the module docstring)."""
-    outputs, cue, upper = door_outputs(policy, env_options)
-    scale = np.linalg.norm(outputs, axis=1).mean()
-    gaps = [np.linalg.norm(outputs[(cue == 1) & (upper == u)].mean(0) - outputs[(cue == 2) & (upper == u)].mean(0)) for u in (1, 2)]
-    return float(np.mean(gaps) / scale)
+    """The separation of the core's outputs at the doors (see the module docstring)."""
+    walk = walk_to_doors(env_options)
+    return separation(door_outputs(policy, walk), walk)
 
 
 def run_cue_separation(run_dir: str) -> dict[str, float]:

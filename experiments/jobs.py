@@ -66,19 +66,20 @@ class JobFailed(RuntimeError):
     """A command exited with an error; the message names it and ends with its log's tail."""
 
 
-def train_job(name: str, run_dir: Path, train_args: list[str], frames: int, algo: str = "a2c") -> Job:
+def train_job(name: str, run_dir: Path, train_args: list[str], frames: int, algo: str = "a2c", traced: bool = False) -> Job:
     """`python train_ALGO.py ARGS --total-steps FRAMES --run-dir RUN_DIR` (train_a2c.py or
-    train_ppo.py), or `--resume RUN_DIR` when a checkpoint of an unfinished run is there."""
+    train_ppo.py), or `--resume RUN_DIR` when a checkpoint of an unfinished run is there.
+    `traced`: the same run through experiments/memory_trace.py (probes of the memory path)."""
     if algo not in ALGOS:
         raise ValueError(f"unknown algo {algo!r}; choose from {list(ALGOS)}")
     record = run_dir / "train.done.json"
-    script = f"train_{algo}.py"
+    program = [sys.executable, "-m", "experiments.memory_trace", algo] if traced else [sys.executable, f"train_{algo}.py"]
 
     def command() -> list[str]:
         refuse_smaller_budget(record, frames, "frames")
         if (run_dir / "checkpoint.pt").exists():
-            return [sys.executable, script, "--resume", str(run_dir), "--total-steps", str(frames), "--threads", "1"]
-        return [sys.executable, script, *train_args, "--total-steps", str(frames), "--threads", "1", "--run-dir", str(run_dir)]
+            return [*program, "--resume", str(run_dir), "--total-steps", str(frames), "--threads", "1"]
+        return [*program, *train_args, "--total-steps", str(frames), "--threads", "1", "--run-dir", str(run_dir)]
 
     return Job(name, command, run_dir / "train.log", record, f"{frames} frames", (f"train_{algo}", train_args, frames))
 
