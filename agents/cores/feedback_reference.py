@@ -16,7 +16,7 @@ only through the residual path:
 so even the lowest layer of step t reads the highest representations of the past, and the
 steps must run one after another. Keys and values are projections of the memory, one projection
 shared by all layers (the paper's choice, `shared_kv`) or one per layer. The memory holds raw
-m_t; under pre-norm it is normalised as it is read. A step sees only the memory of its own
+m_t; under pre-norm it is normalised as it is read (unless `read_norm` is off). A step sees only the memory of its own
 episode: an episode start (`first`) hides everything before it, and a step that sees nothing
 reads a zero vector from the attention.
 
@@ -50,10 +50,14 @@ class FeedbackConfig(TransformerConfig):
     """The Transformer's options (span: past steps in memory, the current one not included), and:"""
 
     shared_kv: bool = True  # one key/value projection of the memory for all layers
+    # pre-norm: the memory is normalised as it is read (the paper's). False reads it raw: its
+    # cue-independent part then no longer scales its other parts down (docs/experiments/corridor-span.md)
+    read_norm: bool = True
 
     def __post_init__(self):
         super().__post_init__()
         check_bool("shared_kv", self.shared_kv)
+        check_bool("read_norm", self.read_norm)
 
 
 class ReferenceState(NamedTuple):
@@ -72,7 +76,8 @@ class FeedbackReference(nn.Module):
             AttentionBlock(c.d_model, c.n_heads, c.span, c.ff_width, c.dropout, c.pre_norm, c.persistent)
             for _ in range(c.n_layers)
         )
-        self.memory_norm = nn.ModuleList(nn.LayerNorm(c.d_model) if c.pre_norm else nn.Identity() for _ in range(self.groups))
+        reads_normed = c.pre_norm and c.read_norm
+        self.memory_norm = nn.ModuleList(nn.LayerNorm(c.d_model) if reads_normed else nn.Identity() for _ in range(self.groups))
         self.kv = nn.ModuleList(nn.Linear(c.d_model, 2 * c.d_model) for _ in range(self.groups))  # keys, then values
         self.layer_logits = nn.Parameter(torch.zeros(c.n_layers + 1))  # w: l = 0 is the input embedding
         self.norm_out = nn.LayerNorm(c.d_model) if c.pre_norm else nn.Identity()

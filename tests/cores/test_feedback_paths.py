@@ -39,6 +39,7 @@ def configurations(draw):
         "pre_norm": draw(st.booleans()),
         "persistent": draw(st.sampled_from([0, 0, 2])),
         "shared_kv": draw(st.booleans()),
+        "read_norm": draw(st.booleans()),
         "dropout": draw(st.sampled_from([0.0, 0.0, 0.3])),
         "value_init": draw(st.sampled_from(["pytorch", "orthogonal"])),
     }

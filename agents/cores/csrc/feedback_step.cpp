@@ -322,7 +322,7 @@ Tensor forward_steps(const Tensor& embedded, const Tensor& first, const Tensor& 
     for (int64_t g = 0; g < groups; ++g) {
       const Tensor* w = &group_weights[g * GROUP_FIELDS];
       Tensor normed = m, mean, rstd;
-      if (pre_norm) std::tie(normed, mean, rstd) = layer_norm(m, w[0], w[1]);
+      if (!absent(w[0])) std::tie(normed, mean, rstd) = layer_norm(m, w[0], w[1]);  // read through a norm (pre-norm, read_norm)
       Tensor kv = at::addmm(w[3], normed, w[2].t()).view({m.size(0), 2, keys[g].size(1), keys[g].size(2)});  // (B, 2, H, E)
       Tensor k = kv.select(1, 0), v = kv.select(1, 1);
       keys[g].select(-1, at_slot).copy_(k);
@@ -364,7 +364,7 @@ std::vector<Tensor> backward_steps(const Tensor& grad_y, const Tensor& tops, con
     for (int64_t g = 0; g < groups; ++g) {
       const Tensor* w = &group_weights[g * GROUP_FIELDS];
       Tensor d_normed = at::mm(grad_kv[g].select(-1, span + t).reshape({batch, 2 * width}), w[2]);  // keys' then values' (B, 2 D)
-      Tensor dg = pre_norm ? layer_norm_input_grad(d_normed, step.m, step.mean[g], step.rstd[g], w[0]) : d_normed;
+      Tensor dg = !absent(w[0]) ? layer_norm_input_grad(d_normed, step.m, step.mean[g], step.rstd[g], w[0]) : d_normed;
       dm = dm.defined() ? dm + dg : dg;
     }
     TensorList outs;
