@@ -17,6 +17,7 @@ Letters in shape comments: N envs in the batch, K envs being reset, F observatio
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import gymnasium as gym
@@ -56,6 +57,17 @@ def event_choice(key: np.ndarray, k: np.ndarray, n: int) -> np.ndarray:
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     z = z ^ (z >> np.uint64(31))
     return (z % np.uint64(n)).astype(np.int64)
+
+
+def make_rules(rules_class: type, num_envs: int, options: dict[str, Any]) -> "BatchedRules":
+    """rules_class(num_envs, **options), an option it does not take refused by name with the
+    ones it does (a ValueError, which the command lines turn into a usage error)."""
+    accepted = [name for name in inspect.signature(rules_class).parameters if name != "num_envs"]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise ValueError(f"{rules_class.__name__.removesuffix('Rules').lower()} has no option {', '.join(map(repr, unknown))}; "
+                         f"its options are {', '.join(accepted)}")
+    return rules_class(num_envs=num_envs, **options)
 
 
 class BatchedRules:

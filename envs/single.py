@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.error import ResetNeeded
 
-from envs.batch import BatchedRules
+from envs.batch import BatchedRules, make_rules
 from envs.scene import RENDER_MODES
 
 ONLY_ENV = np.zeros(1, dtype=np.int64)
@@ -33,7 +33,7 @@ class GridEnv(gym.Env):
     def __init__(self, render_mode: str | None = None, **kwargs: Any):
         check_render_mode(render_mode)
         self.render_mode = render_mode
-        self.rules = self.rules_class(num_envs=1, **kwargs)
+        self.rules = make_rules(self.rules_class, 1, kwargs)
         self.observation_space = self.rules.single_observation_space
         self.action_space = self.rules.single_action_space
         self._renderer = None

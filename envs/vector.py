@@ -23,7 +23,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from envs.batch import BatchedRules, check_int
+from envs.batch import BatchedRules, check_int, make_rules
 from envs.scene import RENDER_MODES
 from envs.single import check_render_mode
 
@@ -62,7 +62,7 @@ class GridVectorEnv(VectorEnv):
     ):
         check_render_mode(render_mode)
         autoreset_mode = parse_autoreset_mode(autoreset_mode)
-        self.rules = self.rules_class(num_envs=num_envs, **kwargs)
+        self.rules = make_rules(self.rules_class, num_envs, kwargs)
         self.num_envs = self.rules.num_envs
         self.render_index = check_int("render_index", render_index, 0, self.num_envs - 1)
         self.render_mode = render_mode

@@ -129,6 +129,7 @@ def test_paper_preset_has_the_paper_maze_settings():
         (["--env", "corridor", "--env-opt", "length=x"], "length must be an integer >= 2, got 'x'"),  # the env names strings
         (["--env", "corridor", "--env-opt", "doors=sideways"], "doors must be one of ['random', 'fixed'], got 'sideways'"),
         (["--env-opt", "length"], "env option 'length' must look like KEY=VALUE"),
+        (["--env", "corridor", "--env-opt", "lenght=8"], "corridor has no option 'lenght'; its options are length, max_episode_steps, doors"),
         (["--gamma", "1.5"], "gamma must be in [0, 1], got 1.5"),
         (["--num-actors", "99"], "got 99"),
         (["--device", "tpu"], "'tpu'"),

@@ -182,6 +182,9 @@ def test_bad_inputs_give_clear_errors(env_id):
         gym.make(env_id, render_mode="ascii")
     with pytest.raises(ValueError, match="seed must be an int, None or a list of 3 seeds"):
         vector.reset(seed=[1, 2])
+    for make in (gym.make, lambda env_id, **options: gym.make_vec(env_id, num_envs=2, **options)):
+        with pytest.raises(ValueError, match=r"has no option 'lenght'; its options are .*max_episode_steps"):  # a typo, named with the right ones
+            make(env_id, lenght=8)
 
 
 @pytest.mark.parametrize(
