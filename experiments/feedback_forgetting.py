@@ -144,7 +144,40 @@ def table(summary: dict) -> str:
                     f"{per_seed} | {first('cue_separation'):.0e} -> {last('cue_separation'):.0e} | "
                     f"{retention} | {size} |")
     variants = "".join(f"\n- {name}: {what}" for name, what in summary["variants"].items())
-    return "\n".join(rows) + f"\n\nVariants:{variants}\n"
+    return "\n".join(rows) + f"\n\nVariants:{variants}\n\n" + timeline(summary)
+
+
+TIMELINE = (0, 20_000, 100_000, 500_000)  # frames at which timeline() reads the probes, and the end
+
+
+def at(run: dict, frames: int) -> dict:
+    """The run's first probe at or after `frames`."""
+    return next(p for p in run["probes"] if p["frames"] >= frames)
+
+
+def timeline(summary: dict) -> str:
+    """What happens first and what follows: the Feedback runs' memory size, retention, cue
+    separation and gradient to the cue at a few points of training, medians over the solved
+    runs and over the failed ones."""
+    points = [*(frames for frames in TIMELINE if frames < summary["frames"]), summary["frames"]]
+    rows = ["Over training, Feedback runs (median over the runs of each kind): memory size |m| (mean over the walk) / "
+            "retention per step / cue separation at the doors / gradient reaching the cue step.\n",
+            "| variant | doors | span | runs | " + " | ".join(f"{frames // 1000:,}k frames" for frames in points) + " |",
+            "|---|---|---|---|" + "---|" * len(points)]
+    for model in summary["models"]:
+        if model["span"] is None:
+            continue
+        for kind, runs in (("solved", [r for r in model["runs"] if r["success"] >= SOLVED]), ("failed", [r for r in model["runs"] if r["success"] < SOLVED])):
+            if not runs:
+                continue
+            cells = []
+            for frames in points:
+                probes = [at(run, frames) for run in runs]
+                median = lambda value: float(np.median([value(p) for p in probes]))  # noqa: E731
+                cells.append(f"{median(lambda p: np.mean(p['memory_norm'][1:])):.1f} / {median(lambda p: p['retention']):.2f} / "
+                             f"{median(lambda p: p['cue_separation']):.0e} / {median(lambda p: p['gradient_to_cue']):.0e}")
+            rows.append(f"| {model['variant']} | {model['doors']} | {model['span']} | {len(runs)} {kind} | " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
 
 
 PANELS = [  # (title, value of a probe, log scale)

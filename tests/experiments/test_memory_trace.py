@@ -98,3 +98,26 @@ def test_a_larger_memory_read_through_the_norm_keeps_less_of_the_cue(seed):
         assert sum(after["memory_norm"]) > 2.5 * sum(before["memory_norm"])  # the memory grew
         retention[read_norm] = after["retention"] / before["retention"]
     assert retention[True] < 0.5 and retention[False] > 0.8
+
+
+def synthetic_run(seed: int, success: float, sizes: list[float]) -> dict:
+    """A run of feedback_forgetting's summary whose probes (at 0, 20k, 100k frames) have memory sizes `sizes`."""
+    probes = [{"frames": frames, "train_success": None if frames == 0 else success, "cue_separation": 1e-3 / size,
+               "gradient_to_cue": 1e-3, "retention": 1 / size, "memory_norm": [size] * 8, "layer_weights": [0.3, 0.3, 0.4]}
+              for frames, size in zip((0, 20_000, 100_000), sizes)]
+    return {"seed": seed, "success": success, "training_seconds": 1.0, "probes": probes}
+
+
+def test_the_forgetting_tables_split_solved_runs_from_failed(tmp_path):
+    from experiments import feedback_forgetting
+
+    runs = [synthetic_run(0, 1.0, [5, 6, 7]), synthetic_run(1, 0.5, [5, 10, 20]), synthetic_run(2, 0.4, [5, 12, 30])]
+    summary = {"length": 8, "frames": 100_000, "algo": "a2c", "seeds": [0, 1, 2], "variants": {"paper": "the paper's"},
+               "models": [{"variant": "paper", "doors": "fixed", "span": 1, "runs": runs,
+                           "solved": feedback_forgetting.solved_interval([1.0, 0.5, 0.4], feedback_forgetting.SOLVED)}]}
+    text = feedback_forgetting.table(summary)
+    assert "| paper | fixed | 1 | 1 of 3, 0.33 [" in text and "1.00, 0.50, 0.40" in text
+    assert "| 1 solved | 5.0 / 0.20 / 2e-04 / 1e-03 | 6.0 / 0.17 / 2e-04 / 1e-03 | 7.0 / 0.14 / 1e-04 / 1e-03 |" in text
+    assert "| 2 failed | 5.0 / 0.20 / 2e-04 / 1e-03 | 11.0 / 0.09 / 9e-05 / 1e-03 | 25.0 / 0.04 / 4e-05 / 1e-03 |" in text  # medians
+    feedback_forgetting.draw(summary, tmp_path / "figure.png")
+    assert (tmp_path / "figure.png").stat().st_size > 10_000
