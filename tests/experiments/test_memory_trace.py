@@ -121,3 +121,23 @@ def test_the_forgetting_tables_split_solved_runs_from_failed(tmp_path):
     assert "| 2 failed | 5.0 / 0.20 / 2e-04 / 1e-03 | 11.0 / 0.09 / 9e-05 / 1e-03 | 25.0 / 0.04 / 4e-05 / 1e-03 |" in text  # medians
     feedback_forgetting.draw(summary, tmp_path / "figure.png")
     assert (tmp_path / "figure.png").stat().st_size > 10_000
+
+
+def test_memory_growth_swaps_each_weight_group(tmp_path, capsys):
+    """Each row is the fresh or trained policy with one group swapped; the fresh and trained rows
+    bracket them, and a run that is not a Feedback corridor run is refused by name."""
+    from experiments import memory_growth
+    from train_a2c import main as train
+
+    train([*TINY, "--core-opt", "n_layers=2", "--total-steps", "64", "--run-dir", str(tmp_path / "feedback")])
+    memory_growth.main([str(tmp_path / "feedback")])
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| fresh") or line.startswith("| trained")]
+    names = [row[0].removeprefix("| ") for row in rows]
+    assert names[:2] == ["fresh", "trained"] and "fresh, layer 2 feed-forward trained" in names and len(names) == 2 + 2 * 10
+    for name, size, retention, product in rows:
+        assert float(product.rstrip(" |")) == pytest.approx(float(size) * float(retention), abs=0.01)
+    train(["--env", "corridor", "--env-opt", "length=5", "--core", "lstm", "--num-envs", "4", "--rollout", "8", "--total-steps", "32",
+           "--run-dir", str(tmp_path / "lstm")])
+    with pytest.raises(SystemExit):
+        memory_growth.main([str(tmp_path / "lstm")])
+    assert "is a lstm run on 'corridor'; this needs a feedback run on the corridor" in capsys.readouterr().err
