@@ -2,7 +2,7 @@
 
 Each distinct model of the experiment (its train_a2c.py or seqtasks arguments without --seed) is
 built with one torch thread, as the runs will be, and timed over one update after a warm-up update
-(or over the warm-up update alone when that took more than LONG_UPDATE seconds, as the paper
+(after as many as fill its gradient window, with --bptt above the rollout; or over the warm-up update alone when that took more than LONG_UPDATE seconds, as the paper
 preset's do on a CPU: a little pessimistic, and half the wait): seconds per env frame, or per
 update of a seqtasks run. The expected run time is then the budgets of the runs not yet finished (a run stopped half-way counts whole),
 each at its model's rate, spread over the runs at once (and never less than the longest single
@@ -37,13 +37,15 @@ def model_key(train_args: list[str]) -> tuple[str, ...]:
     return tuple(key)
 
 
-def timed_update(update: Callable[[], object]) -> float:
-    """Seconds of one `update()` after a warm-up one, or of the warm-up alone when that took more
-    than LONG_UPDATE seconds."""
+def timed_update(update: Callable[[], object], warmups: int = 1) -> float:
+    """Seconds of one `update()` after `warmups` warm-up ones, or of the first warm-up alone when
+    that took more than LONG_UPDATE seconds."""
     started = time.perf_counter()
     update()
     seconds = time.perf_counter() - started
     if seconds < LONG_UPDATE:
+        for _ in range(warmups - 1):
+            update()
         started = time.perf_counter()
         update()
         seconds = time.perf_counter() - started
@@ -64,7 +66,8 @@ def seconds_per_frame(train_args: list[str], program: str = "train_a2c") -> floa
         args = parser.parse_args([*train_args, "--threads", "1", "--run-dir", run_dir])
         trainer = make_trainer(trainer_class, args, parser)
         try:
-            seconds = timed_update(trainer.update)
+            # A gradient window (--bptt K > rollout T) fills over K / T - 1 updates: time a full one.
+            seconds = timed_update(trainer.update, max(1, -(-trainer.config.window // trainer.config.rollout)))
         finally:
             trainer.close()
             torch.set_num_threads(threads)

@@ -37,6 +37,19 @@ def test_seconds_per_frame_measures_a_real_update():
     assert 0 < rate < 1.0  # 16 frames of a tiny MLP take well under 16 s anywhere
 
 
+def test_the_timed_update_comes_after_the_gradient_window_is_full(monkeypatch):
+    """--bptt 16 with rollouts of 4: the window holds 12 stored steps after 3 updates, so the 4th
+    is timed (one timed after a single warm-up would leave out most of the window's cost)."""
+    calls = []
+    assert estimate.timed_update(lambda: calls.append(1), warmups=3) >= 0 and len(calls) == 4
+    timed = []
+    original = estimate.timed_update
+    monkeypatch.setattr(estimate, "timed_update", lambda update, warmups=1: timed.append(warmups) or original(update, warmups))
+    estimate.seconds_per_frame([*TINY, "--core", "lstm", "--bptt", "16", "--seed", "0"])
+    estimate.seconds_per_frame([*TINY, "--seed", "0"])
+    assert timed == [3, 1]
+
+
 def test_seconds_per_update_times_a_real_seqtasks_update_quietly(capsys):
     rate = estimate.seconds_per_update(["--task", "random_walk", "--core", "lstm", "--grid-size", "3", "--walk-length", "4",
                                         "--d-model", "8", "--batch-size", "4", "--bptt", "4", "--n-train", "8",
