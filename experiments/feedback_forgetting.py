@@ -147,6 +147,7 @@ def table(summary: dict) -> str:
     return "\n".join(rows) + f"\n\nVariants:{variants}\n\n" + timeline(summary)
 
 
+EARLY = 100_000  # frames drawn on a linear scale; beyond, logarithmic
 TIMELINE = (0, 20_000, 100_000, 500_000)  # frames at which timeline() reads the probes, and the end
 
 
@@ -180,37 +181,45 @@ def timeline(summary: dict) -> str:
     return "\n".join(rows) + "\n"
 
 
-PANELS = [  # (title, value of a probe, log scale)
+PANELS = [  # (title, value of a probe or None where the core has no such number, log scale)
     ("training success", lambda p: p["train_success"], False),
     ("cue separation at the doors", lambda p: p["cue_separation"], True),
-    ("memory size |m_t| (mean over the walk)", lambda p: np.mean(p["memory_norm"][1:]), False),
-    ("retention of the cue part per step", lambda p: p["retention"], False),
+    ("memory size |m_t| (mean over the walk)", lambda p: np.mean(p["memory_norm"][1:]) if "memory_norm" in p else None, False),
+    ("retention of the cue part per step", lambda p: p.get("retention"), False),
     ("gradient reaching the cue step", lambda p: p["gradient_to_cue"], True),
-    ("softmax(w) of the top layer", lambda p: p["layer_weights"][-1], False),
+    ("softmax(w) of the top layer", lambda p: p["layer_weights"][-1] if "layer_weights" in p else None, False),
 ]
 
 
 def draw(summary: dict, out: Path) -> None:
-    """A column per (variant, doors, span) of the Feedback core, a row per probed quantity over
-    frames: each seed a line, solved runs green, failed red."""
+    """A column per (variant, doors, span), the references last, a row per probed quantity over
+    frames: each seed a line, solved runs green, failed red (a reference has no Feedback numbers)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
-    columns = [model for model in summary["models"] if model["span"] is not None]
+    columns = summary["models"]
     figure, axes = plt.subplots(len(PANELS), len(columns), figsize=(3.2 * len(columns), 2.2 * len(PANELS)), dpi=80, squeeze=False, sharex=True)
     for column, model in enumerate(columns):
         for row, (title, value, log) in enumerate(PANELS):
             ax = axes[row, column]
+            if all(value(p) is None for run in model["runs"] for p in run["probes"]):
+                ax.axis("off")  # a Feedback number on a reference's column
+                continue
             for run in model["runs"]:
                 frames = [p["frames"] for p in run["probes"]]
                 values = [np.nan if value(p) is None else value(p) for p in run["probes"]]
                 ax.plot(frames, values, color="#2a9d2a" if run["success"] >= SOLVED else "#d03030", linewidth=1, alpha=0.7)
+            ax.set_xscale("symlog", linthresh=EARLY)  # the first updates, where the memory is lost, as wide as the rest
+            ax.set_xlim(left=0)
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x / 1e6:g}M" if x >= 1e6 else f"{x / 1e3:g}k"))
             if log:
                 ax.set_yscale("log")
             ax.grid(color="#e0e0e0", linewidth=0.8)
-            ax.set_title(f"{model['variant']}, {model['doors']} doors, span {model['span']}" if row == 0 else "", fontsize=9, loc="left")
+            span = f", span {model['span']}" if model["span"] else ""
+            ax.set_title(f"{model['variant']}, {model['doors']} doors{span}" if row == 0 else "", fontsize=9, loc="left")
             if column == 0:
                 ax.set_ylabel(title, fontsize=8)
             if row == len(PANELS) - 1:
