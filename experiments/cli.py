@@ -9,6 +9,7 @@ folder at once (mazes.py) or fill the table with the same row twice, so it is re
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any, Callable
 
 from envs.cli import positive_int
@@ -35,6 +36,16 @@ class Distinct(argparse.Action):
                 raise argparse.ArgumentError(self, f"{twice}; give each once")
             seen[key] = value
         setattr(namespace, self.dest, values)
+
+
+def add_output_arguments(parser: argparse.ArgumentParser, quick: str = "tiny models and runs") -> None:
+    """--out, --no-estimate and --quick (`quick`: what its runs are), which every experiment that
+    trains runs takes."""
+    from experiments.jobs import ROOT
+
+    parser.add_argument("--out", type=Path, default=ROOT / "assets", help="where results go (default: assets/)")
+    parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
+    parser.add_argument("--quick", action="store_true", help=f"{quick}, to test the pipeline")
 
 
 def add_algo_argument(parser: argparse.ArgumentParser) -> None:

@@ -35,7 +35,7 @@ from agents.a2c_config import preset_values
 from agents.plot_curves import save_figure
 from agents.ppo_config import PPOConfig
 from envs.cli import non_negative_float, positive_int
-from experiments.cli import QUICK_ALGO, QUICK_FRAMES, Distinct, add_algo_argument, add_minibatches_argument, frames_or_quick, minibatch_args
+from experiments.cli import Distinct, QUICK_ALGO, QUICK_FRAMES, add_algo_argument, add_minibatches_argument, add_output_arguments, frames_or_quick, minibatch_args
 from experiments.cue_memory import run_cue_separation
 from experiments.curves import training_seconds
 from experiments.estimate import print_expected_time
@@ -67,9 +67,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="greedy evaluation episodes (default: 100)")
     parser.add_argument("--name", default=None, help="output file stem (default: corridor_span, or corridor_span_ppo with --algo ppo)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/corridor_span/[paper-]L{length}-T{rollout}[-obs]-ent{entropy})")
-    parser.add_argument("--out", type=Path, default=ROOT / "assets")
-    parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
-    parser.add_argument("--quick", action="store_true", help="tiny models and runs, to test the pipeline")
+    add_output_arguments(parser)
     add_algo_argument(parser)
     add_minibatches_argument(parser)
     add_launcher_arguments(parser)

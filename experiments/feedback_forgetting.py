@@ -29,7 +29,7 @@ import numpy as np
 
 from agents.plot_curves import save_figure
 from envs.cli import positive_int
-from experiments.cli import QUICK_ALGO, Distinct, add_algo_argument, add_minibatches_argument, frames_or_quick, minibatch_args
+from experiments.cli import Distinct, QUICK_ALGO, add_algo_argument, add_minibatches_argument, add_output_arguments, frames_or_quick, minibatch_args
 from experiments.curves import training_seconds
 from experiments.estimate import print_expected_time
 from experiments.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, train_job
@@ -61,9 +61,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=seed_count, default=10, help="seeds 0 .. N-1 (default: 10)")
     parser.add_argument("--eval-episodes", type=positive_int, default=100)
     parser.add_argument("--name", default=None, help="output file stem (default: feedback_forgetting, _ppo with --algo ppo)")
-    parser.add_argument("--out", type=Path, default=ROOT / "assets")
-    parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
-    parser.add_argument("--quick", action="store_true", help="tiny models and runs, to test the pipeline")
+    add_output_arguments(parser)
     add_algo_argument(parser)
     add_minibatches_argument(parser)
     add_launcher_arguments(parser)

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from envs.cli import positive_int
-from experiments.cli import Distinct
+from experiments.cli import Distinct, add_output_arguments
 from experiments.estimate import print_expected_time
 from experiments.jobs import ROOT, seq_flags, seq_job, seq_results
 from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
@@ -70,9 +70,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 per cell (default: 3)")
     parser.add_argument("--name", default="long_sequences", help="output file stem (default: long_sequences)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/NAME)")
-    parser.add_argument("--out", type=Path, default=ROOT / "assets", help="where results go (default: assets/)")
-    parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
-    parser.add_argument("--quick", action="store_true", help="tiny models and data, to test the pipeline")
+    add_output_arguments(parser, "tiny models and data")
     add_launcher_arguments(parser)
     return parser
 

@@ -35,7 +35,7 @@ import numpy as np
 import envs
 from agents.cores import CORES
 from envs.cli import env_name, positive_int
-from experiments.cli import QUICK_ALGO, QUICK_FRAMES, Distinct, add_algo_argument, frames_or_quick
+from experiments.cli import Distinct, QUICK_ALGO, QUICK_FRAMES, add_algo_argument, add_output_arguments, frames_or_quick
 from experiments.curves import binned_curve, draw_curves, training_seconds
 from experiments.estimate import print_expected_time
 from experiments.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, train_job
@@ -67,9 +67,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="evaluation episodes per run (default: 100)")
     parser.add_argument("--name", default=None, help="output file stem and run folder (default: mazes, or mazes_ppo with --algo ppo)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/NAME)")
-    parser.add_argument("--out", type=Path, default=ROOT / "assets", help="where results go (default: assets/)")
-    parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
-    parser.add_argument("--quick", action="store_true", help="tiny runs and evaluations, to test the pipeline")
+    add_output_arguments(parser, "tiny runs and evaluations")
     add_algo_argument(parser)
     add_launcher_arguments(parser)
     return parser

@@ -45,7 +45,7 @@ import numpy as np
 from agents.a2c_config import preset_values
 from agents.plot_curves import save_figure
 from envs.cli import non_negative_float, positive_float, positive_int
-from experiments.cli import QUICK_ALGO, QUICK_FRAMES, Distinct, add_algo_argument, add_minibatches_argument, minibatch_args
+from experiments.cli import Distinct, QUICK_ALGO, QUICK_FRAMES, add_algo_argument, add_minibatches_argument, add_output_arguments, minibatch_args
 from experiments.curves import training_seconds
 from experiments.estimate import print_expected_time
 from experiments.jobs import ROOT, evaluate_job, evaluation, train_job
@@ -100,9 +100,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="evaluation episodes per run, greedy and sampled each (default: 100)")
     parser.add_argument("--name", default=None, help="output file stem (default: memory_length_ENV[_fixed][_ppo])")
     parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/NAME)")
-    parser.add_argument("--out", type=Path, default=ROOT / "assets")
-    parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
-    parser.add_argument("--quick", action="store_true", help="tiny models and runs, to test the pipeline")
+    add_output_arguments(parser)
     add_algo_argument(parser)
     add_minibatches_argument(parser)
     parser.add_argument("--train-args", default="", metavar="'FLAGS'",

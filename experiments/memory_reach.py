@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from envs.cli import positive_int
-from experiments.cli import Distinct
+from experiments.cli import Distinct, add_output_arguments
 from experiments.estimate import print_expected_time
 from experiments.jobs import ROOT, seq_flags, seq_job, seq_results
 from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
@@ -88,9 +88,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--preset", choices=["cpu", "paper"], default="cpu", help="cpu: the shrunk tasks above; paper: Table 1's sizes and Table 9's model")
     parser.add_argument("--name", default="memory_reach", help="output file stem (default: memory_reach; the paper preset adds paper_)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/NAME)")
-    parser.add_argument("--out", type=Path, default=ROOT / "assets", help="where results go (default: assets/)")
-    parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
-    parser.add_argument("--quick", action="store_true", help="tiny runs, to test the pipeline")
+    add_output_arguments(parser, "tiny runs")
     add_launcher_arguments(parser)
     return parser
 

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from envs.cli import positive_int
-from experiments.cli import QUICK_FRAMES, Distinct, frames_or_quick
+from experiments.cli import Distinct, QUICK_FRAMES, add_output_arguments, frames_or_quick
 from experiments.curves import binned_curve, draw_curves
 from experiments.estimate import print_expected, seconds_per_frame, spread_over
 from experiments.jobs import ROOT, Job, run_jobs
@@ -75,9 +75,7 @@ def make_parser() -> argparse.ArgumentParser:
                         help="the folder scripts/cleanrl_peer.sh made: CLEANRL/cleanrl (checkout) and CLEANRL/venv (default: %(default)s)")
     parser.add_argument("--name", default="ppo_peers", help="output file stem and run folder (default: %(default)s)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/NAME)")
-    parser.add_argument("--out", type=Path, default=ROOT / "assets", help="where results go (default: assets/)")
-    parser.add_argument("--no-estimate", action="store_true", help="start without timing each agent first")
-    parser.add_argument("--quick", action="store_true", help="tiny models and runs, to test the pipeline")
+    add_output_arguments(parser)
     add_launcher_arguments(parser)
     return parser
 

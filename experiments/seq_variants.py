@@ -40,6 +40,7 @@ import numpy as np
 from envs.cli import positive_int
 from experiments.curves import draw_curves
 from experiments.estimate import print_expected_time
+from experiments.cli import add_output_arguments
 from experiments.jobs import ROOT, seq_flags, seq_job, seq_results
 from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
 from experiments.seq_history import aucc, seconds_to_reach, time_curve, value_at
@@ -78,9 +79,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--level", type=float, default=0.9, help="the accuracy whose time to reach is reported (default: 0.9)")
     parser.add_argument("--name", default=None, help="output file stem (default: the study's name)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/NAME)")
-    parser.add_argument("--out", type=Path, default=ROOT / "assets", help="where results go (default: assets/)")
-    parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
-    parser.add_argument("--quick", action="store_true", help="tiny runs, to test the pipeline")
+    add_output_arguments(parser, "tiny runs")
     add_launcher_arguments(parser)
     return parser
 
