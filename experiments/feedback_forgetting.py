@@ -13,7 +13,7 @@ span, seed) is one run: `--doors fixed` makes the cue alone say up or down, `ran
 paper's) makes the right door the cue XOR the doors' order. Then evaluate.py --greedy (100
 episodes). The variants (VARIANTS) are the paper's model and training and, each changing one
 thing, the remedies the mechanism suggests; the LSTM is the reference. Writes NAME.json (every
-run's success and probes), NAME.md (success per variant with Wilson intervals) and NAME.png
+run's success and probes, each probed quantity a list over the probes), NAME.md (success per variant with Wilson intervals) and NAME.png
 (the probes over training, solved runs against failed).
 """
 
@@ -110,10 +110,30 @@ def main(argv: list[str] | None = None) -> None:
         success = np.array([run["success"] for run in runs])
         summary["models"].append({"variant": variant, "doors": doors, "span": span, "solved": solved_interval(success, SOLVED), "runs": runs})
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{name}.json").write_text(json.dumps(summary) + "\n")
+    (args.out / f"{name}.json").write_text(json.dumps(rounded(by_column(summary)), separators=(",", ":")) + "\n")
     (args.out / f"{name}.md").write_text(table(summary))
     draw(summary, args.out / f"{name}.png")
     print(table(summary))
+
+
+def by_column(summary: dict) -> dict:
+    """`summary` with each run's probes as {quantity: [value at each probe]} (a list per quantity,
+    in the order of "frames"), as its JSON holds them: a third of the size of one dict per probe."""
+    models = [{**model, "runs": [{**run, "probes": {key: [p.get(key) for p in run["probes"]] for key in run["probes"][0]}}
+                                 for run in model["runs"]]} for model in summary["models"]]
+    return {**summary, "models": models}
+
+
+def rounded(value):
+    """`value` with every float rounded to 4 significant digits (the probes' last digits are
+    float32 noise; this keeps an experiment's JSON a few hundred kB)."""
+    if isinstance(value, float):
+        return float(f"{value:.4g}")
+    if isinstance(value, dict):
+        return {key: rounded(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [rounded(item) for item in value]
+    return value
 
 
 def final(run: dict, key: str) -> float:
