@@ -169,6 +169,9 @@ EARLY = 100_000  # frames drawn on a linear scale; beyond, logarithmic
 TIMELINE = (0, 20_000, 100_000, 500_000)  # frames at which timeline() reads the probes, and the end
 
 
+PRODUCT_UNTIL = 200_000  # retention x memory size is read over the probes up to here (before most runs' memory is gone)
+
+
 def at(run: dict, frames: int) -> dict:
     """The run's first probe at or after `frames`."""
     return next(p for p in run["probes"] if p["frames"] >= frames)
@@ -177,12 +180,14 @@ def at(run: dict, frames: int) -> dict:
 def timeline(summary: dict) -> str:
     """What happens first and what follows: the Feedback runs' memory size, retention, cue
     separation and gradient to the cue at a few points of training, medians over the solved
-    runs and over the failed ones."""
+    runs and over the failed ones; and retention x size over the early probes, constant where the
+    memory's size alone sets how much of the cue a step keeps."""
     points = [*(frames for frames in TIMELINE if frames < summary["frames"]), summary["frames"]]
     rows = ["Over training, Feedback runs (median over the runs of each kind): memory size |m| (mean over the walk) / "
             "retention per step / cue separation at the doors / gradient reaching the cue step.\n",
-            "| variant | doors | span | runs | " + " | ".join(f"{frames // 1000:,}k frames" for frames in points) + " |",
-            "|---|---|---|---|" + "---|" * len(points)]
+            "| variant | doors | span | runs | " + " | ".join(f"{frames // 1000:,}k frames" for frames in points)
+            + f" | retention x size, probes to {PRODUCT_UNTIL // 1000}k frames: median [IQR] |",
+            "|---|---|---|---|" + "---|" * (len(points) + 1)]
     for model in summary["models"]:
         if model["span"] is None:
             continue
@@ -195,6 +200,9 @@ def timeline(summary: dict) -> str:
                 median = lambda value: float(np.median([value(p) for p in probes]))  # noqa: E731
                 cells.append(f"{median(lambda p: np.mean(p['memory_norm'][1:])):.1f} / {median(lambda p: p['retention']):.2f} / "
                              f"{median(lambda p: p['cue_separation']):.0e} / {median(lambda p: p['gradient_to_cue']):.0e}")
+            products = [p["retention"] * np.mean(p["memory_norm"][1:]) for run in runs for p in run["probes"] if p["frames"] <= PRODUCT_UNTIL]
+            low, median, high = np.percentile(products, [25, 50, 75])
+            cells.append(f"{median:.2f} [{low:.2f}, {high:.2f}]")
             rows.append(f"| {model['variant']} | {model['doors']} | {model['span']} | {len(runs)} {kind} | " + " | ".join(cells) + " |")
     return "\n".join(rows) + "\n"
 
