@@ -43,6 +43,8 @@ VARIANTS = {
     "paper": ("the paper's model and corridor_span.py's training", []),
     "value_init": ("value and output projections start orthogonal (a model option)", ["--core-opt", "value_init=orthogonal"]),
     "no_read_norm": ("the memory read raw, not through a LayerNorm (a model option: read_norm=False)", ["--core-opt", "read_norm=False"]),
+    "value_init+no_read_norm": ("both: the orthogonal value path read raw (model options)",
+                                ["--core-opt", "value_init=orthogonal", "--core-opt", "read_norm=False"]),
     "entropy0.03": ("entropy cost 0.03 instead of 0.01", ["--entropy-coef", "0.03"]),
     "lr3e-3": ("learning rate 3e-3 instead of 1e-3", ["--learning-rate", "3e-3"]),
     "bptt64": ("gradient window of 64 steps (2 rollouts): every episode's cue step inside it", ["--bptt", "64"]),
