@@ -48,6 +48,15 @@ def add_output_arguments(parser: argparse.ArgumentParser, quick: str = "tiny mod
     parser.add_argument("--quick", action="store_true", help=f"{quick}, to test the pipeline")
 
 
+def runs_folder(args: argparse.Namespace, default: Path) -> Path:
+    """Where an experiment's runs go: --runs-dir when given, else `default`, and with --quick a
+    folder of its own beside it (DEFAULT-quick): a full run resumes a finished run's checkpoint
+    in its folder, and would otherwise carry on a quick run's tiny model."""
+    if args.runs_dir is not None:
+        return args.runs_dir
+    return default.with_name(default.name + "-quick") if args.quick else default
+
+
 def add_algo_argument(parser: argparse.ArgumentParser) -> None:
     """--algo: the learner of an RL experiment's runs, train_a2c.py (default) or train_ppo.py."""
     from experiments.jobs import ALGOS

@@ -35,7 +35,7 @@ from agents.a2c_config import preset_values
 from agents.plot_curves import save_figure
 from agents.ppo_config import PPOConfig
 from envs.cli import non_negative_float, positive_int
-from experiments.cli import Distinct, QUICK_ALGO, QUICK_FRAMES, add_algo_argument, add_minibatches_argument, add_output_arguments, frames_or_quick, minibatch_args
+from experiments.cli import Distinct, QUICK_ALGO, QUICK_FRAMES, add_algo_argument, add_minibatches_argument, add_output_arguments, frames_or_quick, minibatch_args, runs_folder
 from experiments.cue_memory import run_cue_separation
 from experiments.curves import training_seconds
 from experiments.estimate import print_expected_time
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
     args.rollout = args.rollout or preset_values("corridor", "feedback", args.preset)[0]["rollout"]
     inputs = "" if args.previous_inputs else "-obs"
     preset = ("" if args.algo == "a2c" else f"{args.algo}-") + (f"mb{args.num_minibatches}-" if minibatches else "") + ("" if args.preset == "cpu" else f"{args.preset}-")
-    runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / "corridor_span" / f"{preset}L{args.length}-T{args.rollout}{inputs}-ent{args.entropy_coef:g}"
+    runs_dir = runs_folder(args, ROOT / "runs" / "experiments" / "corridor_span" / f"{preset}L{args.length}-T{args.rollout}{inputs}-ent{args.entropy_coef:g}")
     env_args = ["--env", "corridor", "--env-opt", f"length={args.length},max_episode_steps={4 * args.length}",
                 "--preset", args.preset, "--rollout", str(args.rollout), "--previous-inputs" if args.previous_inputs else "--no-previous-inputs", "--entropy-coef", str(args.entropy_coef), *minibatches]
     # (core, span or None) -> train_a2c.py arguments of that model

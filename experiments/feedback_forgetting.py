@@ -29,7 +29,7 @@ import numpy as np
 
 from agents.plot_curves import save_figure
 from envs.cli import positive_int
-from experiments.cli import Distinct, QUICK_ALGO, add_algo_argument, add_minibatches_argument, add_output_arguments, frames_or_quick, minibatch_args
+from experiments.cli import Distinct, QUICK_ALGO, add_algo_argument, add_minibatches_argument, add_output_arguments, frames_or_quick, minibatch_args, runs_folder
 from experiments.curves import training_seconds
 from experiments.estimate import print_expected_time
 from experiments.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, train_job
@@ -63,6 +63,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=seed_count, default=10, help="seeds 0 .. N-1 (default: 10)")
     parser.add_argument("--eval-episodes", type=positive_int, default=100)
     parser.add_argument("--name", default=None, help="output file stem (default: feedback_forgetting, _ppo with --algo ppo)")
+    parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/feedback_forgetting/ALGO)")
     add_output_arguments(parser)
     add_algo_argument(parser)
     add_minibatches_argument(parser)
@@ -77,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
     frames = frames_or_quick(args, 1_500_000)
     name = args.name or ("feedback_forgetting" if args.algo == "a2c" else f"feedback_forgetting_{args.algo}")
     seeds = list(range(args.seeds))
-    runs_dir = ROOT / "runs" / "experiments" / "feedback_forgetting" / (args.algo + (f"-mb{args.num_minibatches}" if minibatches else ""))
+    runs_dir = runs_folder(args, ROOT / "runs" / "experiments" / "feedback_forgetting" / (args.algo + (f"-mb{args.num_minibatches}" if minibatches else "")))
     shared = ["--preset", "cpu", "--no-previous-inputs", "--entropy-coef", str(ENTROPY), *minibatches,
               *([] if minibatches or not args.quick else QUICK_ALGO[args.algo])]
     # (variant, doors, span or None for a reference) -> its train_ALGO.py arguments

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from envs.cli import positive_int
-from experiments.cli import Distinct, add_output_arguments
+from experiments.cli import Distinct, add_output_arguments, runs_folder
 from experiments.estimate import print_expected_time
 from experiments.jobs import ROOT, seq_flags, seq_job, seq_results
 from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
@@ -90,7 +90,7 @@ def seq_args(args: argparse.Namespace, problem: str, setting: str, length: int, 
 
 def main(argv: list[str] | None = None) -> None:
     args = make_parser().parse_args(argv)
-    runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / args.name
+    runs_dir = runs_folder(args, ROOT / "runs" / "experiments" / args.name)
     seeds = list(range(args.seeds))
     grid = [(problem, setting, length, model) for problem in args.problems for setting in args.settings for length in args.lengths
             for model in args.models if model != "lstm" or length <= args.lstm_max_length]

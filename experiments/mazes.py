@@ -35,7 +35,7 @@ import numpy as np
 import envs
 from agents.cores import CORES
 from envs.cli import env_name, positive_int
-from experiments.cli import Distinct, QUICK_ALGO, QUICK_FRAMES, add_algo_argument, add_output_arguments, frames_or_quick
+from experiments.cli import Distinct, QUICK_ALGO, QUICK_FRAMES, add_algo_argument, add_output_arguments, frames_or_quick, runs_folder
 from experiments.curves import binned_curve, draw_curves, training_seconds
 from experiments.estimate import print_expected_time
 from experiments.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, train_job
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     args = make_parser().parse_args(argv)
     args.frames = frames_or_quick(args, 2_000_000)
     args.name = args.name or ("mazes" if args.algo == "a2c" else f"mazes_{args.algo}")
-    runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / args.name
+    runs_dir = runs_folder(args, ROOT / "runs" / "experiments" / args.name)
     if args.quick:
         args.eval_episodes = 2
     seeds = list(range(args.seeds))

@@ -45,7 +45,7 @@ import numpy as np
 from agents.a2c_config import preset_values
 from agents.plot_curves import save_figure
 from envs.cli import non_negative_float, positive_float, positive_int
-from experiments.cli import Distinct, QUICK_ALGO, QUICK_FRAMES, add_algo_argument, add_minibatches_argument, add_output_arguments, minibatch_args
+from experiments.cli import Distinct, QUICK_ALGO, QUICK_FRAMES, add_algo_argument, add_minibatches_argument, add_output_arguments, minibatch_args, runs_folder
 from experiments.curves import training_seconds
 from experiments.estimate import print_expected_time
 from experiments.jobs import ROOT, evaluate_job, evaluation, train_job
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("give --frames or --frame-scale, not both")
     args.name = args.name or "_".join(["memory_length", args.env, *(["fixed"] if args.doors == "fixed" else []),
                                        *([] if args.algo == "a2c" else [args.algo])])
-    runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / args.name
+    runs_dir = runs_folder(args, ROOT / "runs" / "experiments" / args.name)
     rollout = args.rollout or preset_values(args.env, "feedback", "cpu")[0]["rollout"]
     seeds = list(range(args.seeds))
     lengths = sorted(args.lengths)

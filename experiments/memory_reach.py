@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from envs.cli import positive_int
-from experiments.cli import Distinct, add_output_arguments
+from experiments.cli import Distinct, add_output_arguments, runs_folder
 from experiments.estimate import print_expected_time
 from experiments.jobs import ROOT, seq_flags, seq_job, seq_results
 from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
@@ -131,7 +131,7 @@ def budget(args: argparse.Namespace, core: str) -> int:
 def main(argv: list[str] | None = None) -> None:
     args = make_parser().parse_args(argv)
     resolve_defaults(args)
-    runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / args.name
+    runs_dir = runs_folder(args, ROOT / "runs" / "experiments" / args.name)
     seeds = list(range(args.seeds))
     grid = cells(args)
     job = {}

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from envs.cli import positive_int
-from experiments.cli import Distinct, QUICK_FRAMES, add_output_arguments, frames_or_quick
+from experiments.cli import Distinct, QUICK_FRAMES, add_output_arguments, frames_or_quick, runs_folder
 from experiments.curves import binned_curve, draw_curves
 from experiments.estimate import print_expected, seconds_per_frame, spread_over
 from experiments.jobs import ROOT, Job, run_jobs
@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> None:
     if "cleanrl_trxl" in args.agents and not (args.cleanrl / "venv" / "bin" / "python").is_file():
         parser.error(f"--cleanrl {args.cleanrl}: no CleanRL environment there; make it with scripts/cleanrl_peer.sh {args.cleanrl} "
                      "(or leave cleanrl_trxl out of --agents)")
-    runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / args.name
+    runs_dir = runs_folder(args, ROOT / "runs" / "experiments" / args.name)
     seeds = list(range(args.seeds))
     run_dir = {(agent, seed): runs_dir / agent / f"seed{seed}" for agent in args.agents for seed in seeds}
     jobs = {key: agent_job(key[0], args, key[1], path, frames, recipe) for key, path in run_dir.items()}

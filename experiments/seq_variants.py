@@ -40,7 +40,7 @@ import numpy as np
 from envs.cli import positive_int
 from experiments.curves import draw_curves
 from experiments.estimate import print_expected_time
-from experiments.cli import add_output_arguments
+from experiments.cli import add_output_arguments, runs_folder
 from experiments.jobs import ROOT, seq_flags, seq_job, seq_results
 from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
 from experiments.seq_history import aucc, seconds_to_reach, time_curve, value_at
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     if not 0 < args.level <= 1:
         parser.error(f"--level must be in (0, 1], got {args.level}")
     name = args.name or args.study
-    runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / name
+    runs_dir = runs_folder(args, ROOT / "runs" / "experiments" / name)
     seeds, variants = list(range(args.seeds)), STUDIES[args.study]
     job = {}
     for seed in seeds:  # seed-major: the variants run side by side, so a change in load hits them alike

@@ -264,3 +264,16 @@ def test_bad_memory_length_arguments_exit_2_naming_the_value(argv, message, caps
         memory_length.main(argv)
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_quick_runs_go_to_a_folder_of_their_own(tmp_path):
+    """A full experiment resumes the runs it finds in its folder; a --quick run there before it
+    would be carried on with its tiny model. So --quick runs go beside, and --runs-dir wins."""
+    import argparse
+
+    from experiments.cli import runs_folder
+
+    default = tmp_path / "runs" / "corridor_span"
+    assert runs_folder(argparse.Namespace(runs_dir=None, quick=False), default) == default
+    assert runs_folder(argparse.Namespace(runs_dir=None, quick=True), default) == tmp_path / "runs" / "corridor_span-quick"
+    assert runs_folder(argparse.Namespace(runs_dir=tmp_path / "mine", quick=True), default) == tmp_path / "mine"
