@@ -14,6 +14,7 @@ for SIGTERM, SIGHUP and SIGUSR2 (agents/interrupt.py: STOP_SIGNALS).
 import signal
 
 import pytest
+import torch
 
 from agents.interrupt import STOP_SIGNALS
 
@@ -22,6 +23,17 @@ pytest_plugins = ["pytester"]  # tests/test_conftest.py runs a small suite under
 
 def _python_default(signum: int):
     return signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL
+
+
+@pytest.fixture(autouse=True)
+def full_float32():
+    """No TF32 on a GPU: the tests hold float32 results to float32's rounding (tests/float32.py),
+    and TF32 keeps 10 bits of a product's inputs (torch's default for cuDNN's RNNs: on an H200
+    the LSTM's learning pass then missed its stepwise twin by more than float32's tolerance)."""
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    yield
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
 @pytest.fixture(autouse=True)

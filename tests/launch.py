@@ -26,7 +26,10 @@ POLL_SECONDS = 0.05  # how often a wait looks at its condition: no race, only ho
 
 
 def _environment(**extra: str) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT), TIMEOUT_VARIABLE: TIMEOUT, **extra}
+    """The ranks train on the CPU even where a GPU is (a CUDA run takes a GPU per process), and
+    import this checkout before anything else on the PYTHONPATH."""
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, "CUDA_VISIBLE_DEVICES": "", TIMEOUT_VARIABLE: TIMEOUT, **extra}
 
 
 def torchrun(nprocs: int, *argv: str, timeout: float = DEADLINE) -> subprocess.CompletedProcess:

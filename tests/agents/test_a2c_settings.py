@@ -74,7 +74,7 @@ def test_a_fresh_policy_is_near_uniform_with_orthogonal_heads(tmp_path):
     for head, gain in ((policy.actor, 0.01), (policy.critic, 1.0)):
         rows = head.weight  # (out, hidden), out <= hidden: orthogonal rows of norm `gain`
         gram = rows @ rows.T
-        torch.testing.assert_close(gram, gain**2 * torch.eye(rows.shape[0]), atol=1e-5 * gain**2, rtol=0)
+        torch.testing.assert_close(gram, gain**2 * torch.eye(rows.shape[0], device=rows.device), atol=1e-5 * gain**2, rtol=0)
         assert torch.count_nonzero(head.bias) == 0
 
     pytorch = Trainer(resolve_config(dict(env="maze", core="feedback", preset="paper", run_dir=str(tmp_path), num_envs=32,

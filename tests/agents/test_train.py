@@ -131,7 +131,7 @@ def test_paper_preset_has_the_paper_maze_settings():
         (["--env-opt", "length"], "env option 'length' must look like KEY=VALUE"),
         (["--env", "corridor", "--env-opt", "lenght=8"], "corridor has no option 'lenght'; its options are length, max_episode_steps, doors"),
         (["--gamma", "1.5"], "gamma must be in [0, 1], got 1.5"),
-        (["--num-actors", "99"], "got 99"),
+        (["--num-envs", "8", "--num-actors", "99"], "between 0 and num_envs (8), got 99"),
         (["--device", "tpu"], "'tpu'"),
         (["--precision", "fp16"], "precision must be one of ['fp32', 'bf16'], got 'fp16'"),
         (["--resume", "/nonexistent/run"], "no checkpoint at '/nonexistent/run'"),
