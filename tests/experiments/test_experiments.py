@@ -185,12 +185,12 @@ def test_a_quick_experiment_trains_with_ppo_into_files_of_its_own(tmp_path, monk
     out = tmp_path / "out"
     argv = ["--quick", "--algo", "ppo", "--envs", "corridor", "--cores", "lstm", "--seeds", "2", "--frames", "512", "--out", str(out),
             "--jobs", "2", "--no-estimate"]
-    monkeypatch.setattr(mazes, "ROOT", tmp_path)  # the default runs folder: tmp_path/runs/experiments/mazes_ppo
+    monkeypatch.setattr(mazes, "ROOT", tmp_path)  # the default runs folder: tmp_path/runs/experiments/mazes_ppo(-quick)
     monkeypatch.setattr(sys, "argv", ["mazes"] + argv)
     mazes.main(argv)
     summary = json.loads((out / "mazes_ppo.json").read_text())
     assert summary["algo"] == "ppo" and not (out / "mazes.json").exists()
-    run = tmp_path / "runs" / "experiments" / "mazes_ppo" / "corridor" / "lstm" / "seed0"
+    run = tmp_path / "runs" / "experiments" / "mazes_ppo-quick" / "corridor" / "lstm" / "seed0"  # --quick: a folder of its own
     assert load_checkpoint(run, "ppo")["counters"]["global_step"] == 512
 
 
@@ -207,7 +207,7 @@ def test_a_ppo_corridor_span_run_takes_the_minibatches_asked_for(tmp_path, monke
     corridor_span.main(argv)
     summary = json.loads((out / "corridor_span_ppo.json").read_text())
     assert (summary["algo"], summary["num_minibatches"]) == ("ppo", 4)
-    run = tmp_path / "runs" / "experiments" / "corridor_span" / "ppo-mb4-L3-T32-obs-ent0.01" / "feedback" / "span1" / "seed0"
+    run = tmp_path / "runs" / "experiments" / "corridor_span" / "ppo-mb4-L3-T32-obs-ent0.01-quick" / "feedback" / "span1" / "seed0"
     assert json.loads((run / "config.json").read_text())["num_minibatches"] == 4
     assert "of PPO (4 minibatches per epoch)" in (out / "corridor_span_ppo.md").read_text()
 
