@@ -20,6 +20,7 @@ from agents.ppo import PPOTrainer
 from agents.train import Trainer
 from tests.bfloat16 import close_bf16, roundings
 from tests.cores.test_bf16 import CORES, SMOOTH, build, case, outputs_and_gradients
+from tests.cores.test_interface import tensors
 from tests.float32 import close32
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA GPU on this machine")
@@ -79,7 +80,8 @@ def test_trainers_learn_on_the_gpu(trainer_class, core, precision, tmp_path):
         for _ in range(10):
             trainer.update()
         params = list(trainer.policy.parameters())
-        assert {p.device.type for p in params} == {"cuda"}
+        assert {p.device.type for p in params} == {p.grad.device.type for p in params} == {"cuda"}
+        assert {t.device.type for t in tensors(trainer.actor.state)} == {"cuda"}
         assert all(p.isfinite().all() for p in params)
         assert any(not torch.equal(p, b) for p, b in zip(params, before))
     finally:
