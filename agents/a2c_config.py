@@ -76,6 +76,11 @@ class A2CConfig:
     entropy_coef: float = field(default=5e-4, metadata={"help": "entropy cost"})
     max_grad_norm: float = field(default=1.0, metadata={"help": "gradient clipping by global norm; 0 disables"})
     learner: str = field(default="auto", metadata={"help": f"one of {LEARNERS}: reuse the acting graph or recompute the chunk"})
+    pack_episodes: bool = field(
+        default=True,
+        metadata={"help": "recomputing, run the episodes inside a chunk side by side (the same outputs, fewer sequential steps: "
+                          "agents/episode_packing.py); --no-pack-episodes: each env's column whole"},
+    )
     embed_dim: int = field(default=16, metadata={"help": "embedding width per observation feature"})
     head_init: str = field(default="pytorch", metadata={"help": f"one of {HEAD_INITS}: how the actor and critic heads start (agents/policy.py)"})
     previous_inputs: bool = field(
@@ -108,6 +113,7 @@ class A2CConfig:
         if self.head_init not in HEAD_INITS:
             raise ValueError(f"unknown head_init {self.head_init!r}; choose from {list(HEAD_INITS)}")
         check_bool("previous_inputs", self.previous_inputs)
+        check_bool("pack_episodes", self.pack_episodes)
         check_precision(self.precision)
         if self.learner not in LEARNERS:
             raise ValueError(f"unknown learner {self.learner!r}; choose from {list(LEARNERS)}")

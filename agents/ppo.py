@@ -8,7 +8,9 @@ The memory contract, which recurrent PPO implementations often leave implicit:
 - Every epoch deals the envs into `num_minibatches` minibatches of whole envs. Each minibatch is
   recomputed over the whole rollout from those envs' stored start state with the current weights,
   episode starts inside the rollout honoured by `first` (memory is reset there): full truncated
-  BPTT over the rollout, no padding, no stale states. With --bptt K > T each minibatch starts K
+  BPTT over the rollout, no stale states. The episodes inside it run side by side
+  (agents/episode_packing.py: the same outputs in fewer sequential steps; --no-pack-episodes
+  runs each env's column whole). With --bptt K > T each minibatch starts K
   steps back instead (agents/window.py): the stored steps before the rollout are a burn-in that
   carries gradient, their outputs no loss. One minibatch's loss reads only its own
   envs, so changing one env's rollout changes no other env's gradient.
@@ -75,7 +77,7 @@ class PPOTrainer(Trainer):
             # Dealt over every process's envs with the generator all ranks share (seeded alike), so
             # the minibatches are one process's; each rank takes its own envs of each.
             for dealt in torch.randperm(c.num_envs).chunk(c.num_minibatches):
-                index = (dealt[(dealt >= first) & (dealt < last)] - first).to(self.device)
+                index = dealt[(dealt >= first) & (dealt < last)] - first  # on the host
                 stats = self.learn_minibatch(r, inputs, index, advantages, returns)
                 kl.append(stats["approx_kl"])
                 for key, value in stats.items():
@@ -90,11 +92,13 @@ class PPOTrainer(Trainer):
 
     def learn_minibatch(self, r: Rollout, inputs: WindowInputs, index: torch.Tensor, advantages: torch.Tensor,
                         returns: torch.Tensor) -> dict[str, torch.Tensor]:
-        """One optimiser step on this rank's envs `index` (K,) of a minibatch: the whole rollout of
-        those envs (after the window's stored steps, `inputs`) recomputed from their stored start
-        state with the current weights. With K = 0 the rank adds nothing but takes part in the step."""
+        """One optimiser step on this rank's envs `index` ((K,) on the host) of a minibatch: the
+        whole rollout of those envs (after the window's stored steps, `inputs`) recomputed from
+        their stored start state with the current weights, episodes packed side by side where
+        that pays. With K = 0 the rank adds nothing but takes part in the step."""
         c = self.config
-        pick = lambda tensor: tensor[:, index]  # noqa: E731  (T, B, ...) -> (T, K, ...)
+        on_device = index.to(self.device)
+        pick = lambda tensor: tensor[:, on_device]  # noqa: E731  (T, B, ...) -> (T, K, ...)
         # Every rank makes the same collectives in the same order, an empty part included.
         valid = pick(r.valid)
         count = distributed.sum_tensor(valid.sum().to(torch.float32), "counting valid steps")  # the minibatch's, over all ranks
@@ -102,7 +106,7 @@ class PPOTrainer(Trainer):
         if len(index):
             w = inputs.select(index)
             with autocast(self.device, c.precision):
-                logits, values, _ = self.learner(w.obs, w.prev_action, w.prev_reward, w.first, w.start_state)
+                logits, values = w.call(self.learner, c.pack_episodes)
             logits, values = logits[w.skip :], values[w.skip :]
             clip = Clip(pick(r.logprob), pick(r.values[:-1]), c.clip_coef, c.clip_vloss)
             loss, stats = a2c_loss(logits.float(), values.float(), pick(r.action), advantage, pick(returns), valid,

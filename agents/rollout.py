@@ -36,6 +36,7 @@ class Rollout:
     terminated: torch.Tensor  # (T, B) bool
     truncated: torch.Tensor  # (T, B) bool
     start_state: Any  # the core state before step 0
+    starts: np.ndarray | None = None  # (T + 1, B) bool: `first` on the host, for packing episodes (agents/episode_packing.py)
     # When acting kept the graph (Actor.collect(keep_graph=True)), the policy's outputs:
     logits: torch.Tensor | None = None  # (T, B, A) with gradients
     values: torch.Tensor | None = None  # (T + 1, B): with gradients, and the bootstrap value last
@@ -183,6 +184,7 @@ class Actor:
         rollout = Rollout(
             obs=stacked[0], prev_action=stacked[1], prev_reward=stacked[2], first=stacked[3], valid=stacked[4][:-1],
             action=torch.stack(actions), reward=reward, terminated=terminated, truncated=truncated, start_state=start_state,
+            starts=np.stack([r["first"] for r in records] + [self.first]),
         )
         if run is not None:
             rollout.logits, values = run.outputs()

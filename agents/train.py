@@ -154,7 +154,7 @@ class Trainer:
         if r.logits is None:  # the window's stored steps, then T + 1: the last gives the bootstrap value
             w = self.window.learning_inputs(r, bootstrap=True)
             with autocast(self.device, c.precision):
-                logits, values, _ = self.learner(w.obs, w.prev_action, w.prev_reward, w.first, w.start_state)
+                logits, values = w.call(self.learner, c.pack_episodes)
             logits, values = logits[w.skip : -1], values[w.skip :]
         else:
             logits, values = r.logits, r.values

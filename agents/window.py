@@ -27,9 +27,11 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import numpy as np
 import torch
 
 from agents.cores.state import move_state, select_envs
+from agents.episode_packing import call_packed
 from agents.rollout import Rollout
 
 
@@ -42,12 +44,21 @@ class WindowInputs(NamedTuple):
     first: torch.Tensor  # (H + T [+ 1], B) bool
     start_state: Any  # the core state before the first stored step
     skip: int  # H: outputs before this step are the stored steps', which carry no loss
+    starts: np.ndarray | None = None  # (H + T [+ 1], B) bool: `first` on the host, where the rollout kept it
 
     def select(self, index: torch.Tensor) -> "WindowInputs":
-        """The inputs of envs `index` (K,), for PPO's minibatches."""
-        pick = lambda tensor: tensor[:, index]  # noqa: E731  (L, B, ...) -> (L, K, ...)
+        """The inputs of envs `index` ((K,) long on the host), for PPO's minibatches."""
+        on_device = index.to(self.first.device)
+        pick = lambda tensor: tensor[:, on_device]  # noqa: E731  (L, B, ...) -> (L, K, ...)
+        starts = None if self.starts is None else self.starts[:, index.numpy()]
         return WindowInputs(pick(self.obs), pick(self.prev_action), pick(self.prev_reward), pick(self.first),
-                            select_envs(self.start_state, index), self.skip)
+                            select_envs(self.start_state, on_device), self.skip, starts)
+
+    def call(self, policy, packed: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """policy's (logits, values) over these inputs; with `packed`, the episodes side by side
+        where that shortens the call (agents/episode_packing.py)."""
+        return call_packed(policy, self.obs, self.prev_action, self.prev_reward, self.first, self.start_state,
+                           self.starts if packed else None)
 
 
 class GradientWindow:
@@ -60,6 +71,7 @@ class GradientWindow:
         self.stored = stored
         self.inputs: list[torch.Tensor] | None = None  # obs, prev_action, prev_reward, first: (H, B, ...) each
         self.start_state: Any = None
+        self.starts: np.ndarray | None = None  # (H, B) bool: the stored `first` on the host, where rollouts keep it
 
     def __len__(self) -> int:
         """H: the steps stored now."""
@@ -70,10 +82,12 @@ class GradientWindow:
         step when `bootstrap`, for A2C's bootstrap value), from the state before the stored steps."""
         end = None if bootstrap else -1
         rollout = [r.obs[:end], r.prev_action[:end], r.prev_reward[:end], r.first[:end]]
+        starts = None if r.starts is None else r.starts[:end]
         if not len(self):
-            return WindowInputs(*rollout, r.start_state, 0)
+            return WindowInputs(*rollout, r.start_state, 0, starts)
         joined = [torch.cat([stored, new]) for stored, new in zip(self.inputs, rollout)]
-        return WindowInputs(*joined, self.start_state, len(self))
+        starts = None if starts is None or self.starts is None else np.concatenate([self.starts, starts])
+        return WindowInputs(*joined, self.start_state, len(self), starts)
 
     def advance(self, policy: torch.nn.Module, r: Rollout) -> None:
         """Append the rollout's T steps and drop the oldest beyond `stored`, moving the start
@@ -81,15 +95,18 @@ class GradientWindow:
         if not self.stored:
             return
         new = [r.obs[:-1], r.prev_action[:-1], r.prev_reward[:-1], r.first[:-1]]
+        new_starts = None if r.starts is None else r.starts[:-1]
         if not len(self):
-            self.inputs, self.start_state = new, r.start_state
+            self.inputs, self.start_state, self.starts = new, r.start_state, new_starts
         else:
             self.inputs = [torch.cat([stored, steps]) for stored, steps in zip(self.inputs, new)]
+            self.starts = None if self.starts is None or new_starts is None else np.concatenate([self.starts, new_starts])
         dropped = len(self) - self.stored
         if dropped > 0:
             with torch.no_grad():
                 _, _, self.start_state = policy(*(tensor[:dropped] for tensor in self.inputs), self.start_state)
             self.inputs = [tensor[dropped:] for tensor in self.inputs]
+            self.starts = None if self.starts is None else self.starts[dropped:]
 
     def state_dict(self) -> dict[str, Any]:
         """The stored steps and start state on the CPU, for a checkpoint."""
@@ -101,8 +118,9 @@ class GradientWindow:
         if saved["stored"] != self.stored:
             raise ValueError(f"the checkpoint's gradient window stores {saved['stored']} steps, this run's {self.stored}")
         self.inputs = None if saved["inputs"] is None else [tensor.to(device) for tensor in saved["inputs"]]
+        self.starts = None if saved["inputs"] is None else saved["inputs"][3].numpy()  # saved on the CPU
         self.start_state = None if saved["start_state"] is None else move_state(saved["start_state"], device)
 
     def clear(self) -> None:
         """Forget the stored steps (episodes restart: nothing before them may matter)."""
-        self.inputs, self.start_state = None, None
+        self.inputs, self.start_state, self.starts = None, None, None

@@ -22,6 +22,10 @@ import numpy as np
 
 VIEW = 3  # cells on a side of the agent's view, as in ppo_trxl.py's MiniGrid wrapper
 TIME_LIMIT = 96  # steps, as in ppo_trxl.py's MiniGrid wrapper
+# A trained agent's episodes on S9 are short: about a dozen steps down the corridor to an object.
+# SymbolicMemoryS9Short-v0 ends every episode by SHORT_LIMIT steps, so that speed can be measured
+# at such lengths from the first update (benchmarks/ppo_feedback.py, docs/speed.md).
+SHORT_LIMIT = 24
 SIZES = (7, 9, 11, 13)  # MiniGrid's Memory sizes
 
 
@@ -47,3 +51,4 @@ def make_symbolic_memory(size: int, **kwargs) -> gym.Env:
 for _size in SIZES:
     gym.register(f"SymbolicMemoryS{_size}-v0", entry_point=make_symbolic_memory, max_episode_steps=TIME_LIMIT,
                  kwargs={"size": _size})
+gym.register("SymbolicMemoryS9Short-v0", entry_point=make_symbolic_memory, max_episode_steps=SHORT_LIMIT, kwargs={"size": 9})

@@ -63,9 +63,10 @@ def meta_rollout(trainer: Trainer) -> Rollout:
     return rollout
 
 
-def learn_on_meta(trainer: Trainer) -> None:
+def learn_on_meta(trainer: Trainer, rollout: Rollout | None = None) -> None:
+    """One update on `rollout` (default: meta_rollout's), its stats and gradients left on meta."""
     try:
-        stats = trainer.learn(meta_rollout(trainer))
+        stats = trainer.learn(meta_rollout(trainer) if rollout is None else rollout)
         assert {key: value.device for key, value in stats.items()} == {key: META for key in stats}
         assert all(p.grad is not None and p.grad.device == META for p in trainer.policy.parameters() if p.requires_grad)
     finally:

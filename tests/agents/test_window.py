@@ -139,6 +139,7 @@ def test_resume_keeps_the_window(tmp_path, core):
     resumed = Trainer.from_checkpoint(str(tmp_path / "split"), {"total_steps": 6 * ENVS * STEPS})
     try:
         assert len(resumed.window) == 2 * STEPS
+        assert (resumed.window.starts == resumed.window.inputs[3].cpu().numpy()).all()  # episodes pack as before the stop
         resumed.train()
     finally:
         resumed.close()
@@ -152,6 +153,7 @@ def test_the_window_fills_then_holds_k_minus_t_steps(tmp_path):
         for _ in range(4):
             trainer.update()
             lengths.append(len(trainer.window))
+            assert (trainer.window.starts == trainer.window.inputs[3].numpy()).all()  # the host's copy, for packing
     finally:
         trainer.close()
     assert lengths == [8, 12, 12, 12]
