@@ -14,6 +14,11 @@ T = 1 without gradients, each from the state before), interleaved round by round
 median round is reported, and ratios come only from this run.
 
     python benchmarks/feedback_compiled.py --threads 1 --seconds 2 --rounds 3
+    python benchmarks/feedback_compiled.py --threads 1 --profile   # then where the learning pass goes
+
+--profile adds torch.profiler over 5 learning calls of the compiled Feedback core and of the LSTM:
+each one's ATen operations by self time per step, and the share of the call outside them (on the
+compiled path: its C++ loops, the attention's).
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=2.0, help="per path, mode and round")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--profile", action="store_true", help="then profile the learning pass (compiled, LSTM)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     began = time.perf_counter()
@@ -97,6 +103,32 @@ def main(argv=None) -> None:
         print(f"{mode}: compiled / fused time {median['compiled', mode] / median['fused', mode]:.2f}; "
               f"feedback compiled / lstm {median['compiled', mode] / median['lstm', mode]:.2f}; "
               f"feedback fused / lstm {median['fused', mode] / median['lstm', mode]:.2f}")
+    if args.profile:
+        os.environ[feedback_compiled.SWITCH] = "1"
+        for name in ("feedback", "lstm"):
+            profile_learning(name, lambda: learn(cores[name], states[name]))
+
+
+def profile_learning(name: str, learn) -> None:
+    """The ATen operations of `learn` (one learning call of LEARN_STEPS steps) by self time per step."""
+    from torch.profiler import ProfilerActivity, profile
+
+    calls = 5
+    learn()
+    start = time.perf_counter()
+    for _ in range(calls):
+        learn()
+    wall = (time.perf_counter() - start) / calls / LEARN_STEPS  # a step, without the profiler
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(calls):
+            learn()
+    ops = sorted((e for e in prof.key_averages() if e.key.startswith("aten::")), key=lambda e: -e.self_cpu_time_total)
+    per_step = lambda us: us / 1e6 / calls / LEARN_STEPS  # noqa: E731  (profiler microseconds -> seconds a step)
+    inside = sum(per_step(e.self_cpu_time_total) for e in ops)
+    print(f"{name}: {1e3 * wall:.2f} ms a step; under the profiler, ATen operations {1e3 * inside:.2f} ms ({inside / wall:.0%}), "
+          f"outside them {1e3 * (wall - inside):.2f} ms ({1 - inside / wall:.0%})")
+    for e in ops[:8]:
+        print(f"  {e.key:34s} {1e6 * per_step(e.self_cpu_time_total):6.0f} us a step, {e.count / calls / LEARN_STEPS:5.1f} calls a step")
 
 
 if __name__ == "__main__":
