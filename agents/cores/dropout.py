@@ -6,10 +6,8 @@ that nn.Dropout uses (about 9 ms against 23 ms for 2 M entries, one thread, 2-co
 dropout masks were 7-11 % of an update of the paper's toy-task models.
 
 The Feedback core's step loop draws the masks of all its steps at once with `draw_keep`
-(feedback.py), in the order the layers use them: the compiled step keeps them as bool (a quarter
-of float32's memory) and scales each step's own; the Python step scales the whole call's at once
-(a scaling per step and layer cost ~4% of a Table 9 learning call). The Transformer applies
-`Dropout` modules.
+(feedback.py), in the order the layers use them, and keeps them as bool (a quarter of float32's
+memory; each step scales its own); the Transformer applies `Dropout` modules.
 """
 
 from __future__ import annotations

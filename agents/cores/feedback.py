@@ -144,7 +144,7 @@ class StepTape(NamedTuple):
     m: torch.Tensor  # (B, D) the step's memory vector
     stats: list  # per key/value group: its norm's (mean, rstd) of m, or None
     seen: torch.Tensor  # (B, 1, 1) 1.0 where some window slot was visible
-    masks: list  # per layer: this step's dropout masks, scaled (0 or 1 / (1 - p)), or None
+    masks: list  # per layer: this step's dropout masks, bool (kept), or None
 
 
 class FeedbackRun(StepwiseRun):
@@ -206,9 +206,6 @@ class FeedbackRun(StepwiseRun):
             self.flat_layers, self.flat_groups = [[none if x is None else x.detach() for w in ws for x in w] for ws in (self.layers, self.groups)]
             self.flat_masks = [none if mask is None else mask for pair in self.masks for mask in pair]
             self.tape = self.compiled.Tape() if self.recording else None
-        else:  # the masks scaled once for the call (a torch.where per step and layer cost ~4% of a Table 9 call)
-            scale = 1.0 / (1.0 - c.dropout)
-            self.masks = [tuple(None if m is None else m.to(self.dtype).mul_(scale) for m in pair) for pair in self.masks]
         self.inputs: list[torch.Tensor] = []  # what step() was given, for outputs()
         self.tops: list[torch.Tensor] = []  # (B, D) the top layer's output per step, before the final norm
         self.tapes: list[StepTape] = []
@@ -217,12 +214,18 @@ class FeedbackRun(StepwiseRun):
     def _draw_masks(self, batch: int, steps: int, like: torch.Tensor) -> list:
         """Per layer, the dropout masks of all steps, (attention (T, B, H, S [+ N]), ReLU (T, B, F)),
         bool (True: kept), drawn layer by layer, attention first, in one draw each (dropout.py);
-        [] without dropout. The compiled step scales a step's masks itself; the Python step gets
-        them scaled by 1 / (1 - p) for the whole call."""
+        [] without dropout. Scaled by 1 / (1 - p) a step at a time (`_scaled`)."""
         core, c = self.core, self.core.config
         if not core.training or c.dropout == 0:
             return []
+        self.keep_scale = like.new_full((), 1.0 / (1.0 - c.dropout))
         return [block.step_masks(steps, batch, c.span, like.device) for block in core.blocks]
+
+    def _scaled(self, keep: tuple | None) -> tuple | None:
+        """A step's bool masks of one layer -> the masks layer_forward multiplies by: 0 or 1 / (1 - p)."""
+        if keep is None:
+            return None
+        return tuple(None if mask is None else torch.where(mask, self.keep_scale, self.zero) for mask in keep)
 
     def _split(self, kv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(B, n, 2 D) projected memory -> keys and values (B, H, n, E)."""
@@ -295,7 +298,7 @@ class FeedbackRun(StepwiseRun):
         for layer, w in enumerate(self.layers):
             g = 0 if c.shared_kv else layer
             k_t, v = self.group_keys[g][..., lo : lo + span], self.group_values[g][:, :, lo : lo + span]
-            h, tape = layer_forward(h, k_t, v, bias, seen, w, keep[layer], c.pre_norm)
+            h, tape = layer_forward(h, k_t, v, bias, seen, w, self._scaled(keep[layer]), c.pre_norm)
             m = torch.addcmul(m, self.mix[layer + 1], h)
             tapes.append(tape)
         slot = self.start + t
@@ -386,7 +389,7 @@ class FeedbackRun(StepwiseRun):
                 window = slice(t, t + span)
                 dh = layer_backward(
                     dh, self.group_key_rows[g][:, :, window], self.group_value_columns[g][..., window], grad_kv[g][:, 0, ..., window],
-                    grad_kv[g][:, 1, ..., window], tape.seen, self.layers[layer], tape.layers[layer], tape.masks[layer], c.pre_norm,
+                    grad_kv[g][:, 1, ..., window], tape.seen, self.layers[layer], tape.layers[layer], self._scaled(tape.masks[layer]), c.pre_norm,
                     d_layers[layer],
                 )
                 dh = torch.addcmul(dh, dm, mix[layer])
