@@ -16,7 +16,8 @@ The settings are that recipe's (docs/rl-algorithms/ppo-trxl.md, MiniGrid-MemoryS
 gradient norm 0.25, no advantage normalisation, a model of 2 layers, 4 heads, width 256 and 64
 steps of memory; its learning rate 2.75e-4 and entropy cost 1e-4 are held constant for all
 (the recipe anneals them over 4M frames, sb3 and we have no such schedule), and the LSTMs have 256
-units (the same width). What is not alike is each implementation's own: how far gradients and
+units (the same width); on an env whose time limit is below the memory (64), every agent's memory is
+that limit, as ppo_trxl.py sets its own (`capped_memory`). What is not alike is each implementation's own: how far gradients and
 memory reach (ours: the whole rollout, recomputed each epoch; ppo_trxl: 64 cached steps
 computed while acting; RecurrentPPO: each sequence from its stored first state), encoders and
 head initialisation.
@@ -32,6 +33,7 @@ NAME.json (per-seed numbers, commands, machine, wall times), NAME.md and NAME.pn
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import shlex
 import shutil
@@ -39,6 +41,7 @@ import sys
 import time
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 
 from envs.cli import positive_int
@@ -168,11 +171,22 @@ def print_expected_time(args: argparse.Namespace, jobs: dict, recipe: dict, fram
     print_expected(spread_over([rate[agent] * frames for agent, _ in todo], args.jobs), f"{args.jobs} runs at once, 1 thread each")
 
 
+def capped_memory(recipe: dict, env: str) -> dict:
+    """The recipe with its memory no longer than `env`'s time limit. ppo_trxl.py caps its own
+    (trxl_memory_length = min(memory, max_episode_steps)), so our agents' span gets the same cap:
+    both then attend over windows of the same length (24 steps on SymbolicMemoryS9Short-v0)."""
+    module, _, name = env.rpartition(":")
+    if module:
+        importlib.import_module(module)  # registers the id, as gymnasium.make("module:id") does
+    limit = gym.spec(name).max_episode_steps
+    return {**recipe, "memory": limit} if limit and limit < recipe["memory"] else recipe
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = make_parser()
     args = parser.parse_args(argv)
     frames = frames_or_quick(args, 500_000)
-    recipe = QUICK_RECIPE if args.quick else RECIPE
+    recipe = capped_memory(QUICK_RECIPE if args.quick else RECIPE, args.env)
     if "cleanrl_trxl" in args.agents and not (args.cleanrl / "venv" / "bin" / "python").is_file():
         parser.error(f"--cleanrl {args.cleanrl}: no CleanRL environment there; make it with scripts/cleanrl_peer.sh {args.cleanrl} "
                      "(or leave cleanrl_trxl out of --agents)")

@@ -42,6 +42,18 @@ def test_the_shared_env_is_minigrids_3x3_view_as_27_symbols_with_a_96_step_limit
     assert (step, truncated) == (peer_envs.TIME_LIMIT, True)
 
 
+def test_the_short_variant_ends_by_24_steps_and_caps_our_memory_as_ppo_trxl_caps_its_own():
+    env = gym.make("experiments.peer_envs:SymbolicMemoryS9Short-v0")
+    env.reset(seed=3)
+    for step in range(1, 200):
+        *_, terminated, truncated, _ = env.step(step % 3)
+        if terminated or truncated:
+            break
+    assert (step, truncated) == (peer_envs.SHORT_LIMIT, True)
+    assert ppo_peers.capped_memory(ppo_peers.RECIPE, "experiments.peer_envs:SymbolicMemoryS9Short-v0")["memory"] == 24
+    assert ppo_peers.capped_memory(ppo_peers.RECIPE, ENV) == ppo_peers.RECIPE  # 64 < 96: as the recipe says
+
+
 FAKE_TRXL = textwrap.dedent("""
     # Stands in for CleanRL's ppo_trxl.py: records its argv, folder and import path; logs a curve as it does.
     import json, os, sys
