@@ -9,6 +9,10 @@ K / T times the learning pass plus acting, which does not change; no target is c
 
     python benchmarks/bptt.py                          # lstm, feedback, transformer; about 3 minutes on 2 cores
     python benchmarks/bptt.py --cores lstm --windows 1 2 8
+    python benchmarks/bptt.py --cores feedback lstm --packing both   # episodes packed or not (agents/episode_packing.py)
+
+--packing: the recompute with the window's episodes packed side by side (on, the default), each
+env's column whole (off), or both as pairs of their own in the same rounds.
 """
 
 from __future__ import annotations
@@ -30,10 +34,10 @@ from benchmarks.machine import cpu_model, load_line  # noqa: E402
 from benchmarks.targets import interleaved  # noqa: E402
 
 
-def make_trainer(core: str, windows: int, run_dir: str) -> Trainer:
+def make_trainer(core: str, windows: int, packed: bool, run_dir: str) -> Trainer:
     """The CPU preset's trainer on the corridor with --bptt = `windows` rollouts."""
     config = resolve_config({"env": "corridor", "core": core, "preset": "cpu", "run_dir": run_dir, "threads": 1,
-                             "env_options": {"length": 8, "max_episode_steps": 32}})
+                             "env_options": {"length": 8, "max_episode_steps": 32}, "pack_episodes": packed})
     config.bptt = windows * config.rollout
     config.__post_init__()
     return Trainer(config)
@@ -45,14 +49,16 @@ def main() -> None:
     parser.add_argument("--windows", nargs="+", type=int, default=[1, 4, 16], help="K / T values (default: 1 4 16)")
     parser.add_argument("--updates", type=int, default=3, help="timed updates per pair per round (default: 3)")
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--packing", choices=["on", "off", "both"], default="on", help="episodes packed side by side (default: on)")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    pairs = [(core, windows) for core in args.cores for windows in args.windows]
+    packings = {"on": [True], "off": [False], "both": [True, False]}[args.packing]
+    pairs = [(core, windows, packed) for core in args.cores for packed in packings for windows in args.windows]
     seconds = {pair: 0.0 for pair in pairs}
     with tempfile.TemporaryDirectory() as folder:
-        trainers = {pair: make_trainer(*pair, f"{folder}/{pair[0]}-{pair[1]}") for pair in pairs}
+        trainers = {pair: make_trainer(*pair, f"{folder}/{pair[0]}-{pair[1]}-{pair[2]}") for pair in pairs}
         try:
-            for (core, windows), trainer in trainers.items():
+            for (core, windows, _), trainer in trainers.items():
                 for _ in range(windows):  # the window full
                     trainer.update()
             for pair in interleaved(pairs, args.rounds):
@@ -64,11 +70,11 @@ def main() -> None:
             for trainer in trainers.values():
                 trainer.close()
     print(f"{cpu_model()}, 1 torch thread; {load_line()}")
-    print("| core | K / T | K | seconds per update | against K = T |\n|---|---|---|---|---|")
-    for core, windows in pairs:
-        per_update = seconds[core, windows] / (args.rounds * args.updates)
-        base = seconds[core, args.windows[0]] / (args.rounds * args.updates)
-        print(f"| {core} | {windows} | {windows * 32} | {per_update:.3f} | {per_update / base:.2f}x |")
+    print("| core | episodes | K / T | K | seconds per update | against K = T |\n|---|---|---|---|---|---|")
+    for core, windows, packed in pairs:
+        per_update = seconds[core, windows, packed] / (args.rounds * args.updates)
+        base = seconds[core, args.windows[0], packed] / (args.rounds * args.updates)
+        print(f"| {core} | {'packed' if packed else 'whole'} | {windows} | {windows * 32} | {per_update:.3f} | {per_update / base:.2f}x |")
 
 
 if __name__ == "__main__":
