@@ -23,7 +23,10 @@ chunk's last step), it is not packed: measured, the LSTM's update at the paper p
 maze (128 envs, 101 steps packed as 256 columns of 100) took 3.8 s against 2.2-2.3 s unpacked.
 
 The plan needs the episode starts on the host (the rollout keeps them there, `Rollout.starts`):
-it is data-dependent and read nowhere from the device. Dropout, where a recomputing learner
+it is data-dependent and read nowhere from the device; its indices cross to the device in one
+asynchronous copy. Only cores whose steps run one after another pack (`core.sequential`: the
+Feedback core, the LSTM, the GRU, the echo-state reservoir); for the Transformer and the MLP,
+whose steps run side by side, packing would only add padding. Dropout, where a recomputing learner
 allows it (nowhere in training today), would draw other masks for the other shape.
 
 Letters: L steps and K envs of the unpacked call, L' steps and N segments of the packed one.
@@ -72,8 +75,19 @@ def plan(starts: np.ndarray, device: torch.device, fixed_width: float | None = N
     segment = np.cumsum(begins.T, axis=1).T - 1 + np.searchsorted(column, np.arange(envs))  # (L, K): each step's segment
     put = (np.arange(length)[:, None] - start[segment]) * count + segment  # (L, K)
     real = np.arange(steps)[:, None] < end - start  # (L', N)
-    to_device = lambda array, dtype=torch.long: torch.as_tensor(array, dtype=dtype).to(device)  # noqa: E731
-    return Packing(to_device(column), to_device(take.reshape(-1)), to_device(put.reshape(-1)), to_device(real, torch.bool), steps)
+    env, take, put, real = to_device([column, take.reshape(-1), put.reshape(-1), real.reshape(-1)], device)
+    return Packing(env, take, put, real.view(steps, count).bool(), steps)
+
+
+def to_device(arrays: list[np.ndarray], device: torch.device) -> list[torch.Tensor]:
+    """The arrays as long tensors on `device`, in one copy: from pinned memory and asynchronous to a
+    GPU, so that the host does not wait there for the work queued before it (agents/staging.py)."""
+    flat = torch.from_numpy(np.concatenate(arrays).astype(np.int64))
+    if device.type == "cuda":
+        flat = flat.pin_memory().to(device, non_blocking=True)
+    else:
+        flat = flat.to(device)
+    return list(flat.split([len(array) for array in arrays]))
 
 
 def pack(p: Packing, tensor: torch.Tensor) -> torch.Tensor:

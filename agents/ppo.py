@@ -104,9 +104,9 @@ class PPOTrainer(Trainer):
         count = distributed.sum_tensor(valid.sum().to(torch.float32), "counting valid steps")  # the minibatch's, over all ranks
         advantage = normalised(pick(advantages), valid, count) if c.norm_adv else pick(advantages)
         if len(index):
-            w = inputs.select(index)
+            w = inputs.select(index, on_device)
             with autocast(self.device, c.precision):
-                logits, values = w.call(self.learner, c.pack_episodes)
+                logits, values = w.call(self.learner, self.packs_episodes)
             logits, values = logits[w.skip :], values[w.skip :]
             clip = Clip(pick(r.logprob), pick(r.values[:-1]), c.clip_coef, c.clip_vloss)
             loss, stats = a2c_loss(logits.float(), values.float(), pick(r.action), advantage, pick(returns), valid,

@@ -36,7 +36,9 @@ class Rollout:
     terminated: torch.Tensor  # (T, B) bool
     truncated: torch.Tensor  # (T, B) bool
     start_state: Any  # the core state before step 0
-    starts: np.ndarray | None = None  # (T + 1, B) bool: `first` on the host, for packing episodes (agents/episode_packing.py)
+    # (T + 1, B) bool: `first`'s values on the host, for packing episodes (agents/episode_packing.py);
+    # whatever changes `first` must change these too (or set them None: the learner then runs unpacked).
+    starts: np.ndarray | None = None
     # When acting kept the graph (Actor.collect(keep_graph=True)), the policy's outputs:
     logits: torch.Tensor | None = None  # (T, B, A) with gradients
     values: torch.Tensor | None = None  # (T + 1, B): with gradients, and the bootstrap value last

@@ -97,6 +97,8 @@ class Trainer:
             # A gradient window (--bptt > rollout) reaches steps acting's graph does not hold: recompute.
             self.keep_graph = config.learner == "acting_graph" or (
                 config.learner == "auto" and config.core in KEEPS_ACTING_GRAPH and not config.window)
+            # Episodes packed side by side shorten only a core whose steps run one after another.
+            self.packs_episodes = config.pack_episodes and self.policy.core.sequential
             if self.keep_graph and not self.policy.can_open:
                 raise ValueError(f"learner 'acting_graph' needs a core fed one step at a time (feedback, lstm, gru); {config.core!r} is not")
             dropout = config.core_options.get("dropout", 0.0)
@@ -154,7 +156,7 @@ class Trainer:
         if r.logits is None:  # the window's stored steps, then T + 1: the last gives the bootstrap value
             w = self.window.learning_inputs(r, bootstrap=True)
             with autocast(self.device, c.precision):
-                logits, values = w.call(self.learner, c.pack_episodes)
+                logits, values = w.call(self.learner, self.packs_episodes)
             logits, values = logits[w.skip : -1], values[w.skip :]
         else:
             logits, values = r.logits, r.values

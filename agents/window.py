@@ -46,9 +46,9 @@ class WindowInputs(NamedTuple):
     skip: int  # H: outputs before this step are the stored steps', which carry no loss
     starts: np.ndarray | None = None  # (H + T [+ 1], B) bool: `first` on the host, where the rollout kept it
 
-    def select(self, index: torch.Tensor) -> "WindowInputs":
-        """The inputs of envs `index` ((K,) long on the host), for PPO's minibatches."""
-        on_device = index.to(self.first.device)
+    def select(self, index: torch.Tensor, on_device: torch.Tensor) -> "WindowInputs":
+        """The inputs of envs `index` ((K,) long on the host; `on_device` the same on the inputs'
+        device), for PPO's minibatches."""
         pick = lambda tensor: tensor[:, on_device]  # noqa: E731  (L, B, ...) -> (L, K, ...)
         starts = None if self.starts is None else self.starts[:, index.numpy()]
         return WindowInputs(pick(self.obs), pick(self.prev_action), pick(self.prev_reward), pick(self.first),
@@ -118,7 +118,7 @@ class GradientWindow:
         if saved["stored"] != self.stored:
             raise ValueError(f"the checkpoint's gradient window stores {saved['stored']} steps, this run's {self.stored}")
         self.inputs = None if saved["inputs"] is None else [tensor.to(device) for tensor in saved["inputs"]]
-        self.starts = None if saved["inputs"] is None else saved["inputs"][3].numpy()  # saved on the CPU
+        self.starts = None if saved["inputs"] is None else saved["inputs"][3].cpu().numpy()
         self.start_state = None if saved["start_state"] is None else move_state(saved["start_state"], device)
 
     def clear(self) -> None:

@@ -48,6 +48,7 @@ class RecurrentConfig:
 
 
 class RecurrentCore(nn.Module):
+    sequential = True  # its steps run one after another: packing episodes side by side shortens a learning call
     State: type[NamedTuple]
 
     def __init__(self, config: RecurrentConfig):

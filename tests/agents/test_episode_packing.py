@@ -1,7 +1,8 @@
 """Episodes packed side by side (agents/episode_packing.py): the plan puts every step back where
 it was and never joins two episodes in one column; a packed call gives every core's outputs and
 gradients as the unpacked call does, from a carried state; PPO's and A2C's recomputing updates
-take the same gradients packed or not, and a PPO update runs packed on the meta device."""
+take the same gradients packed or not, cores whose steps run side by side are not packed, and a
+PPO update runs packed on the meta device."""
 
 import sys
 from pathlib import Path
@@ -91,8 +92,7 @@ def test_a_packed_call_gives_the_calls_outputs_and_gradients(name, data):
         torch.testing.assert_close(got, want, atol=ATOL, rtol=1e-4)
 
 
-@pytest.mark.parametrize("trainer_class,core", [(PPOTrainer, "feedback"), (PPOTrainer, "lstm"), (PPOTrainer, "transformer"),
-                                                (Trainer, "lstm")])
+@pytest.mark.parametrize("trainer_class,core", [(PPOTrainer, "feedback"), (PPOTrainer, "lstm"), (PPOTrainer, "gru"), (Trainer, "lstm")])
 def test_a_recomputing_update_takes_the_same_gradients_packed(tmp_path, monkeypatch, trainer_class, core):
     """Episodes of at most 7 steps in rollouts of 8: calls pack, and each optimiser step's
     gradients are the unpacked run's."""
@@ -116,6 +116,18 @@ def test_a_recomputing_update_takes_the_same_gradients_packed(tmp_path, monkeypa
         for name, expected in want.items():
             torch.testing.assert_close(got[name], expected, **close32(terms=16, scale=expected.abs().max().item()),
                                        msg=f"step {step}, {name}")
+
+
+@pytest.mark.parametrize("core", ["transformer", "mlp"])
+def test_cores_whose_steps_run_side_by_side_are_not_packed(tmp_path, monkeypatch, core):
+    """Packing would only pad their calls: the trainer never asks for a plan."""
+    monkeypatch.setattr(episode_packing, "plan", lambda *args: pytest.fail("a plan was made"))
+    trainer = PPOTrainer(small(tmp_path, core))
+    try:
+        assert trainer.config.pack_episodes and not trainer.packs_episodes
+        trainer.update()
+    finally:
+        trainer.close()
 
 
 def test_the_ppo_update_runs_packed_on_meta(tmp_path):
