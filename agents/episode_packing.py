@@ -40,6 +40,7 @@ import numpy as np
 import torch
 
 from agents.cores.state import select_envs
+from agents.staging import Staging
 
 FIXED_WIDTH = 3  # a step's fixed cost in columns of arithmetic, for deciding whether to pack
 
@@ -75,19 +76,9 @@ def plan(starts: np.ndarray, device: torch.device, fixed_width: float | None = N
     segment = np.cumsum(begins.T, axis=1).T - 1 + np.searchsorted(column, np.arange(envs))  # (L, K): each step's segment
     put = (np.arange(length)[:, None] - start[segment]) * count + segment  # (L, K)
     real = np.arange(steps)[:, None] < end - start  # (L', N)
-    env, take, put, real = to_device([column, take.reshape(-1), put.reshape(-1), real.reshape(-1)], device)
-    return Packing(env, take, put, real.view(steps, count).bool(), steps)
-
-
-def to_device(arrays: list[np.ndarray], device: torch.device) -> list[torch.Tensor]:
-    """The arrays as long tensors on `device`, in one copy: from pinned memory and asynchronous to a
-    GPU, so that the host does not wait there for the work queued before it (agents/staging.py)."""
-    flat = torch.from_numpy(np.concatenate(arrays).astype(np.int64))
-    if device.type == "cuda":
-        flat = flat.pin_memory().to(device, non_blocking=True)
-    else:
-        flat = flat.to(device)
-    return list(flat.split([len(array) for array in arrays]))
+    # One copy, asynchronous from pinned memory on a GPU: the host does not wait for its queue there.
+    env, take, put, real = Staging(device).to_device([column, take.reshape(-1), put.reshape(-1), real])
+    return Packing(env, take, put, real, steps)
 
 
 def pack(p: Packing, tensor: torch.Tensor) -> torch.Tensor:

@@ -32,6 +32,7 @@ class EchoState(NamedTuple):
 
 class EchoStateCore(nn.Module):
     sequential = True  # its steps run one after another: packing episodes side by side shortens a learning call
+
     def __init__(self, input_dim: int, config: ReservoirConfig):
         super().__init__()
         c = self.config = config

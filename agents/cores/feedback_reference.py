@@ -67,6 +67,7 @@ class ReferenceState(NamedTuple):
 
 class FeedbackReference(nn.Module):
     sequential = True  # its steps run one after another: packing episodes side by side shortens a learning call
+
     def __init__(self, input_dim: int, config: FeedbackConfig):
         super().__init__()
         c = self.config = config
