@@ -114,11 +114,7 @@ def profile_learning(name: str, learn) -> None:
     from torch.profiler import ProfilerActivity, profile
 
     calls = 5
-    learn()
-    start = time.perf_counter()
-    for _ in range(calls):
-        learn()
-    wall = (time.perf_counter() - start) / calls / LEARN_STEPS  # a step, without the profiler
+    wall = per_call(learn, 1.0) / LEARN_STEPS  # a step, without the profiler
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         for _ in range(calls):
             learn()

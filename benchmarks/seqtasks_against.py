@@ -27,6 +27,10 @@ from pathlib import Path
 import torch
 
 HERE = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(HERE))
+
+from benchmarks.targets import interleaved  # noqa: E402
+
 PACKAGES = ("agents", "seqtasks", "benchmarks", "envs")
 
 
@@ -57,12 +61,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         steps = {"base": build_step(args.base.resolve(), args.core, Path(folder)), "this tree": build_step(HERE, args.core, Path(folder))}
         times: dict[str, list[float]] = {name: [] for name in steps}
-        for round_ in range(args.rounds):
-            for name in list(steps)[:: 1 if round_ % 2 == 0 else -1]:
-                start = time.perf_counter()
-                steps[name]()
-                steps[name]()
-                times[name].append((time.perf_counter() - start) / 2)
+        for name in interleaved(list(steps), args.rounds):
+            start = time.perf_counter()
+            steps[name]()
+            steps[name]()
+            times[name].append((time.perf_counter() - start) / 2)
     tokens = 64 * 32  # BPTT x batch, per update
     print(f"seqtasks {args.core}, Table 9 configuration, one thread, {args.rounds} alternating rounds of 2 updates")
     for name, taken in times.items():

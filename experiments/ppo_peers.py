@@ -16,9 +16,9 @@ The settings are that recipe's (docs/rl-algorithms/ppo-trxl.md, MiniGrid-MemoryS
 gradient norm 0.25, no advantage normalisation, a model of 2 layers, 4 heads, width 256 and 64
 steps of memory; its learning rate 2.75e-4 and entropy cost 1e-4 are held constant for all
 (the recipe anneals them over 4M frames, sb3 and we have no such schedule), and the LSTMs have 256
-units (the same width); on an env whose time limit is below the memory (64), every agent's memory is
-that limit, as ppo_trxl.py sets its own (`capped_memory`). What is not alike is each implementation's own: how far gradients and
-memory reach (ours: the whole rollout, recomputed each epoch; ppo_trxl: 64 cached steps
+units (the same width); on an env whose time limit is below the memory (64), every agent's memory
+is that limit, as ppo_trxl.py sets its own (`capped_memory`). What is not alike is each
+implementation's own: how far gradients and memory reach (ours: the whole rollout, recomputed each epoch; ppo_trxl: 64 cached steps
 computed while acting; RecurrentPPO: each sequence from its stored first state), encoders and
 head initialisation.
 
@@ -33,7 +33,6 @@ NAME.json (per-seed numbers, commands, machine, wall times), NAME.md and NAME.pn
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import shlex
 import shutil
@@ -44,6 +43,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
+from envs import env_id
 from envs.cli import positive_int
 from experiments.cli import Distinct, QUICK_FRAMES, add_output_arguments, frames_or_quick, runs_folder
 from experiments.curves import binned_curve, draw_curves
@@ -175,10 +175,7 @@ def capped_memory(recipe: dict, env: str) -> dict:
     """The recipe with its memory no longer than `env`'s time limit. ppo_trxl.py caps its own
     (trxl_memory_length = min(memory, max_episode_steps)), so our agents' span gets the same cap:
     both then attend over windows of the same length (24 steps on SymbolicMemoryS9Short-v0)."""
-    module, _, name = env.rpartition(":")
-    if module:
-        importlib.import_module(module)  # registers the id, as gymnasium.make("module:id") does
-    limit = gym.spec(name).max_episode_steps
+    limit = gym.spec(env_id(env).rpartition(":")[2]).max_episode_steps  # env_id imports a module:EnvId's module
     return {**recipe, "memory": limit} if limit and limit < recipe["memory"] else recipe
 
 
