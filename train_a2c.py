@@ -13,8 +13,7 @@ TensorBoard: `tensorboard --logdir runs`.
 
 from __future__ import annotations
 
-from agents import command_line
-from agents.interrupt import ignore_stop_signals
+from agents import command_line, distributed
 from agents.train import Trainer
 
 
@@ -24,5 +23,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
-    ignore_stop_signals()  # done and reported: a signal while Python shuts down has nothing to stop
+    distributed.run_command(main)

@@ -16,8 +16,7 @@ core's memory is handled across epochs and minibatches: agents/ppo.py and docs/t
 
 from __future__ import annotations
 
-from agents import command_line
-from agents.interrupt import ignore_stop_signals
+from agents import command_line, distributed
 from agents.ppo import PPOTrainer
 
 
@@ -27,5 +26,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
-    ignore_stop_signals()  # done and reported: a signal while Python shuts down has nothing to stop
+    distributed.run_command(main)

@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import datetime
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
 import torch
 import torch.distributed as dist
+
+from agents.interrupt import ignore_stop_signals
 
 T = TypeVar("T")
 TIMEOUT_VARIABLE = "FEEDBACK_RL_DIST_TIMEOUT"
@@ -79,12 +82,17 @@ def _local() -> tuple[int, int]:
     return local_rank, int(os.environ.get("LOCAL_WORLD_SIZE", local_rank + 1))
 
 
+def _launched() -> bool:
+    """Whether torchrun started this process as one of several (RANK and WORLD_SIZE > 1 set)."""
+    return "RANK" in os.environ and int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+
 def init() -> World:
     """Join torchrun's process group once (later calls return the same World); the single
     process World when RANK / WORLD_SIZE are not set or the world has one process."""
     if dist.is_available() and dist.is_initialized():
         return World(dist.get_rank(), dist.get_world_size(), *_local())
-    if "RANK" not in os.environ or int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+    if not _launched():
         return World()
     local_rank, local_size = _local()
     backend = "gloo"
@@ -114,6 +122,41 @@ def close() -> None:
     """Leave the process group (if in one)."""
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+
+
+def run_command(main: Callable[[], object]) -> None:
+    """Run a command's `main` (train_a2c.py, train_ppo.py, python -m seqtasks), then ignore stop
+    signals: the run is saved and reported, a signal now has nothing left to stop. Started by
+    torchrun as one of several processes, end the process right there with main's exit code
+    (sys.exit's rules: None is 0, a message is printed and gives 1), skipping Python's shutdown.
+
+    Why: gloo runs each collective on a worker thread, which lets go of the collective's
+    tensors just after the caller's wait returns. If that thread is late (a loaded machine) and
+    Python has meanwhile begun shutting down, dropping a tensor that Python also saw needs the
+    GIL, Python ends the thread instead, and the C++ destructor it was in aborts the process
+    ("terminate called without an active exception", exit -6) after a run that finished and
+    saved: 2 of 156 torchrun launches of tests/seqtasks/test_seq_distributed.py's run on the
+    2-core machine. close() cannot join those threads: torch 2.13 keeps a group that DDP has
+    wrapped a model with alive after destroy_process_group. So a rank ends without shutdown;
+    everything it wrote is closed by then (checkpoints, TensorBoard writers, actor workers,
+    the process group), and stdout and stderr are flushed here. An exception other than
+    SystemExit goes on as usual."""
+    try:
+        main()
+    except SystemExit as exit:
+        if not _launched():
+            raise
+        code = exit.code
+    else:
+        code = 0
+    ignore_stop_signals()
+    if _launched():
+        if code is not None and not isinstance(code, int):
+            print(code, file=sys.stderr)
+            code = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code or 0)
 
 
 def wait_for_all(what: str) -> None:

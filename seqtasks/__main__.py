@@ -23,7 +23,7 @@ from agents import distributed
 from agents.checkpoint import CheckpointError, run_checkpoint
 from agents.config_cli import add_config_arguments, given_fields, parse_core_options
 from agents.device import resolve_device
-from agents.interrupt import exit_interrupted, ignore_stop_signals, stop_signals_raise
+from agents.interrupt import exit_interrupted, stop_signals_raise
 from seqtasks.config import SeqConfig, resolve_config
 from seqtasks.models import SEQUENCE_ONLY
 from seqtasks.train import Run
@@ -97,5 +97,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
-    ignore_stop_signals()  # done and reported: a signal while Python shuts down has nothing to stop
+    distributed.run_command(main)

@@ -6,6 +6,7 @@ refused (the GPU count patched)."""
 import os
 import re
 import signal
+import sys
 
 import pytest
 import torch
@@ -155,3 +156,47 @@ def test_each_process_of_a_cuda_run_needs_a_gpu_of_its_own(monkeypatch, tmp_path
     world, chosen = join_as_second_of_two(monkeypatch, gpus=2)
     assert chosen == {"backend": "cpu:gloo,cuda:nccl", "gpu": 1}
     assert distributed.device_for(torch.device("cuda"), world) == torch.device("cuda", 1)
+
+
+# Two bare ranks that join a group, share a value (a collective whose tensors Python saw, as
+# at the end of a run), then end through run_command: rank 0 returning, rank 1 by sys.exit with
+# a message. An atexit handler tells whether Python's shutdown ran.
+ENDING = """
+import atexit, sys
+from agents import distributed
+world = distributed.init()
+value = distributed.from_main(lambda: "shared", "sharing")
+atexit.register(lambda: print("shutdown ran", flush=True))
+def main():
+    distributed.close()
+    print(f"rank {world.rank} has {value}")
+    if world.rank == 1:
+        sys.exit("rank 1 stops with a message")
+distributed.run_command(main)
+"""
+
+
+def test_a_rank_ends_without_pythons_shutdown_and_keeps_its_exit_code_and_output():
+    """A torchrun rank must not reach Python's shutdown, where a gloo worker thread still letting
+    go of the last collective's tensors aborts the process (distributed.run_command). Its exit
+    code and what it printed (stdout is a pipe here, so block-buffered) come out as sys.exit's."""
+    ranks = start_ranks(2, "-c", ENDING)
+    outputs = [rank.communicate(timeout=DEADLINE) for rank in ranks]
+    assert [rank.returncode for rank in ranks] == [0, 1], [errors[-3000:] for _, errors in outputs]
+    assert [out for out, _ in outputs] == ["rank 0 has shared\n", "rank 1 has shared\n"]  # flushed; no "shutdown ran"
+    assert outputs[1][1].endswith("rank 1 stops with a message\n")
+
+
+def test_run_command_in_one_process_ends_as_python_would(monkeypatch):
+    """Not under torchrun, run_command returns after main (or lets its SystemExit through), so
+    in-process callers and plain `python train_a2c.py` keep Python's shutdown; stop signals
+    are ignored once main has returned."""
+    monkeypatch.delenv("RANK", raising=False)
+    ignored = []
+    monkeypatch.setattr(distributed, "ignore_stop_signals", lambda: ignored.append(True))
+    for code in (143, "a message"):
+        with pytest.raises(SystemExit) as exit:
+            distributed.run_command(lambda: sys.exit(code))  # noqa: B023  (called at once)
+        assert exit.value.code == code and ignored == []
+    distributed.run_command(lambda: None)
+    assert ignored == [True]
