@@ -182,4 +182,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    distributed.run_command(lambda: sys.exit(main()))  # the workers under torchrun end without Python's shutdown
