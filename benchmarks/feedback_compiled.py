@@ -18,7 +18,8 @@ median round is reported, and ratios come only from this run.
 
 --profile adds torch.profiler over 5 learning calls of the compiled Feedback core and of the LSTM:
 each one's ATen operations by self time per step, and the share of the call outside them (on the
-compiled path: its C++ loops, the attention's).
+compiled path: its C++ loops, the attention's). Then it splits an acting call (T = 1, no
+gradients) of the compiled core into its C++ steps and the Python around them.
 """
 
 from __future__ import annotations
@@ -107,6 +108,7 @@ def main(argv=None) -> None:
         os.environ[feedback_compiled.SWITCH] = "1"
         for name in ("feedback", "lstm"):
             profile_learning(name, lambda: learn(cores[name], states[name]))
+        split_acting(cores["feedback"], states["feedback"], x[:1], first[:1])
 
 
 def profile_learning(name: str, learn) -> None:
@@ -125,6 +127,33 @@ def profile_learning(name: str, learn) -> None:
           f"outside them {1e3 * (wall - inside):.2f} ms ({1 - inside / wall:.0%})")
     for e in ops[:8]:
         print(f"  {e.key:34s} {1e6 * per_step(e.self_cpu_time_total):6.0f} us a step, {e.count / calls / LEARN_STEPS:5.1f} calls a step")
+
+
+def split_acting(core, state, x, first, calls: int = 640) -> None:
+    """Time `calls` acting calls in a row (each from the state the last one left) and, inside
+    them, the compiled forward_steps: the rest is the Python around the C++ steps (the call's
+    setup, embedding and final norm, and the buffers' copy every HEADROOM steps)."""
+    compiled, inside = feedback_compiled.extension(), [0.0]
+
+    def timed_steps(*args):
+        began = time.perf_counter()
+        tops = compiled.forward_steps(*args)
+        inside[0] += time.perf_counter() - began
+        return tops
+
+    proxy = type("Timed", (), {"__getattr__": lambda self, name: timed_steps if name == "forward_steps" else getattr(compiled, name)})()
+    feedback_compiled._built[:] = [proxy]
+    try:
+        with torch.no_grad():
+            began = time.perf_counter()
+            for _ in range(calls):
+                _, state = core(x, state, first)
+            total = (time.perf_counter() - began) / calls
+    finally:
+        feedback_compiled._built[:] = [compiled]
+    steps = inside[0] / calls
+    print(f"feedback acting: {1e6 * total:.0f} us a call; the C++ steps {1e6 * steps:.0f} us ({steps / total:.0%}), "
+          f"the Python around them {1e6 * (total - steps):.0f} us ({1 - steps / total:.0%})")
 
 
 if __name__ == "__main__":

@@ -203,13 +203,25 @@ class FeedbackRun(StepwiseRun):
                         self._write(g, memory[:, :span], 0)
         if self.compiled:  # the weights, masks and buffers as flat lists (absent ones empty), the tape in C++
             none = like.new_empty(0)
-            self.flat_layers, self.flat_groups = [[none if x is None else x.detach() for w in ws for x in w] for ws in (self.layers, self.groups)]
+            self.flat_layers, self.flat_groups = self._flat_weights(none)
             self.flat_masks = [none if mask is None else mask for pair in self.masks for mask in pair]
             self.tape = self.compiled.Tape() if self.recording else None
         self.inputs: list[torch.Tensor] = []  # what step() was given, for outputs()
         self.tops: list[torch.Tensor] = []  # (B, D) the top layer's output per step, before the final norm
         self.tapes: list[StepTape] = []
         self.zero, self.neg_inf = like.new_zeros(()), like.new_full((), masked_score(self.dtype))
+
+    def _flat_weights(self, none: torch.Tensor) -> list[list[torch.Tensor]]:
+        """The layers' and the groups' weights as the compiled step takes them: two flat lists,
+        detached, `none` for an absent one. Kept beside call_weights' cache for the acting calls
+        that reuse its weights (the same objects while the weights_version holds)."""
+        kept = self.core.__dict__.get("_flat_weights")
+        if kept is not None and kept[0] is self.master:
+            return kept[1]
+        flat = [[none if x is None else x.detach() for w in ws for x in w] for ws in (self.layers, self.groups)]
+        if not self.recording and self.layers is self.master[1]:  # call_weights' cached weights, used as they are
+            self.core.__dict__["_flat_weights"] = (self.master, flat)
+        return flat
 
     def _draw_masks(self, batch: int, steps: int, like: torch.Tensor) -> list:
         """Per layer, the dropout masks of all steps, (attention (T, B, H, S [+ N]), ReLU (T, B, F)),

@@ -2,9 +2,12 @@
 its ratios; where the compiled step is unavailable it stops saying so rather than timing the
 Python step twice."""
 
-import pytest
+import re
 
-from agents.cores import feedback_compiled
+import pytest
+import torch
+
+from agents.cores import feedback_compiled, make_core
 from benchmarks import feedback_compiled as benchmark
 
 
@@ -20,3 +23,18 @@ def test_it_refuses_to_run_without_the_compiled_step(monkeypatch):
     monkeypatch.setattr(feedback_compiled, "extension", lambda: None)
     with pytest.raises(SystemExit, match="the compiled Feedback step is not available here"):
         benchmark.main(["--seconds", "0", "--rounds", "1"])
+
+
+
+def test_the_acting_split_adds_up_and_puts_the_compiled_step_back(capsys, monkeypatch):
+    """--profile's acting split: the C++ steps and the Python around them add up to the call,
+    each part is there, and the compiled step it timed through a proxy is restored."""
+    monkeypatch.setenv(feedback_compiled.SWITCH, "1")
+    compiled = feedback_compiled.extension()
+    core = make_core("feedback", 3, d_model=8, n_heads=2, span=4)
+    state, x, first = core.initial_state(2, "cpu"), torch.randn(1, 2, 3), torch.zeros(1, 2, dtype=torch.bool)
+    benchmark.split_acting(core, state, x, first, calls=3)
+    total, steps, python = map(int, re.search(r"acting: (\d+) us a call; the C\+\+ steps (\d+) us .*around them (\d+) us",
+                                                capsys.readouterr().out).groups())
+    assert steps > 0 and python > 0 and abs(steps + python - total) <= 1
+    assert feedback_compiled.extension() is compiled
