@@ -134,15 +134,15 @@ def split_acting(core, state, x, first, calls: int = 640) -> None:
     them, the compiled forward_steps: the rest is the Python around the C++ steps (the call's
     setup, embedding and final norm, and the buffers' copy every HEADROOM steps)."""
     compiled, inside = feedback_compiled.extension(), [0.0]
+    forward_steps = compiled.forward_steps
 
     def timed_steps(*args):
         began = time.perf_counter()
-        tops = compiled.forward_steps(*args)
+        tops = forward_steps(*args)
         inside[0] += time.perf_counter() - began
         return tops
 
-    proxy = type("Timed", (), {"__getattr__": lambda self, name: timed_steps if name == "forward_steps" else getattr(compiled, name)})()
-    feedback_compiled._built[:] = [proxy]
+    compiled.forward_steps = timed_steps  # the run looks it up on the module at each call
     try:
         with torch.no_grad():
             began = time.perf_counter()
@@ -150,7 +150,7 @@ def split_acting(core, state, x, first, calls: int = 640) -> None:
                 _, state = core(x, state, first)
             total = (time.perf_counter() - began) / calls
     finally:
-        feedback_compiled._built[:] = [compiled]
+        compiled.forward_steps = forward_steps
     steps = inside[0] / calls
     print(f"feedback acting: {1e6 * total:.0f} us a call; the C++ steps {1e6 * steps:.0f} us ({steps / total:.0%}), "
           f"the Python around them {1e6 * (total - steps):.0f} us ({1 - steps / total:.0%})")
