@@ -54,6 +54,7 @@ if __package__ in (None, ""):
 import torch  # noqa: E402
 
 from agents.cores import CORES as CORE_CLASSES  # noqa: E402
+from agents.records import write_text  # noqa: E402
 from benchmarks.machine import cpu_model, load_line  # noqa: E402
 from benchmarks.targets import Verdict, interleaved, ratio_target, report  # noqa: E402
 
@@ -259,7 +260,7 @@ def main() -> int:
     unlike = "" if len(threads) <= 1 else " (they differ: the ratios compare unlike runs)"
     print(f"torch threads in the workers: {threads}{unlike}; at the end: {load_line()}")
     if args.markdown:
-        Path(args.markdown).write_text("\n".join(lines) + "\n")
+        write_text(args.markdown, "\n".join(lines) + "\n")
 
     fps = {core: r.get("fps") for (core, actors), r in results.items() if actors == 0}
     status = report(targets(fps, peer_missing, args.sizes), args.check)

@@ -46,6 +46,7 @@ import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
 
 import envs  # noqa: E402
+from agents.records import write_text  # noqa: E402
 from benchmarks.machine import cpu_model, load_line  # noqa: E402
 from benchmarks.targets import Verdict, ratio_target, report  # noqa: E402
 
@@ -143,8 +144,7 @@ def main() -> int:
     episodes = ", ".join(f"{env_id} {gym.spec(env_id).max_episode_steps or 'its own'}" for env_id in env_ids)
     print(f"\nepisode lengths (vector steps): {episodes}; fewer steps timed than that means no autoreset was timed")
     if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write("\n".join(lines) + "\n")
+        write_text(args.markdown, "\n".join(lines) + "\n")
         print(f"table written to {args.markdown}")
 
     print(f"\nat the end: {load_line()}")

@@ -15,6 +15,7 @@ import imageio.v3 as iio
 import numpy as np
 
 import envs
+from agents.records import atomic_file
 from envs.baselines import POLICIES, random_policy
 from envs.cli import env_name, positive_int
 from envs.oracle import make_oracle
@@ -53,7 +54,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{name} {args.policy}: episode returns {returns}")
     if args.render == "rgb_array":
         out = args.out or f"{args.env.split('/')[-1].lower()}_{args.policy}.gif"
-        iio.imwrite(out, np.stack(frames), duration=1000 / args.fps, loop=0)
+        with atomic_file(out, "wb") as file:
+            iio.imwrite(file, np.stack(frames), extension=".gif", duration=1000 / args.fps, loop=0)
         print(f"wrote {len(frames)} frames to {out}")
 
 

@@ -24,7 +24,6 @@ never reaches the doors, which only the discount punishes; more entropy keeps it
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 from pathlib import Path
@@ -34,6 +33,7 @@ import numpy as np
 from agents.a2c_config import preset_values
 from agents.plot_curves import save_figure
 from agents.ppo_config import PPOConfig
+from agents.records import write_json, write_text
 from envs.cli import non_negative_float, positive_int
 from experiments.cli import Distinct, QUICK_ALGO, QUICK_FRAMES, add_algo_argument, add_minibatches_argument, add_output_arguments, frames_or_quick, minibatch_args, runs_folder
 from experiments.cue_memory import run_cue_separation
@@ -122,8 +122,8 @@ def main(argv: list[str] | None = None) -> None:
             "solved": solved_interval(success, SOLVED),
         }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.name}.json").write_text(json.dumps(summary, indent=1) + "\n")
-    (args.out / f"{args.name}.md").write_text(table(summary))
+    write_json(args.out / f"{args.name}.json", summary, indent=1)
+    write_text(args.out / f"{args.name}.md", table(summary))
     draw(summary, args.out / f"{args.name}.png")
     print(table(summary))
 

@@ -20,7 +20,6 @@ run's success and probes, each probed quantity a list over the probes), NAME.md 
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 from pathlib import Path
@@ -28,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from agents.plot_curves import save_figure
+from agents.records import read_record, write_json, write_text
 from envs.cli import positive_int
 from experiments.cli import Distinct, QUICK_ALGO, add_algo_argument, add_minibatches_argument, add_output_arguments, frames_or_quick, minibatch_args, runs_folder
 from experiments.curves import training_seconds
@@ -107,14 +107,14 @@ def main(argv: list[str] | None = None) -> None:
         runs = []
         for seed in seeds:
             cell = ((variant, doors, span), seed)
-            trace = json.loads((run_dir[cell] / "trace.json").read_text())
+            trace = read_record(run_dir[cell] / "trace.json")  # whole: it is one of the training job's outputs
             runs.append({"seed": seed, "success": evaluation(evaluations[cell])["agent"]["success"],
                          "training_seconds": round(training_seconds(run_dir[cell]), 1), "probes": trace["probes"]})
         success = np.array([run["success"] for run in runs])
         summary["models"].append({"variant": variant, "doors": doors, "span": span, "solved": solved_interval(success, SOLVED), "runs": runs})
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{name}.json").write_text(json.dumps(rounded(by_column(summary)), separators=(",", ":")) + "\n")
-    (args.out / f"{name}.md").write_text(table(summary))
+    write_json(args.out / f"{name}.json", rounded(by_column(summary)), separators=(",", ":"))
+    write_text(args.out / f"{name}.md", table(summary))
     draw(summary, args.out / f"{name}.png")
     print(table(summary))
 

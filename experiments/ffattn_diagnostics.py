@@ -32,6 +32,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from agents.records import write_json, write_text
 from envs.cli import positive_int
 from experiments.cli import Distinct
 from experiments.jobs import ROOT, machine
@@ -174,8 +175,8 @@ def main(argv: list[str] | None = None) -> None:
             out["train"]["runs"].append(result)
             print(json.dumps(result), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.name}.json").write_text(json.dumps(out, indent=1) + "\n")
-    (args.out / f"{args.name}.md").write_text(table(out))
+    write_json(args.out / f"{args.name}.json", out, indent=1)
+    write_text(args.out / f"{args.name}.md", table(out))
     print(table(out))
 
 

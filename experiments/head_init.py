@@ -16,13 +16,13 @@ head_init.json (raw per seed numbers included), head_init.md and head_init_TASK.
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from agents.records import write_json, write_text
 from experiments.cli import Distinct
 from experiments.curves import binned_curve, draw_curves, training_seconds
 from experiments.estimate import print_expected_time
@@ -93,8 +93,8 @@ def main(argv: list[str] | None = None) -> None:
             }
         draw_curves(curves, frames[task], baselines, f"{task}: head initialisation, CPU preset", measure, args.out / f"head_init_{task}.png")
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "head_init.json").write_text(json.dumps(summary, indent=1) + "\n")
-    (args.out / "head_init.md").write_text(table(summary))
+    write_json(args.out / "head_init.json", summary, indent=1)
+    write_text(args.out / "head_init.md", table(summary))
     print(table(summary))
 
 

@@ -4,10 +4,12 @@ Each `Job` is a command line run from the repository root with one torch / OpenM
 output going to a log file. When it exits 0 the runner writes the job's `record` (a JSON file:
 the command, its wall time, its last printed line, where evaluate.py prints its numbers, and the
 job's `target`), and a job whose record has the same target is never run again: an interrupted
-experiment, run again, continues with the jobs it had not finished. Training jobs resume their
-own checkpoint (see `train_job`); their target is the frame budget, so a larger --frames
-continues finished runs to it (and evaluates them again) instead of keeping the old numbers, and
-a smaller one is refused (a finished run cannot be taken back to fewer frames).
+experiment, run again, continues with the jobs it had not finished. A record that cannot be read
+(cut off, not JSON: agents/records.py) counts as none, and so does a cut-off output the experiment
+reads (a job's `outputs`): the job runs again instead of the experiment crashing on it. Training
+jobs resume their own checkpoint (see `train_job`); their target is the frame budget, so a larger
+--frames continues finished runs to it (and evaluates them again) instead of keeping the old
+numbers, and a smaller one is refused (a finished run cannot be taken back to fewer frames).
 
 `seq_job` is the same for a `python -m seqtasks` run, its target the update budget.
 
@@ -39,6 +41,7 @@ from typing import Callable
 from tqdm import tqdm
 
 from agents.interrupt import STOP_SIGNALS, signal_of, stop_signals_raise
+from agents.records import read_record, write_json
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository root, where the commands run
 ALGOS = ("a2c", "ppo")  # the learners an RL experiment can train with: train_a2c.py, train_ppo.py
@@ -53,13 +56,24 @@ class Job:
     record: Path
     target: str = ""  # what the finished job reached (e.g. "2000000 frames"); another target reruns it
     work: tuple[str, list[str], int] | None = None  # a training job's program, its arguments and units (estimate.py)
+    outputs: tuple[Path, ...] = ()  # JSON files the command writes that the experiment reads (results.json)
 
     @property
     def done(self) -> bool:
-        return self.record.exists() and self.result().get("target", "") == self.target
+        """Whether the job finished at its target and its outputs read whole; if not, it runs (again)."""
+        result = self.result()
+        return (result is not None and result.get("target", "") == self.target
+                and all(read_record(output) is not None for output in self.outputs))
 
-    def result(self) -> dict:
-        return json.loads(self.record.read_text())
+    def result(self) -> dict | None:
+        """The job's record, as run_job wrote it; None where there is none or it cannot be read."""
+        return job_record(self.record)
+
+
+def job_record(path: Path) -> dict | None:
+    """The record at `path`, or None where it is missing, cut off or not a JSON object."""
+    record = read_record(path)
+    return record if isinstance(record, dict) else None
 
 
 class JobFailed(RuntimeError):
@@ -69,7 +83,8 @@ class JobFailed(RuntimeError):
 def train_job(name: str, run_dir: Path, train_args: list[str], frames: int, algo: str = "a2c", traced: bool = False) -> Job:
     """`python train_ALGO.py ARGS --total-steps FRAMES --run-dir RUN_DIR` (train_a2c.py or
     train_ppo.py), or `--resume RUN_DIR` when a checkpoint of an unfinished run is there.
-    `traced`: the same run through experiments/memory_trace.py (probes of the memory path)."""
+    `traced`: the same run through experiments/memory_trace.py (probes of the memory path, in
+    RUN_DIR/trace.json: one of the job's outputs)."""
     if algo not in ALGOS:
         raise ValueError(f"unknown algo {algo!r}; choose from {list(ALGOS)}")
     record = run_dir / "train.done.json"
@@ -81,13 +96,16 @@ def train_job(name: str, run_dir: Path, train_args: list[str], frames: int, algo
             return [*program, "--resume", str(run_dir), "--total-steps", str(frames), "--threads", "1"]
         return [*program, *train_args, "--total-steps", str(frames), "--threads", "1", "--run-dir", str(run_dir)]
 
-    return Job(name, command, run_dir / "train.log", record, f"{frames} frames", (f"train_{algo}", train_args, frames))
+    outputs = (run_dir / "trace.json",) if traced else ()
+    return Job(name, command, run_dir / "train.log", record, f"{frames} frames", (f"train_{algo}", train_args, frames), outputs)
 
 
 def refuse_smaller_budget(record: Path, budget: int, unit: str) -> None:
     """Raise JobFailed if the finished run whose record is `record` had a budget above `budget`
-    (`unit`: "frames" or "updates"): resuming it would keep its longer training."""
-    trained = int(json.loads(record.read_text()).get("target", f"0 {unit}").split()[0]) if record.exists() else 0
+    (`unit`: "frames" or "updates"): resuming it would keep its longer training. A record that
+    cannot be read says nothing: the run resumes from its checkpoint, which keeps its own count."""
+    number, _, named = str((job_record(record) or {}).get("target", "")).partition(" ")
+    trained = int(number) if number.isdigit() and named == unit else 0
     if trained > budget:
         raise JobFailed(f"{record.parent} is already trained to {trained:,} {unit}, more than the {budget:,} asked for; "
                         "give another --runs-dir to train to fewer")
@@ -107,7 +125,8 @@ def seq_job(name: str, run_dir: Path, seq_args: list[str], updates: int) -> Job:
         return [sys.executable, "-m", "seqtasks", *seq_args, "--max-updates", str(updates), "--threads", "1",
                 "--run-dir", str(run_dir), "--no-progress"]
 
-    return Job(name, command, run_dir / "train.log", record, f"{updates} updates", ("seqtasks", seq_args, updates))
+    return Job(name, command, run_dir / "train.log", record, f"{updates} updates", ("seqtasks", seq_args, updates),
+               (run_dir / "results.json",))
 
 
 def seq_flags(values: dict) -> list[str]:
@@ -116,8 +135,9 @@ def seq_flags(values: dict) -> list[str]:
 
 
 def seq_results(job: Job) -> dict:
-    """The results.json of a finished seq_job: test and valid metrics, updates, train_seconds, history."""
-    return json.loads((job.record.parent / "results.json").read_text())
+    """The results.json of a finished seq_job (one of its outputs, so it reads whole): test and
+    valid metrics, updates, train_seconds, history."""
+    return read_record(job.record.parent / "results.json")
 
 
 def evaluate_job(run_dir: Path, episodes: int, frames: int, greedy: bool = False, seed: int = EVAL_SEED, tag: str = "") -> Job:
@@ -163,7 +183,7 @@ def run_job(job: Job, started_process: Callable[[subprocess.Popen], None] = lamb
     lines = [line for line in output.splitlines() if line.strip()]
     record = {"command": command, "wall_seconds": round(time.monotonic() - started, 1), "last_line": lines[-1] if lines else "",
               "target": job.target}
-    job.record.write_text(json.dumps(record) + "\n")
+    write_json(job.record, record)
     return record
 
 

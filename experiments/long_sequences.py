@@ -28,12 +28,12 @@ NAME.md (the table); run the same command again after an interruption to continu
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from agents.records import write_json, write_text
 from envs.cli import positive_int
 from experiments.cli import Distinct, add_output_arguments, runs_folder
 from experiments.estimate import print_expected_time
@@ -127,8 +127,8 @@ def main(argv: list[str] | None = None) -> None:
     summary["command"] = "python -m experiments.long_sequences " + " ".join(sys.argv[1:])
     summary["machine"] = launcher_description(args)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.name}.json").write_text(json.dumps(summary, indent=1) + "\n")
-    (args.out / f"{args.name}.md").write_text(table(summary))
+    write_json(args.out / f"{args.name}.json", summary, indent=1)
+    write_text(args.out / f"{args.name}.md", table(summary))
     print(table(summary))
 
 

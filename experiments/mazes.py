@@ -25,7 +25,6 @@ our bins instead of its train batches.
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 from pathlib import Path
@@ -34,6 +33,7 @@ import numpy as np
 
 import envs
 from agents.cores import CORES
+from agents.records import write_json, write_text
 from envs.cli import env_name, positive_int
 from experiments.cli import Distinct, QUICK_ALGO, QUICK_FRAMES, add_algo_argument, add_output_arguments, frames_or_quick, runs_folder
 from experiments.curves import binned_curve, draw_curves, training_seconds
@@ -98,8 +98,8 @@ def main(argv: list[str] | None = None) -> None:
 
     summary = summarise(args, seeds, run_dir, evaluations)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.name}.json").write_text(json.dumps(summary, indent=1) + "\n")
-    (args.out / f"{args.name}.md").write_text(table(summary))
+    write_json(args.out / f"{args.name}.json", summary, indent=1)
+    write_text(args.out / f"{args.name}.md", table(summary))
     for env in args.envs:
         curves = {core: np.stack([binned_curve(run_dir[env, core, s], "charts/episodic_return", args.frames, CURVE_BINS) for s in seeds])
                   for core in args.cores}

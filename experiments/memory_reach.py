@@ -37,12 +37,12 @@ parallel processes (`--jobs`); run the same command again after an interruption 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from agents.records import atomic_file, write_json, write_text
 from envs.cli import positive_int
 from experiments.cli import Distinct, add_output_arguments, runs_folder
 from experiments.estimate import print_expected_time
@@ -151,8 +151,8 @@ def main(argv: list[str] | None = None) -> None:
     summary["command"] = "python -m experiments.memory_reach " + " ".join(sys.argv[1:])
     summary["machine"] = launcher_description(args)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.name}.json").write_text(json.dumps(summary, indent=1) + "\n")
-    (args.out / f"{args.name}.md").write_text(table(summary))
+    write_json(args.out / f"{args.name}.json", summary, indent=1)
+    write_text(args.out / f"{args.name}.md", table(summary))
     if "random_walk" in args.tasks:
         plot(summary, args.out / f"{args.name}.png")
     print(table(summary))
@@ -211,7 +211,7 @@ def table(summary: dict) -> str:
 
 def plot(summary: dict, path: Path) -> None:
     """Random walk accuracy against span at equal updates and at equal time: IQM with its 95%
-    interval per attention core, the LSTM as a band."""
+    interval per attention core, the LSTM as a band; a PNG at `path`."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -239,7 +239,8 @@ def plot(summary: dict, path: Path) -> None:
     axes[0].set_ylabel("validation accuracy (IQM, 95% CI)")
     axes[0].legend()
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    with atomic_file(path, "wb") as file:
+        figure.savefig(file, format="png", dpi=100)
     plt.close(figure)
 
 

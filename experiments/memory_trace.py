@@ -9,7 +9,9 @@ probed on corridors walked straight to the doors (experiments/memory_probes.py: 
 separation at the doors and along the walk, the gradient reaching the cue's step, and for the
 Feedback core softmax(w), the memory's cue part step by step and its retention, the weights'
 norms), with the training episodes' success since the last probe. The probes travel in the
-checkpoint and are written, after each, to RUN_DIR/trace.json:
+checkpoint and are written, after each and on resuming, to RUN_DIR/trace.json (whole or not at
+all: agents/records.py; a resumed run rewrites it from its checkpoint, so a cut-off one is made
+whole and one ahead of the checkpoint is taken back to it):
 
     {"config": {...}, "probes": [{"frames": 0, "train_success": null, "cue_separation": ..., ...}, ...]}
 
@@ -18,10 +20,7 @@ Used by feedback_forgetting.py for every run.
 
 from __future__ import annotations
 
-import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ import numpy as np
 from agents import command_line
 from agents.interrupt import ignore_stop_signals
 from agents.ppo import PPOTrainer
+from agents.records import write_json
 from agents.train import Trainer
 from experiments.cue_memory import walk_to_doors
 from experiments.memory_probes import probe
@@ -69,6 +69,9 @@ def traced(base: type[Trainer]) -> type[Trainer]:
             success = float(np.mean(self.successes)) if self.successes else None
             self.probes.append({"frames": self.global_step, "train_success": success, **probe(self.policy, self.walk)})
             self.successes = []
+            self.write_trace()
+
+        def write_trace(self) -> None:
             write_json(Path(self.config.run_dir) / "trace.json", {"config": self.config.to_dict(), "probes": self.probes})
 
         def state_dict(self, with_envs: bool = True):
@@ -81,22 +84,10 @@ def traced(base: type[Trainer]) -> type[Trainer]:
             super().load_state_dict(payload)
             trace = payload.get("trace", {"probes": [], "successes": []})
             self.probes, self.successes = list(trace["probes"]), list(trace["successes"])
+            self.write_trace()
 
     Traced.__name__ = Traced.__qualname__ = f"Traced{base.__name__}"
     return Traced
-
-
-def write_json(path: Path, value: Any) -> None:
-    """Write `value` as JSON to `path` atomically: a reader sees the old file or the new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w") as file:
-            file.write(json.dumps(value) + "\n")
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def main(argv: list[str] | None = None) -> None:

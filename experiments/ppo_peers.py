@@ -33,7 +33,6 @@ NAME.json (per-seed numbers, commands, machine, wall times), NAME.md and NAME.pn
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import shutil
 import sys
@@ -43,6 +42,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
+from agents.records import write_json, write_text
 from envs import env_id
 from envs.cli import positive_int
 from experiments.cli import Distinct, QUICK_FRAMES, add_output_arguments, frames_or_quick, runs_folder
@@ -198,8 +198,8 @@ def main(argv: list[str] | None = None) -> None:
 
     summary = summarise(args, seeds, frames, recipe, run_dir, jobs)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.name}.json").write_text(json.dumps(summary, indent=1) + "\n")
-    (args.out / f"{args.name}.md").write_text(table(summary))
+    write_json(args.out / f"{args.name}.json", summary, indent=1)
+    write_text(args.out / f"{args.name}.md", table(summary))
     curves = {LABELS[agent]: np.array(summary["agents"][agent]["curves"]) for agent in args.agents}
     draw_curves(curves, frames, {}, f"{args.env.split(':')[-1]}: PPO implementations", "training episode return", args.out / f"{args.name}.png")
     print(table(summary))

@@ -31,12 +31,12 @@ NAME.md and NAME.png; run the same command again after an interruption to contin
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from agents.records import write_json, write_text
 from envs.cli import positive_int
 from experiments.curves import draw_curves
 from experiments.estimate import print_expected_time
@@ -113,8 +113,8 @@ def main(argv: list[str] | None = None) -> None:
     summary["command"] = "python -m experiments.seq_variants " + " ".join(sys.argv[1:])
     summary["machine"] = launcher_description(args)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{name}.json").write_text(json.dumps(summary, indent=1) + "\n")
-    (args.out / f"{name}.md").write_text(table(summary))
+    write_json(args.out / f"{name}.json", summary, indent=1)
+    write_text(args.out / f"{name}.md", table(summary))
     horizon = summary["horizon_seconds"]
     times = np.linspace(0, horizon, CURVE_POINTS)
     curves = {variant: np.array([time_curve(run["history"], METRIC, times) for run in row["per_seed"]])

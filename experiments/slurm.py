@@ -15,7 +15,8 @@ the checkpoint and resumes (`train_job`), so nothing is lost or counted twice. S
 requeued job back for about two minutes (Reason=BeginTime) before it runs again.
 
 Fire and forget: job ids are kept beside the records (`*.slurm.json`). The same command run again
-submits only the jobs that have no record and are not already queued or running, waits for
+submits only the jobs that have no record and are not already queued or running (a `*.slurm.json`
+that cannot be read, say cut off, names no job: that job is submitted again), waits for
 those, and goes on to the next stage (`--no-wait`: submits and exits). Ctrl-C while waiting
 leaves the jobs queued and says how to cancel them. A job that fails is reported with its log's
 tail once the others are done, as local jobs are.
@@ -23,7 +24,6 @@ tail once the others are done, as local jobs are.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -34,7 +34,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from experiments.jobs import Job, JobFailed, run_job
+from agents.records import write_json
+from experiments.jobs import Job, JobFailed, job_record, run_job
 
 SIGNAL_DELAY_S = 120  # how long before its time limit a job is told to save: several updates at the paper's sizes
 SAVE_SECONDS = 90  # how long SlurmTask.checkpoint waits for the trainer to save before asking it again
@@ -156,16 +157,17 @@ def submit(jobs: list[Job], settings: SlurmSettings, folder: Path) -> dict[str, 
         submitted = [executor.submit(SlurmTask(job)) for job in jobs]
     for job, slurm_job in zip(jobs, submitted):
         job.record.parent.mkdir(parents=True, exist_ok=True)
-        slurm_record(job).write_text(json.dumps({"job_id": slurm_job.job_id, "folder": str(folder)}) + "\n")
+        write_json(slurm_record(job), {"job_id": slurm_job.job_id, "folder": str(folder)})
     return {job.name: slurm_job for job, slurm_job in zip(jobs, submitted)}
 
 
 def reattach(jobs: list[Job]) -> dict[str, object]:
     """The submitit handles, by job name, of the jobs already queued or running from an earlier
-    command."""
+    command (a record that cannot be read, or lacks either, names none)."""
     import submitit
 
-    kept = {job.name: json.loads(slurm_record(job).read_text()) for job in jobs if slurm_record(job).is_file()}
+    records = {job.name: job_record(slurm_record(job)) for job in jobs}
+    kept = {name: saved for name, saved in records.items() if saved is not None and {"job_id", "folder"} <= saved.keys()}
     active = active_job_ids([saved["job_id"] for saved in kept.values()])
     return {name: submitit.SlurmJob(folder=Path(saved["folder"]) / "%j", job_id=saved["job_id"])
             for name, saved in kept.items() if saved["job_id"] in active}

@@ -1,7 +1,7 @@
 """The memory trace (experiments/memory_trace.py) and its probes (experiments/memory_probes.py):
-probing leaves training untouched, the trace survives a resume, and the probes measure what
-they say, including the mechanism the corridor page names (a memory read through a LayerNorm
-keeps less of the cue the larger its cue-independent part)."""
+probing leaves training untouched, the trace survives a resume (a cut-off one is written again),
+and the probes measure what they say, including the mechanism the corridor page names (a memory
+read through a LayerNorm keeps less of the cue the larger its cue-independent part)."""
 
 import json
 
@@ -51,6 +51,9 @@ def test_the_trace_probes_on_schedule_and_continues_on_resume(tmp_path, monkeypa
     first = json.loads((run / "trace.json").read_text())["probes"]
     assert [p["frames"] for p in first] == [0, 32, 64, 96]  # before any update, every 32 to 64, the end
     assert first[0]["train_success"] is None and all(0 <= p["train_success"] <= 1 for p in first[1:] if p["train_success"] is not None)
+    (run / "trace.json").write_text((run / "trace.json").read_text()[:50])  # cut off, as a crash mid-write once left it
+    memory_trace.main(["a2c", "--resume", str(run), "--total-steps", "96", "--threads", "1"])
+    assert json.loads((run / "trace.json").read_text())["probes"] == first  # written again from the checkpoint
     memory_trace.main(["a2c", "--resume", str(run), "--total-steps", "256", "--threads", "1"])
     probes = json.loads((run / "trace.json").read_text())["probes"]
     assert probes[:4] == first  # kept from the checkpoint, not restarted
