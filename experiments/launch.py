@@ -31,9 +31,20 @@ def slurm_minutes(text: str) -> int:
     return minutes
 
 
+def sbatch_text(text: str) -> str:
+    """A value that goes into the job script's #SBATCH lines, refused if it has a newline or any
+    other control character: the line would end there, and sbatch ignores every #SBATCH line after
+    the first that is not one (the job would run without its time limit, partition, account...)."""
+    if not text.isprintable():
+        bad = next(char for char in text if not char.isprintable())
+        raise argparse.ArgumentTypeError(f"{text!r} has {bad!r} in it; a value for sbatch is one line of printable "
+                                         "characters (no newline, carriage return, tab or other control character)")
+    return text
+
+
 def slurm_option(text: str) -> tuple[str, str]:
     """KEY=VALUE for any other sbatch option: "account=lab", "mem=8G", "qos=high"."""
-    key, equals, value = text.partition("=")
+    key, equals, value = sbatch_text(text).partition("=")
     if not equals or not re.fullmatch(r"[a-z][a-z0-9-_]*", key.strip()):
         raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE with an sbatch option name (e.g. account=lab, mem=8G)")
     return key.strip().replace("-", "_"), value.strip()
@@ -44,7 +55,7 @@ def add_launcher_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--launcher", choices=["local", "slurm"], default="local",
                        help="local: processes on this machine (default); slurm: one Slurm job per run, through submitit")
     group.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, help="local: runs at once (default: the CPU count)")
-    group.add_argument("--slurm-partition", default=None, help="slurm: the partition (default: the cluster's default)")
+    group.add_argument("--slurm-partition", type=sbatch_text, default=None, help="slurm: the partition (default: the cluster's default)")
     group.add_argument("--slurm-time", type=slurm_minutes, default=60, metavar="TIME",
                        help="slurm: each job's time limit, MINUTES or H:MM:SS (default: 60); a run that meets it saves and is requeued")
     group.add_argument("--slurm-cpus-per-job", type=positive_int, default=1, help="slurm: CPUs per job (default: 1; runs use one thread)")

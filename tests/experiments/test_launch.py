@@ -42,6 +42,21 @@ def test_bad_launcher_values_are_refused_naming_them(flags, named, capsys):
     assert exit_info.value.code == 2 and named in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("flag, value, bad", [
+    ("--slurm-option", "account=lab\n#SBATCH --time=99999", "\n"),  # would end the #SBATCH line: sbatch ignores the lines after
+    ("--slurm-option", "mem=8G\r", "\r"),
+    ("--slurm-option", "qos=high\tlow", "\t"),
+    ("--slurm-partition", "gpu\n", "\n"),
+    ("--slurm-partition", "gpu\x00cpu", "\x00"),
+])
+def test_sbatch_values_with_control_characters_are_refused_naming_them(flag, value, bad, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        parse(flag, value)
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "Traceback" not in error
+    assert f"argument {flag}: {value!r} has {bad!r} in it; a value for sbatch is one line of printable characters" in error
+
+
 def test_other_sbatch_options_pass_through_as_submitit_parameters():
     from experiments.slurm import SlurmSettings
 
