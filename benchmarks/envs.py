@@ -46,6 +46,7 @@ import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
 
 import envs  # noqa: E402
+from envs.cli import env_seed  # noqa: E402
 from agents.records import write_text  # noqa: E402
 from benchmarks.machine import cpu_model, load_line  # noqa: E402
 from benchmarks.targets import Verdict, ratio_target, report  # noqa: E402
@@ -106,7 +107,7 @@ def main() -> int:
     parser.add_argument("--envs", nargs="+", default=list(envs.ENV_IDS), help="short names or ids")
     parser.add_argument("--sizes", nargs="+", type=int, default=[1, 64, 1024, 4096], help="values of N")
     parser.add_argument("--seconds", type=float, default=3.0, help="target time per measurement")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=env_seed, default=0)
     parser.add_argument("--cpu", type=int, default=None, help="CPU to pin to (default: the last one)")
     parser.add_argument("--markdown", default=None, help="also write the table to this file")
     parser.add_argument("--check", action="store_true", help="exit 1 unless the maze targets pass")

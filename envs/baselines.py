@@ -17,7 +17,7 @@ from gymnasium.vector import AutoresetMode
 
 import envs
 from envs.any_env import make_vector_env, metric_keys, metric_values
-from envs.cli import env_name, positive_int
+from envs.cli import env_name, env_seed, positive_int
 from envs.oracle import make_oracle
 
 POLICIES = ("random", "oracle")
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--env", type=env_name, default="maze", help=f"one of {sorted(envs.ENV_IDS)} or any registered Gymnasium id (module:EnvId)")
     parser.add_argument("--episodes", type=positive_int, default=100)
     parser.add_argument("--num-envs", type=positive_int, default=16)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=env_seed, default=0)
     args = parser.parse_args(argv)
     name = envs.env_id(args.env)
     for policy in policies(args.env):

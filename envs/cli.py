@@ -17,6 +17,18 @@ def env_name(text: str) -> str:
     return text
 
 
+def env_seed(text: str) -> int:
+    """A seed: an integer >= 0, as numpy and gymnasium take it (they refuse a negative one, but
+    only once the env is made, with a traceback)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a seed is an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a seed is an integer >= 0, got {value}")
+    return value
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)

@@ -20,7 +20,7 @@ os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 import pygame  # noqa: E402  (after the variable that silences pygame's banner)
 
 import envs  # noqa: E402  (registers the ids)
-from envs.cli import env_name  # noqa: E402
+from envs.cli import env_name, env_seed  # noqa: E402
 
 RESET_KEY = "r"
 QUIT_KEY = "escape"
@@ -85,7 +85,7 @@ def play(env: gym.Env, events: Iterable[pygame.event.Event], seed: int | None = 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m envs.play", description="Play an env with the keyboard in a window.")
     parser.add_argument("env", type=env_name, help=f"a registered id or a short name: {', '.join(envs.ENV_IDS)}")
-    parser.add_argument("--seed", type=int, default=None, help="seed of the first episode")
+    parser.add_argument("--seed", type=env_seed, default=None, help="seed of the first episode, an integer >= 0")
     args = parser.parse_args(argv)
     env = gym.make(envs.env_id(args.env), render_mode="human")
     print(key_help(env.unwrapped.key_actions))

@@ -17,7 +17,7 @@ import numpy as np
 import envs
 from agents.records import atomic_file
 from envs.baselines import POLICIES, random_policy
-from envs.cli import env_name, positive_int
+from envs.cli import env_name, env_seed, positive_int
 from envs.oracle import make_oracle
 
 
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("env", type=env_name, help=f"one of {sorted(envs.ENV_IDS)} or a registered id")
     parser.add_argument("--policy", default="oracle", choices=POLICIES)
     parser.add_argument("--steps", type=positive_int, default=200)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=env_seed, default=0)
     parser.add_argument("--render", default="rgb_array", choices=["rgb_array", "human"])
     parser.add_argument("--out", default=None, help="GIF path (rgb_array mode); default <env>_<policy>.gif")
     parser.add_argument("--fps", type=positive_int, default=8)

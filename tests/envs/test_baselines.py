@@ -40,6 +40,14 @@ def test_bad_names_are_rejected(capsys):
     assert "unknown env 'labyrinth'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command, argv", [(main, ["--seed", "-3"]), (record_main, ["corridor", "--seed", "-3"])], ids=["baselines", "record"])
+def test_a_negative_seed_is_refused_naming_it(command, argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        command(argv)
+    assert exit_info.value.code == 2
+    assert "argument --seed: a seed is an integer >= 0, got -3" in capsys.readouterr().err
+
+
 def test_record_writes_one_frame_per_step(tmp_path):
     frames, returns = record("corridor", "oracle", steps=20, seed=0)
     assert len(frames) == 21 and returns[0] == 1.0

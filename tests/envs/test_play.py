@@ -100,3 +100,12 @@ def test_main_rejects_unknown_envs(capsys):
         play.main(["Pong-v0"])
     assert exit_info.value.code == 2
     assert "unknown env 'Pong-v0'; choose from ['corridor'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("seed, shown", [("-1", "-1"), ("x", "'x'")])
+def test_main_refuses_a_seed_that_is_not_an_integer_from_0(seed, shown, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        play.main(["maze", "--seed", seed])
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "Traceback" not in error
+    assert f"argument --seed: a seed is an integer >= 0, got {shown}" in error
