@@ -101,7 +101,7 @@ def smoothing_weight(text: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folders holding TensorBoard event files")
     parser.add_argument("--tag", default=DEFAULT_TAG, help=f"the scalar to draw (default: {DEFAULT_TAG})")
     parser.add_argument("--smoothing", type=smoothing_weight, default=0.6, help="TensorBoard's smoothing weight in [0, 1) (default: 0.6)")

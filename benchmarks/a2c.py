@@ -192,7 +192,7 @@ def targets(fps: dict[str, float | None], peer_missing: str, sizes: str) -> list
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cores", nargs="+", default=list(CORES), choices=list(CORES))
     parser.add_argument("--sizes", choices=["paper", "cpu"], default="paper", help="paper: the paper's core sizes, T = 100; cpu: the CPU preset")
     parser.add_argument("--actors", nargs="+", type=int, default=[0, 2], help="actor worker counts to compare (0: envs in the learner)")

@@ -45,7 +45,7 @@ def seconds_per_product(rows: int, fan_in: int, fan_out: int, dtype: torch.dtype
 
 
 def main(argv=None) -> dict[str, float]:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=0.5, help="per shape, dtype and round")
     parser.add_argument("--rounds", type=int, default=3)

@@ -44,7 +44,7 @@ def make_trainer(core: str, windows: int, packed: bool, run_dir: str) -> Trainer
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cores", nargs="+", default=["lstm", "feedback", "transformer"])
     parser.add_argument("--windows", nargs="+", type=int, default=[1, 4, 16], help="K / T values (default: 1 4 16)")
     parser.add_argument("--updates", type=int, default=3, help="timed updates per pair per round (default: 3)")

@@ -338,7 +338,7 @@ def ratio_table(results: dict, sizes: list[int]) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cores", nargs="+", default=list(CORES), choices=list(CORES), metavar="CORE", help=f"from {list(CORES)}")
     parser.add_argument("--sizes", nargs="+", type=int, default=SIZES, help="batch sizes B")
     parser.add_argument("--device", default="auto", help="auto (cuda if available, else cpu), cpu, cuda, cuda:N")

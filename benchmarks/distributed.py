@@ -142,7 +142,7 @@ def targets(rate: dict[int, float], update: float, allreduce: dict[str, float]) 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=60.0, help="timed seconds per rank count, over all rounds")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--num-envs", type=int, default=32, help="global envs in part 1 (split across the ranks)")

@@ -103,7 +103,7 @@ def targets(results: dict[tuple[str, int], tuple[float, float]]) -> list[Verdict
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--envs", nargs="+", default=list(envs.ENV_IDS), help="short names or ids")
     parser.add_argument("--sizes", nargs="+", type=int, default=[1, 64, 1024, 4096], help="values of N")
     parser.add_argument("--seconds", type=float, default=3.0, help="target time per measurement")

@@ -56,7 +56,7 @@ def per_call(call, seconds: float) -> float:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=2.0, help="per path, mode and round")
     parser.add_argument("--rounds", type=int, default=3)

@@ -154,7 +154,7 @@ def targets(dense: dict[int, float], chunked: dict[int, float]) -> list[Verdict]
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     parser.add_argument("--lengths", type=int, nargs="+", default=[1000, 2000, 10000], help="sequence lengths L")
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--chunk", type=int, default=DEFAULT_CHUNK, help="the chunked model's steps per chunk")

@@ -122,7 +122,7 @@ def targets(speed: dict[str, float], authors: bool) -> list[Verdict]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     parser.add_argument("--cores", nargs="+", default=["feedback", "transformer", "lstm"])
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=30.0, help="timed seconds per core, over all rounds")

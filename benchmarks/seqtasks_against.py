@@ -48,7 +48,7 @@ def build_step(tree: Path, core: str, folder: Path):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("base", type=Path, help="another checkout of this repository (a git worktree)")
     parser.add_argument("--core", default="feedback")
     parser.add_argument("--rounds", type=int, default=10)

@@ -85,7 +85,7 @@ def summary(results: dict[str, np.ndarray]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", type=env_name, default="maze", help=f"one of {sorted(envs.ENV_IDS)} or any registered Gymnasium id (module:EnvId)")
     parser.add_argument("--episodes", type=positive_int, default=100)
     parser.add_argument("--num-envs", type=positive_int, default=16)

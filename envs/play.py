@@ -83,7 +83,7 @@ def play(env: gym.Env, events: Iterable[pygame.event.Event], seed: int | None = 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m envs.play", description="Play an env with the keyboard in a window.")
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="python -m envs.play", description="Play an env with the keyboard in a window.")
     parser.add_argument("env", type=env_name, help=f"a registered id or a short name: {', '.join(envs.ENV_IDS)}")
     parser.add_argument("--seed", type=env_seed, default=None, help="seed of the first episode, an integer >= 0")
     args = parser.parse_args(argv)

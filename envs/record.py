@@ -40,7 +40,7 @@ def record(name: str, policy: str, steps: int, seed: int, render_mode: str = "rg
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("env", type=env_name, help=f"one of {sorted(envs.ENV_IDS)} or a registered id")
     parser.add_argument("--policy", default="oracle", choices=POLICIES)
     parser.add_argument("--steps", type=positive_int, default=200)

@@ -50,7 +50,7 @@ QUICK_CORE = {"feedback": "d_model=16,n_heads=2", "transformer": "d_model=16,n_h
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--spans", nargs="+", type=positive_int, action=Distinct, default=[1, 2, 4, 8])
     parser.add_argument("--cores", nargs="+", choices=["feedback", "transformer"], action=Distinct, default=["feedback", "transformer"])
     parser.add_argument("--references", nargs="*", choices=["lstm", "mlp"], action=Distinct, default=["lstm", "mlp"])

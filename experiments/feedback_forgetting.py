@@ -54,7 +54,7 @@ QUICK_LSTM = ["--num-envs", "4", "--core-opt", "hidden_size=16"]
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--variants", nargs="*", choices=list(VARIANTS), action=Distinct, default=["paper"])
     parser.add_argument("--references", nargs="*", choices=["lstm"], action=Distinct, default=["lstm"])
     parser.add_argument("--doors", nargs="+", choices=["fixed", "random"], action=Distinct, default=["fixed", "random"])

@@ -59,7 +59,7 @@ VARIANTS = [
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--parts", nargs="+", choices=PARTS, action=Distinct, default=list(PARTS), metavar="PART", help=f"of {list(PARTS)}")
     parser.add_argument("--lengths", nargs="+", type=positive_int, action=Distinct, default=[100, 1000, 10000], help="init: lengths measured")
     parser.add_argument("--length", type=positive_int, default=1000, help="train: the sequence length (default: 1,000)")

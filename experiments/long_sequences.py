@@ -56,7 +56,7 @@ QUICK = dict(d_model=8, batch_size=4, n_valid=8, n_test=8)
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--problems", nargs="+", choices=PROBLEMS, action=Distinct, default=list(PROBLEMS), metavar="PROBLEM", help=f"of {list(PROBLEMS)}")
     parser.add_argument("--lengths", nargs="+", type=positive_int, action=Distinct, default=[50, 100, 500, 1000, 5000, 10000])
     parser.add_argument("--settings", nargs="+", choices=["fixed", "variable"], action=Distinct, default=["fixed", "variable"],

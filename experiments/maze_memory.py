@@ -108,7 +108,7 @@ def memory_probe(run_dir: str) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", help="maze or easy-maze run folders (or checkpoint files)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)

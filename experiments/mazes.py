@@ -56,7 +56,7 @@ QUICK_CORE = {"feedback": "d_model=16,n_heads=2,span=8", "transformer": "d_model
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--envs", nargs="+", type=env_name, action=Distinct, key=envs.short_name, default=list(ENVS), metavar="ENV",
                         help=f"our short names {sorted(envs.ENV_IDS)} or any Gymnasium id, module:EnvId form included (default: {' '.join(ENVS)})")
     parser.add_argument("--cores", nargs="+", choices=sorted(CORES), action=Distinct, default=list(CORE_NAMES), metavar="CORE")

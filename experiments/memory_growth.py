@@ -52,7 +52,7 @@ def groups(policy: Policy) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", help="Feedback corridor run folders (or checkpoint files)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)

@@ -87,7 +87,7 @@ def episode_steps(env: str, length: int) -> int:
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", choices=["tmaze", "corridor"], default="tmaze")
     parser.add_argument("--doors", choices=["random", "fixed"], default="random", help="with --env corridor: the doors' order (default: random, the paper's)")
     parser.add_argument("--lengths", nargs="+", type=positive_int, action=Distinct, default=[8, 16, 32, 64, 128, 256, 512])

@@ -74,7 +74,7 @@ ACCURACY_DIGITS = 2
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", nargs="+", choices=list(TASKS), action=Distinct, default=list(TASKS), metavar="TASK", help=f"of {list(TASKS)}")
     parser.add_argument("--spans", nargs="+", type=positive_int, action=Distinct, default=None,
                         help="random_walk's span sweep (default: 1 2 4 8 16; the paper preset: 100)")

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--python", type=Path, required=True, help="the Python of CleanRL's environment")
     parser.add_argument("--script", type=Path, required=True, help="ppo_trxl.py in a CleanRL checkout")
     parser.add_argument("--run-dir", type=Path, required=True)

@@ -46,7 +46,7 @@ class EpisodeReturns(BaseCallback):
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", required=True, help="a Gymnasium id, module:EnvId form included")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--frames", type=positive_int, required=True, help="env frames to train for")

@@ -68,7 +68,7 @@ QUICK_RECIPE = {**RECIPE, "num_envs": 4, "rollout": 128, "minibatches": 2, "head
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", default=ENV, help="a Gymnasium id both sides can make (default: %(default)s)")
     parser.add_argument("--agents", nargs="+", choices=AGENTS, action=Distinct, default=list(AGENTS), metavar="AGENT",
                         help=f"from {list(AGENTS)} (default: all)")

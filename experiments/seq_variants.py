@@ -72,7 +72,7 @@ METRIC = "accuracy"
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("study", choices=list(STUDIES), help="which claim to test")
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 per variant (default: 3)")
     parser.add_argument("--updates", type=positive_int, default=1500, help="updates per run (default: 1,500)")

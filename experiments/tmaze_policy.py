@@ -55,7 +55,7 @@ def probabilities_along_the_path(run_dir: str, goal_seed: int = 0) -> dict[str, 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", help="run folders (or checkpoints) of T-maze agents")
     args = parser.parse_args(argv)
     for run_dir in args.runs:
