@@ -18,7 +18,7 @@ import torch
 
 import envs
 from agents.cores import CORES, core_options
-from agents.cores.checks import check_bool
+from agents.cores.checks import check_bool, check_float
 from agents.policy import HEAD_INITS
 from agents.precision import PRECISIONS, check_precision
 
@@ -120,15 +120,15 @@ class A2CConfig:
         for name in ("total_steps", "num_envs", "rollout", "embed_dim", "log_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        # Every float is finite (NaN and inf refused: a NaN learning rate or entropy cost trains to
+        # NaN weights, a NaN max_grad_norm would turn clipping off); no setting needs inf.
         for name in ("learning_rate", "optimizer_eps", "save_every"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+            check_float(name, getattr(self, name), 0, low_open=True)
         for name in ("gamma", "gae_lambda"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
-        for name in ("value_coef", "entropy_coef", "max_grad_norm"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+            check_float(name, getattr(self, name), 0, 1)
+        for name in ("value_coef", "entropy_coef"):
+            check_float(name, getattr(self, name), 0)
+        check_float("max_grad_norm", self.max_grad_norm, 0, note="0: no clipping")
         if self.threads < 0:
             raise ValueError(f"threads must be >= 0 (0: torch's default), got {self.threads}")
         if self.bptt != 0 and self.bptt < self.rollout:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agents.a2c_config import A2CConfig
-from agents.cores.checks import check_bool
+from agents.cores.checks import check_bool, check_float
 
 
 @dataclass
@@ -36,9 +36,7 @@ class PPOConfig(A2CConfig):
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.num_envs % self.num_minibatches:
             raise ValueError(f"num_minibatches ({self.num_minibatches}) must divide num_envs ({self.num_envs}): minibatches are whole envs")
-        if not self.clip_coef > 0:
-            raise ValueError(f"clip_coef must be > 0, got {self.clip_coef}")
-        if self.target_kl < 0:
-            raise ValueError(f"target_kl must be >= 0 (0: no early stop), got {self.target_kl}")
+        check_float("clip_coef", self.clip_coef, 0, low_open=True)
+        check_float("target_kl", self.target_kl, 0, note="0: no early stop")
         check_bool("clip_vloss", self.clip_vloss)
         check_bool("norm_adv", self.norm_adv)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agents.cores.checks import check_float
 from agents.precision import PRECISIONS, check_precision
 
 OPTIMIZERS = ("adam", "nesterov")
@@ -100,15 +101,15 @@ class SeqConfig:
             _at_least(name, getattr(self, name), 1)
         for name in ("warmup", "patience", "d_ff", "threads"):
             _at_least(name, getattr(self, name), 0)
+        # Every float is finite (NaN and inf refused: `nan < 0` is False, so NaN would pass a
+        # `< 0` check and train to NaN weights); no setting needs inf (0 means "none" where it can).
         for name in ("lr", "save_every"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        if self.max_minutes < 0:
-            raise ValueError(f"max_minutes must be >= 0 (0: no limit), got {self.max_minutes!r}")
-        if self.grad_clip < 0:
-            raise ValueError(f"grad_clip must be >= 0 (0: no clipping), got {self.grad_clip!r}")
-        if not 0 <= self.momentum < 1:
-            raise ValueError(f"momentum must be in [0, 1), got {self.momentum!r}")
+            check_float(name, getattr(self, name), 0, low_open=True)
+        check_float("max_minutes", self.max_minutes, 0, note="0: no limit")
+        check_float("grad_clip", self.grad_clip, 0, note="0: no clipping")
+        check_float("momentum", self.momentum, 0, 1, high_open=True)
+        check_float("dropout", self.dropout, 0, 1, high_open=True)
+        check_float("negative_slope", self.negative_slope, 0, 1, high_open=True, note="0: ReLU")
 
 
 def _at_least(name: str, value, low: int) -> None:

@@ -1,11 +1,18 @@
 """Learner settings that decide whether training moves at all: optimiser epsilon against the
-gradient scale, head initialisation, the learning-rate schedule, dropout and the learner."""
+gradient scale, head initialisation, the learning-rate schedule, dropout and the learner; and
+every float setting finite and in range, refused by name (a NaN learning rate trains to NaN)."""
+
+import dataclasses
+import math
+import re
+import typing
 
 import pytest
 import torch
 
 import envs
-from agents.a2c_config import resolve_config
+import train_a2c
+from agents.a2c_config import A2CConfig, resolve_config
 from agents.train import Trainer
 
 # Core sizes are the presets' own; batches are cut where the preset's would take minutes on a
@@ -122,3 +129,77 @@ def test_dropout_needs_a_learner_that_keeps_the_acting_graph(tmp_path):
         Trainer(resolve_config({**given, "core": "feedback", "learner": "recompute"}))
     trainer = Trainer(resolve_config({**given, "core": "feedback"}))  # auto keeps the feedback core's graph
     trainer.close()
+
+
+def float_fields(config_class: type) -> list[str]:
+    """The fields typed float: a new one is covered by the tests below as it is added."""
+    hints = typing.get_type_hints(config_class)
+    return [f.name for f in dataclasses.fields(config_class) if hints[f.name] is float]
+
+
+def test_the_float_settings_are_found():
+    assert {"learning_rate", "optimizer_eps", "gamma", "gae_lambda", "value_coef", "entropy_coef", "max_grad_norm",
+            "save_every"} <= set(float_fields(A2CConfig))
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf], ids=repr)
+@pytest.mark.parametrize("name", float_fields(A2CConfig))
+def test_every_float_setting_refuses_nan_and_infinities_by_name(name, bad):
+    """`if x < 0: raise` lets NaN through (nan < 0 is False); no setting has a use for inf."""
+    with pytest.raises(ValueError, match=rf"^{name} must be .*, got {re.escape(repr(bad))}$"):
+        A2CConfig(**{name: bad})
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("learning_rate", 0.0, "learning_rate must be a finite number > 0, got 0.0"),
+    ("learning_rate", -3e-4, "learning_rate must be a finite number > 0, got -0.0003"),
+    ("optimizer_eps", 0, "optimizer_eps must be a finite number > 0, got 0"),
+    ("save_every", 0.0, "save_every must be a finite number > 0, got 0.0"),
+    ("gamma", 1.01, r"gamma must be in \[0, 1\], got 1.01"),
+    ("gae_lambda", -0.1, r"gae_lambda must be in \[0, 1\], got -0.1"),
+    ("value_coef", -0.5, "value_coef must be a finite number >= 0, got -0.5"),
+    ("entropy_coef", -1e-4, "entropy_coef must be a finite number >= 0, got -0.0001"),
+    ("max_grad_norm", -1.0, r"max_grad_norm must be a finite number >= 0 \(0: no clipping\), got -1.0"),
+    ("learning_rate", "3e-4", "learning_rate must be a finite number > 0, got '3e-4'"),
+    ("entropy_coef", True, "entropy_coef must be a finite number >= 0, got True"),
+])
+def test_float_settings_out_of_range_are_refused_by_name(name, value, message):
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        A2CConfig(**{name: value})
+
+
+def test_the_edges_of_the_ranges_are_allowed():
+    config = A2CConfig(gamma=0.0, gae_lambda=1.0, value_coef=0.0, entropy_coef=0, max_grad_norm=0.0, learning_rate=1e-300)
+    assert config.max_grad_norm == 0.0
+
+
+TINY_RUN = ["--env", "corridor", "--num-envs", "2", "--rollout", "4", "--total-steps", "8", "--threads", "1"]
+
+
+@pytest.mark.parametrize("flags, named", [
+    (["--learning-rate", "inf"], "learning_rate must be a finite number > 0, got inf"),
+    (["--entropy-coef", "nan"], "entropy_coef must be a finite number >= 0, got nan"),
+    (["--value-coef", "nan"], "value_coef must be a finite number >= 0, got nan"),
+    (["--max-grad-norm", "nan"], "max_grad_norm must be a finite number >= 0 (0: no clipping), got nan"),
+    (["--gamma=-inf"], "gamma must be in [0, 1], got -inf"),  # (argparse takes a bare -inf for a flag)
+    (["--save-every", "inf"], "save_every must be a finite number > 0, got inf"),
+])
+def test_the_command_line_refuses_non_finite_floats_exit_2_and_no_run_folder(tmp_path, capsys, flags, named):
+    run_dir = tmp_path / "run"
+    with pytest.raises(SystemExit) as exit_info:  # (a tiny run, should the flag be taken: code that let NaN through trained)
+        train_a2c.main([*TINY_RUN, "--core", "lstm", "--run-dir", str(run_dir), *flags])
+    assert exit_info.value.code == 2
+    assert named in capsys.readouterr().err
+    assert not run_dir.exists()
+
+
+@pytest.mark.parametrize("option, named", [
+    ("dropout=nan", "dropout must be a number in [0, 1), got nan"),
+    ("dropout=inf", "dropout must be a number in [0, 1), got inf"),
+])
+def test_the_command_line_refuses_non_finite_core_options_exit_2(tmp_path, capsys, option, named):
+    """Core options are checked by the core's config as the trainer builds it (tests/cores/test_checks.py)."""
+    with pytest.raises(SystemExit) as exit_info:
+        train_a2c.main([*TINY_RUN, "--core", "feedback", "--core-opt", option, "--run-dir", str(tmp_path / "run")])
+    assert exit_info.value.code == 2
+    assert named in capsys.readouterr().err

@@ -4,6 +4,9 @@ do not leak), exact resume, evaluate.py on its checkpoints, bad input refused na
 
 import dataclasses
 import json
+import math
+import re
+import typing
 
 import pytest
 import torch
@@ -155,14 +158,34 @@ def test_the_command_line_trains_logs_cleanrl_keys_and_evaluate_scores_it(tmp_pa
 @pytest.mark.parametrize("flags, named", [
     (["--update-epochs", "0"], "update_epochs must be >= 1, got 0"),
     (["--num-envs", "8", "--num-minibatches", "3"], "num_minibatches (3) must divide num_envs (8)"),
-    (["--clip-coef", "-0.1"], "clip_coef must be > 0, got -0.1"),
-    (["--target-kl", "-1"], "target_kl must be >= 0"),
+    (["--clip-coef", "-0.1"], "clip_coef must be a finite number > 0, got -0.1"),
+    (["--target-kl", "-1"], "target_kl must be a finite number >= 0 (0: no early stop), got -1.0"),
+    (["--clip-coef", "nan"], "clip_coef must be a finite number > 0, got nan"),
+    (["--target-kl", "inf"], "target_kl must be a finite number >= 0 (0: no early stop), got inf"),
+    (["--learning-rate", "nan"], "learning_rate must be a finite number > 0, got nan"),
     (["--learner", "acting_graph"], "PPO recomputes the rollout for every minibatch; learner 'acting_graph'"),
 ])
 def test_bad_ppo_settings_are_refused_naming_them(tmp_path, flags, named, capsys):
     with pytest.raises(SystemExit) as exit_info:
-        train_ppo.main(["--env", "corridor", "--core", "lstm", "--run-dir", str(tmp_path), *flags])
+        train_ppo.main(["--env", "corridor", "--core", "lstm", "--num-envs", "8", "--rollout", "4", "--total-steps", "32",
+                        "--threads", "1", "--run-dir", str(tmp_path / "run"), *flags])
     assert exit_info.value.code == 2 and named in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+PPO_FLOATS = [f.name for f in dataclasses.fields(PPOConfig) if typing.get_type_hints(PPOConfig)[f.name] is float]
+
+
+def test_the_ppo_float_settings_are_found():
+    assert {"clip_coef", "target_kl", "gae_lambda", "learning_rate", "entropy_coef", "max_grad_norm"} <= set(PPO_FLOATS)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf], ids=repr)
+@pytest.mark.parametrize("name", PPO_FLOATS)
+def test_every_ppo_float_setting_refuses_nan_and_infinities_by_name(name, bad):
+    """PPO's own floats and A2C's (the field list is PPOConfig's: a new float is covered as added)."""
+    with pytest.raises(ValueError, match=rf"^{name} must be .*, got {re.escape(repr(bad))}$"):
+        PPOConfig(**{name: bad})
 
 
 def test_two_processes_make_the_updates_of_one(tmp_path):

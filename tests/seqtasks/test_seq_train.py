@@ -1,9 +1,11 @@
 """The trainer and its command line: exact resume, Ctrl-C at any moment, results JSON,
 and bad input ending in a clear error (exit code 2)."""
 
+import dataclasses
 import json
 import math
 import re
+import typing
 import signal
 import sys
 from pathlib import Path
@@ -15,7 +17,7 @@ import seqtasks.train
 from agents.checkpoint import CheckpointError, load_checkpoint
 from agents.plot_curves import read_scalars
 from seqtasks.__main__ import main
-from seqtasks.config import resolve_config
+from seqtasks.config import SeqConfig, resolve_config
 from seqtasks.train import KIND, Run
 from tests.ctrl_c import exit_code, press_ctrl_c_in, signal_when
 
@@ -116,6 +118,11 @@ def test_cli_prints_and_saves_results(tmp_path, capsys):
         (["--env-opt", "length=3"], "unrecognized arguments: --env-opt length=3"),  # the toy tasks have no envs
         (["--n-vars", "9", "--task", "algorithmic"], "n_vars must be in 1 .. 5, got 9"),
         (["--batch-size", "100"], "n_train \\(64\\) must be >= batch_size \\(100\\)"),
+        (["--lr", "nan"], "lr must be a finite number > 0, got nan"),
+        (["--grad-clip", "nan"], "grad_clip must be a finite number >= 0 \\(0: no clipping\\), got nan"),
+        (["--momentum", "inf"], "momentum must be in \\[0, 1\\), got inf"),
+        (["--max-minutes=-inf"], "max_minutes must be a finite number >= 0 \\(0: no limit\\), got -inf"),
+        (["--dropout", "nan"], "dropout must be in \\[0, 1\\), got nan"),
     ],
 )
 def test_bad_arguments_exit_2_naming_the_value(tmp_path, capsys, flags, message):
@@ -123,6 +130,40 @@ def test_bad_arguments_exit_2_naming_the_value(tmp_path, capsys, flags, message)
         main([*TINY_FLAGS, f"--run-dir={tmp_path / 'bad'}", "--max-updates=1", *flags])
     assert exit_info.value.code == 2
     assert re.search(message, capsys.readouterr().err)
+    assert not (tmp_path / "bad").exists()
+
+
+SEQ_FLOATS = [f.name for f in dataclasses.fields(SeqConfig) if typing.get_type_hints(SeqConfig)[f.name] is float]
+
+
+def test_the_float_settings_are_found():
+    assert {"lr", "momentum", "grad_clip", "max_minutes", "save_every", "dropout", "negative_slope"} <= set(SEQ_FLOATS)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf], ids=repr)
+@pytest.mark.parametrize("name", SEQ_FLOATS)
+def test_every_float_setting_refuses_nan_and_infinities_by_name(name, bad):
+    """`if x < 0: raise` lets NaN through (nan < 0 is False): every float field, found from the
+    dataclass, is checked finite by the config itself, whatever the core."""
+    with pytest.raises(ValueError, match=rf"^{name} must be .*, got {re.escape(repr(bad))}$"):
+        SeqConfig(**{name: bad})
+    with pytest.raises(ValueError, match=rf"^{name} must be "):
+        SeqConfig(core="lstm", **{name: bad})
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("lr", 0.0, "lr must be a finite number > 0, got 0.0"),
+    ("save_every", -1, "save_every must be a finite number > 0, got -1"),
+    ("max_minutes", -0.5, r"max_minutes must be a finite number >= 0 \(0: no limit\), got -0.5"),
+    ("grad_clip", -0.1, r"grad_clip must be a finite number >= 0 \(0: no clipping\), got -0.1"),
+    ("momentum", 1.0, r"momentum must be in \[0, 1\), got 1.0"),
+    ("dropout", 1.0, r"dropout must be in \[0, 1\), got 1.0"),
+    ("negative_slope", -0.01, r"negative_slope must be in \[0, 1\) \(0: ReLU\), got -0.01"),
+    ("lr", "1e-3", "lr must be a finite number > 0, got '1e-3'"),
+])
+def test_float_settings_out_of_range_are_refused_by_name(name, value, message):
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        SeqConfig(**{name: value})
 
 
 def test_resume_refuses_missing_corrupt_and_changed_runs(tmp_path, capsys):
