@@ -24,7 +24,7 @@ from agents.checkpoint import CheckpointError
 from agents.device import resolve_device
 from agents.evaluation import check_render_mode, evaluate, evaluation_seeds, load_run, render_episodes, summary_json, video_format_problem, write_video
 from envs.baselines import evaluate_baseline, policies, summary
-from envs.cli import positive_int
+from envs.cli import env_seed, positive_int
 
 
 def video_path(text: str) -> str:
@@ -36,16 +36,19 @@ def video_path(text: str) -> str:
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", metavar="RUN_DIR_or_CHECKPOINT", help="a run folder holding checkpoint.pt, or the file")
     parser.add_argument("--episodes", type=positive_int, default=100, help="episodes per policy (default: 100)")
     parser.add_argument("--num-envs", type=positive_int, default=None, help="envs run together (default: min(episodes, 16))")
-    parser.add_argument("--seed", type=int, default=0, help="picks the evaluation envs' streams (disjoint from training's); also seeds sampled actions (default: 0)")
+    parser.add_argument("--seed", type=env_seed, default=0, help="picks the evaluation envs' streams (disjoint from training's); also seeds sampled actions (default: 0)")
     parser.add_argument("--greedy", action="store_true", help="take the most likely action instead of sampling")
     parser.add_argument("--device", default="auto", help="auto (CUDA if present, else CPU), cpu, cuda, cuda:N")
     parser.add_argument("--render", choices=["human"], default=None, help="show episodes in a pygame window")
     parser.add_argument("--video", type=video_path, default=None, metavar="OUT", help="write episodes to OUT (.gif, or .mp4 with imageio-ffmpeg)")
     parser.add_argument("--video-episodes", type=positive_int, default=3, help="episodes shown or written (default: 3)")
+    parser.add_argument("--env-module", action="append", default=[], metavar="MODULE",
+                        help="let the checkpoint's env id import MODULE (module:EnvId); only minigrid, popgym and modules "
+                             "named here are imported from a checkpoint (repeatable)")
     return parser
 
 
@@ -55,7 +58,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.render and args.video:
         parser.error("--render human and --video cannot be combined: a window and a video need different render modes")
     try:
-        run = load_run(args.run, resolve_device(args.device))
+        run = load_run(args.run, resolve_device(args.device), args.env_module)
         if args.render or args.video:
             check_render_mode(run.config, args.render or "rgb_array")  # before the evaluation, not after it
     except (CheckpointError, ValueError) as error:

@@ -16,11 +16,9 @@ This module imports no torch: workers are spawned processes that only need numpy
 from __future__ import annotations
 
 import multiprocessing as mp
-import pickle
 import traceback
 from typing import Any
 
-import cloudpickle
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
@@ -28,6 +26,7 @@ from gymnasium.vector import AutoresetMode
 from agents.interrupt import ignore_stop_signals, stop_signals_ignored
 from agents.observations import check_space, flat_dtype, flat_size, flatten
 from envs.any_env import make_vector_env, metric_keys, metric_values
+from envs.vector import GridVectorEnv
 
 POLL_SECONDS = 0.05
 
@@ -44,7 +43,7 @@ def check_action_space(space: gym.Space) -> None:
 class LocalEnvs:
     """All envs stepped in this process."""
 
-    num_shards = 1  # get_state() returns one pickled env per shard
+    num_shards = 1  # get_state() returns one state per shard
 
     def __init__(self, env_name: str, seeds: list[int], env_kwargs: dict[str, Any] | None = None):
         num_envs = len(seeds)
@@ -76,14 +75,20 @@ class LocalEnvs:
     def _flat(self, obs) -> np.ndarray:
         return flatten(self.observation_space, obs, self.num_envs)
 
-    def get_state(self) -> list[bytes]:
-        """The envs' full state (layouts, positions, generators), to store in a checkpoint.
-        cloudpickle: gymnasium's sync vector env holds the closures that made its envs."""
-        return [cloudpickle.dumps(self.env)]
+    @property
+    def stores_state(self) -> bool:
+        """Whether get_state can save the envs: ours can (numpy arrays and numbers); another
+        env's state is arbitrary Python, which a checkpoint does not hold (it would be code to
+        run on loading), so a resumed run starts fresh episodes of it."""
+        return isinstance(self.env, GridVectorEnv)
 
-    def set_state(self, state: list[bytes]) -> None:
-        self.env.close()
-        self.env = pickle.loads(state[0])
+    def get_state(self) -> list[dict[str, Any] | None]:
+        """The envs' full state (layouts, positions, generators) as numpy arrays and numbers, one
+        entry per shard; None where the env cannot save it (stores_state)."""
+        return [self.env.get_state() if self.stores_state else None]
+
+    def set_state(self, state: list[dict[str, Any]]) -> None:
+        self.env.set_state(state[0])
 
     def close(self) -> None:
         self.env.close()
@@ -106,6 +111,7 @@ class ActorPool:
         num_envs = len(seeds)
         self.num_envs, self.seeds = num_envs, list(seeds)
         self.observation_space, self.num_actions, self.info_keys = probe.observation_space, probe.num_actions, probe.info_keys
+        self.stores_state = probe.stores_state
         probe.close()
         context = mp.get_context("spawn")  # safe beside CUDA and threads in the learner
         n_columns, n_info = flat_size(self.observation_space), len(self.info_keys)
@@ -182,11 +188,11 @@ class ActorPool:
         info = {key: a["info"][k].copy() for k, key in enumerate(self.info_keys)}
         return a["obs"].copy(), a["reward"].copy(), a["terminated"].copy(), a["truncated"].copy(), info
 
-    def get_state(self) -> list[bytes]:
+    def get_state(self) -> list[dict[str, Any] | None]:
         self._command("get_state")
         return self._gather("saving its envs")
 
-    def set_state(self, state: list[bytes]) -> None:
+    def set_state(self, state: list[dict[str, Any]]) -> None:
         if len(state) != len(self._pipes):
             raise ValueError(f"env state has {len(state)} shards, this pool has {len(self._pipes)} workers")
         for pipe, shard in zip(self._pipes, state):

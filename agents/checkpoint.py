@@ -1,33 +1,41 @@
-"""Checkpoints written atomically and read back with clear errors.
+"""Checkpoints that anyone can open safely: written atomically, read without running code.
 
-A checkpoint is one `torch.save`d dict with a `kind` (which trainer wrote it) and a
-`format` version. Writing goes to a temporary file in the same folder, is flushed to disk, then
-renamed over the old one: a crash at any moment leaves either the previous checkpoint or the new
-one, never a torn file. Ctrl-C is held back until the write is done, so pressing it while a run
-saves (as it does on its way out) still leaves the new checkpoint, and no temporary file. Both
-trainers (train_a2c.py and seqtasks) use this module.
+A checkpoint is one `torch.save`d dict with a `kind` (which trainer wrote it) and a `format`
+version, holding tensors, numbers, strings, None and lists, tuples and dicts of those, nothing
+else: numpy state travels as tensors (`arrays_to_tensors`), core states as plain dicts
+(agents/cores/state.py), env states as arrays (envs/vector.py). So it is read with
+`torch.load(weights_only=True)`, PyTorch's restricted unpickler, which builds those types and
+refuses every other, and loading a checkpoint someone sent runs none of its code. What a file
+holds beyond them (a pickled object, a format-1 checkpoint's numpy arrays) is refused with a
+CheckpointError naming the file. A format-1 checkpoint of one's own can be converted once with
+`python -m agents.convert_checkpoint` (agents/convert_checkpoint.py), which runs its pickle and
+so asks to be told the file is trusted.
+
+Writing goes through agents/records.py:atomic_file (temporary file, fsync, rename, folder
+fsync, stop signals held back): a crash at any moment leaves either the previous checkpoint or
+the new one, never a torn file. Both trainers (agents/train.py and seqtasks) use this module.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
-import sys
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
-from agents.interrupt import held_interrupt
+from agents.records import atomic_file
 
-FORMAT = 1
+FORMAT = 2  # 1: pickled Python objects (numpy arrays, NamedTuples, cloudpickled envs); 2: plain data only
 FILE_NAME = "checkpoint.pt"
+CONVERT = "python -m agents.convert_checkpoint --i-trust-this-file"  # the one-off converter of format 1
 
 
 class CheckpointError(RuntimeError):
-    """A checkpoint that is missing, unreadable, or written by something else."""
+    """A checkpoint that is missing, unreadable, unsafe, or written by something else."""
 
 
 def checkpoint_path(run_dir_or_file: str | os.PathLike) -> Path:
@@ -42,37 +50,70 @@ def run_checkpoint(run_dir: str | os.PathLike) -> Path:
     return Path(run_dir) / FILE_NAME
 
 
-def save_checkpoint(path: str | os.PathLike, kind: str, payload: dict[str, Any]) -> Path:
-    """Write `payload` to `path` atomically, tagged with `kind`; returns the path."""
-    path = Path(path)
-    if not path.parent.is_dir():
-        print(f"note: {path.parent} is missing (removed while the run went on?); writing the checkpoint into a new one", file=sys.stderr)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with held_interrupt():
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(handle, "wb") as file:
-                torch.save({"kind": kind, "format": FORMAT, **payload}, file)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+def existing_checkpoint(run_dir_or_file: str | os.PathLike) -> Path:
+    """The checkpoint file of a run folder or the file itself; CheckpointError if there is none."""
+    path = checkpoint_path(run_dir_or_file)
+    if not path.is_file():
+        raise CheckpointError(f"no checkpoint at {str(path)!r} (give a run folder holding {FILE_NAME} or the file itself)")
     return path
+
+
+def arrays_to_tensors(tree: Any) -> Any:
+    """`tree` with every numpy array (and numpy scalar) as a tensor (a Python number), for a
+    checkpoint; lists, tuples and dicts are walked. tensors_to_arrays undoes it."""
+    if isinstance(tree, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(tree).copy())
+    if isinstance(tree, np.generic):
+        return tree.item()
+    if isinstance(tree, dict):
+        return {key: arrays_to_tensors(value) for key, value in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(arrays_to_tensors(value) for value in tree)
+    return tree
+
+
+def tensors_to_arrays(tree: Any) -> Any:
+    """`tree` with every tensor as a numpy array (on the CPU); lists, tuples and dicts are walked."""
+    if isinstance(tree, torch.Tensor):
+        return tree.cpu().numpy()
+    if isinstance(tree, dict):
+        return {key: tensors_to_arrays(value) for key, value in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(tensors_to_arrays(value) for value in tree)
+    return tree
+
+
+def save_checkpoint(path: str | os.PathLike, kind: str, payload: dict[str, Any]) -> Path:
+    """Write `payload` (plain data only: see the module docstring) to `path` atomically, tagged
+    with `kind`; returns the path."""
+    path = Path(path)
+    with atomic_file(path) as file:
+        torch.save({"kind": kind, "format": FORMAT, **payload}, file)
+    return path
+
+
+def first_line(error: BaseException) -> str:
+    """The gist of torch.load's weights_only refusal (its message goes on for a page)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    gist = [line for line in lines if "Unsupported global" in line or "Unsupported operand" in line]
+    return (gist or lines or [type(error).__name__])[0]
 
 
 def load_checkpoint(run_dir_or_file: str | os.PathLike, kind: str | tuple[str, ...], map_location: Any = "cpu") -> dict[str, Any]:
     """Read the checkpoint of `run_dir_or_file`, checking it was written by trainer `kind` (or
-    one of several)."""
-    path = checkpoint_path(run_dir_or_file)
-    if not path.is_file():
-        raise CheckpointError(f"no checkpoint at {str(path)!r} (give a run folder holding {FILE_NAME} or the file itself)")
+    one of several) in this format. Nothing in the file is run: see the module docstring."""
+    path = existing_checkpoint(run_dir_or_file)
+    if not zipfile.is_zipfile(path):  # torch.save writes a zip archive; torn files and others are not one
+        raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or not a checkpoint (not the zip archive torch.save writes)")
     try:
-        # Checkpoints hold numpy random states and config dicts besides tensors, so the full
-        # unpickler is needed; only load checkpoints you trust, as with any torch.load.
-        payload = torch.load(path, map_location=map_location, weights_only=False)
-    except (pickle.UnpicklingError, zipfile.BadZipFile, EOFError, RuntimeError, OSError, ValueError) as error:
+        payload = torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as error:
+        raise CheckpointError(
+            f"refused {str(path)!r}: it holds Python objects, which loading would have to run as code ({first_line(error)}); "
+            f"nothing of it was run. A checkpoint of this version holds only tensors, numbers and strings. If it is a "
+            f"format-1 checkpoint you wrote yourself and trust, convert it once with: {CONVERT} {path}"
+        ) from None
+    except (zipfile.BadZipFile, EOFError, RuntimeError, OSError, ValueError) as error:
         raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or not a checkpoint: {error}") from error
     if not isinstance(payload, dict) or "kind" not in payload:
         raise CheckpointError(f"{str(path)!r} is not a feedback-rl checkpoint")
@@ -80,6 +121,9 @@ def load_checkpoint(run_dir_or_file: str | os.PathLike, kind: str | tuple[str, .
     if payload["kind"] not in kinds:
         expected = " or ".join(repr(k) for k in kinds)
         raise CheckpointError(f"{str(path)!r} is a {payload['kind']!r} checkpoint, expected {expected}")
+    if payload.get("format") == 1:
+        raise CheckpointError(f"{str(path)!r} is a format-1 checkpoint, whose reading could run code; "
+                              f"if you wrote it yourself and trust it, convert it once with: {CONVERT} {path}")
     if payload.get("format") != FORMAT:
         raise CheckpointError(f"{str(path)!r} has checkpoint format {payload.get('format')!r}; this version reads {FORMAT}")
     return payload

@@ -8,44 +8,67 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import ExitStack
 
 from agents import distributed
 from agents.a2c_config import resolve_config
 from agents.actors import ActorError
-from agents.checkpoint import CheckpointError, run_checkpoint
+from agents.checkpoint import CheckpointError, existing_checkpoint, run_checkpoint
 from agents.config_cli import add_config_arguments, flag_name, given_fields, parse_core_options, parse_env_options
+from agents.finite_watch import NonFiniteError
 from agents.interrupt import exit_interrupted, stop_signals_raise
+from agents.run_folder import RunFolderError, claim_until
 from agents.train import RESUMABLE_OVERRIDES, Trainer
 
 
 def make_parser(trainer_class: type[Trainer], description: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its checkpoint (run folder or file)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="start a new run in a --run-dir that holds one, deleting it (without this, such a folder is refused)")
+    parser.add_argument("--env-module", action="append", default=[], metavar="MODULE",
+                        help="with --resume: let the checkpoint's env id import MODULE (module:EnvId); only minigrid, popgym "
+                             "and modules named here are imported from a checkpoint (repeatable)")
     parser.add_argument("--core-opt", action="append", default=[], metavar="KEY=VALUE", help="core option, e.g. span=100 (repeatable)")
     parser.add_argument("--env-opt", action="append", default=[], metavar="KEY=VALUE", help="env constructor option, e.g. length=8 (repeatable)")
     add_config_arguments(parser, trainer_class.config_class, exclude=("core_options", "env_options"))
     return parser
 
 
-def make_trainer(trainer_class: type[Trainer], args: argparse.Namespace, parser: argparse.ArgumentParser) -> Trainer:
-    """The trainer the arguments ask for; any bad value ends in parser.error (exit code 2)."""
+def make_trainer(trainer_class: type[Trainer], args: argparse.Namespace, parser: argparse.ArgumentParser,
+                 held: ExitStack | None = None) -> Trainer:
+    """The trainer the arguments ask for; any bad value ends in parser.error (exit code 2). With
+    `held` (the command line's), its run folder is claimed for it until `held` closes
+    (agents/run_folder.py), and a folder that is another run's ends in parser.error too; without,
+    the caller owns the folder (the experiments' in-process estimates)."""
     config_class = trainer_class.config_class
     given = given_fields(args, config_class)
     try:
+        if args.resume and args.overwrite:
+            parser.error("--overwrite starts a new run; --resume continues one: give one of them")
+        if args.env_module and not args.resume:
+            parser.error(f"--env-module is for --resume; a new run imports the module of its --env {args.env_module[0]}:ENV_ID itself")
         if args.resume:
             refused = [f"{flag_name(name)} {given[name]}" for name in sorted(set(given) - RESUMABLE_OVERRIDES)]
             refused += [f"--core-opt {item}" for item in args.core_opt] + [f"--env-opt {item}" for item in args.env_opt]
             if refused:
                 allowed = ", ".join(flag_name(name) for name in sorted(RESUMABLE_OVERRIDES))
                 parser.error(f"--resume keeps the run's config; {', '.join(refused)} would change it (only {allowed} may be given)")
-            trainer = trainer_class.from_checkpoint(args.resume, given)
+            claim_until(held, existing_checkpoint(args.resume).parent, resume=True)
+            trainer = trainer_class.from_checkpoint(args.resume, given, env_modules=args.env_module)
             if trainer.world.main:
                 print(f"resuming {trainer.config.run_dir} at step {trainer.global_step:,}: {trainer.resumed_how}")
             return trainer
         given["core_options"] = parse_core_options(given.get("core", config_class.core), args.core_opt)
         given["env_options"] = parse_env_options(args.env_opt)
-        return trainer_class(resolve_config(given, config_class))
-    except (ValueError, CheckpointError) as error:
+        trainer = trainer_class(resolve_config(given, config_class))  # nothing written yet: a refused run leaves no folder
+        try:
+            claim_until(held, trainer.config.run_dir, resume=False, overwrite=args.overwrite)
+        except BaseException:
+            trainer.close()
+            raise
+        return trainer
+    except (ValueError, CheckpointError, RunFolderError) as error:
         parser.error(str(error))
 
 
@@ -55,12 +78,12 @@ def main(trainer_class: type[Trainer], description: str, argv: list[str] | None 
     (agents/train.py: Trainer.train keeps the checkpoint whole). Under torchrun
     every rank runs this; rank 0 prints the config, and a rank that dies ends the others with
     an error (distributed.RankError) and the last checkpoint as it was."""
-    with stop_signals_raise():
+    with stop_signals_raise(), ExitStack() as held:
         parser = make_parser(trainer_class, description)
         trainer = None
         try:
             args = parser.parse_args(argv)
-            trainer = make_trainer(trainer_class, args, parser)
+            trainer = make_trainer(trainer_class, args, parser, held)
             if trainer.world.main:
                 print(json.dumps(trainer.config.to_dict(), indent=2))
             try:
@@ -68,6 +91,8 @@ def main(trainer_class: type[Trainer], description: str, argv: list[str] | None 
             except (ActorError, distributed.RankError) as error:
                 where = f" (process {trainer.world.rank} of {trainer.world.size})" if trainer.world.size > 1 else ""
                 sys.exit(f"training stopped{where}: {error}\nthe last checkpoint is in {trainer.config.run_dir}")
+            except NonFiniteError as error:
+                sys.exit(f"training stopped: {error}")
             finally:
                 trainer.close()
                 distributed.close()

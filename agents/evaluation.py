@@ -14,6 +14,7 @@ writes those as a GIF or an mp4.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from agents.policy import Policy
 from agents.rollout import Actor
 from agents.ppo import PPOTrainer
 from agents.seeding import env_seeds, seed_everything
-from agents.train import Trainer, build_policy
+from agents.train import Trainer, build_policy, config_from_checkpoint
 from envs.any_env import render_modes
 
 CONFIGS = {trainer.kind: trainer.config_class for trainer in (Trainer, PPOTrainer)}  # checkpoint kind -> its config
@@ -51,20 +52,20 @@ class Run:
         return next(self.policy.parameters()).device
 
 
-def load_run(run_dir_or_file: str, device: torch.device) -> Run:
+def load_run(run_dir_or_file: str, device: torch.device, env_modules: Collection[str] = ()) -> Run:
     """The policy of an A2C or PPO checkpoint (a run folder or the file), on `device`;
-    CheckpointError for anything that is not one this version can rebuild."""
+    CheckpointError for anything that is not one this version can rebuild. Nothing in the file
+    runs (agents/checkpoint.py), and a `module:EnvId` env imports its module only if it is a
+    known env package or in `env_modules` (envs.check_env_import)."""
     payload = load_checkpoint(run_dir_or_file, tuple(CONFIGS), map_location=device)
-    try:
-        config = CONFIGS[payload["kind"]](**payload["config"])
-    except (TypeError, ValueError) as error:
-        raise CheckpointError(f"checkpoint config does not match this version: {error}") from error
+    config = config_from_checkpoint(CONFIGS[payload["kind"]], payload, env_modules)
     policy = new_policy(config).to(device)
     try:
         policy.load_state_dict(payload["policy"])
-    except (RuntimeError, KeyError) as error:
+        global_step = int(payload["counters"]["global_step"])
+    except (RuntimeError, KeyError, TypeError, ValueError) as error:
         raise CheckpointError(f"checkpoint does not fit this model: {error}") from error
-    return Run(config, policy.eval(), int(payload["counters"]["global_step"]))
+    return Run(config, policy.eval(), global_step)
 
 
 def new_policy(config: A2CConfig) -> Policy:

@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from agents.records import atomic_file
+
 DEFAULT_TAG = "charts/episodic_return"
 
 
@@ -78,7 +80,8 @@ def draw(curves: dict[str, tuple[np.ndarray, np.ndarray]], tag: str, weight: flo
 
 def save_figure(figure, axes, out: str | Path, **legend) -> None:
     """The look every figure here shares (a light grid, no top or right spine, a legend without
-    a frame, `legend` its other options), written to `out` (its folder made) and closed."""
+    a frame, `legend` its other options), written whole to `out` (its folder made; the format
+    from its suffix) and closed."""
     import matplotlib.pyplot as plt
 
     axes.grid(color="#e0e0e0", linewidth=0.8)
@@ -86,7 +89,8 @@ def save_figure(figure, axes, out: str | Path, **legend) -> None:
     axes.legend(frameon=False, **legend)
     figure.tight_layout()
     Path(out).parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(out)
+    with atomic_file(out) as file:
+        figure.savefig(file, format=Path(out).suffix.lstrip(".") or None)
     plt.close(figure)
 
 

@@ -17,8 +17,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from agents.cores.state import move_state, state_from_plain, state_to_plain
 from agents.policy import Policy
 from agents.staging import Staging
+
+# The host arrays that carry from one step to the next (and into a checkpoint), beside the core state.
+CARRIED_ARRAYS = ("obs", "first", "valid", "prev_action", "prev_reward", "episode_return", "episode_length")
 
 
 @dataclass
@@ -201,10 +205,16 @@ class Actor:
         return rollout, episodes
 
     def carry(self) -> dict[str, Any]:
-        """What continues into the next step, for a checkpoint."""
-        names = ("obs", "first", "valid", "prev_action", "prev_reward", "episode_return", "episode_length", "state")
-        return {name: getattr(self, name) for name in names}
+        """What continues into the next step, for a checkpoint: the host arrays as tensors, the
+        core state as plain data on the CPU (agents/cores/state.py)."""
+        carry = {name: torch.from_numpy(getattr(self, name).copy()) for name in CARRIED_ARRAYS}
+        return {**carry, "state": state_to_plain(move_state(self.state, "cpu"))}
 
     def load_carry(self, carry: dict[str, Any]) -> None:
-        for name, value in carry.items():
-            setattr(self, name, value)
+        """Continue from what carry() returned (the core state onto this actor's device)."""
+        for name in CARRIED_ARRAYS:
+            array = carry[name].numpy()
+            if array.shape[0] != self.num_envs:
+                raise ValueError(f"the saved actor's {name!r} has {array.shape[0]} envs, this one {self.num_envs}")
+            setattr(self, name, array.copy())
+        self.state = move_state(state_from_plain(carry["state"]), self.device)

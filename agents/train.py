@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -39,16 +40,19 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
+import envs
 from agents import distributed
 from agents.a2c import a2c_loss, gae_advantages
 from agents.a2c_config import KEEPS_ACTING_GRAPH, A2CConfig
 from agents.actors import ActorError, make_env_pool
-from agents.checkpoint import CheckpointError, checkpoint_path, load_checkpoint, run_checkpoint, save_checkpoint
-from agents.cores.state import move_state
+from agents.checkpoint import (CheckpointError, arrays_to_tensors, checkpoint_path, load_checkpoint, run_checkpoint, save_checkpoint,
+                               tensors_to_arrays)
 from agents.device import resolve_device
+from agents.finite_watch import FiniteWatch, NonFiniteError, total_norm
 from agents.interrupt import StopOnInterrupt
 from agents.policy import Policy
 from agents.precision import autocast
+from agents.records import write_json
 from agents.rollout import Actor, Episodes, Rollout
 from agents.seeding import env_seeds, rng_states, seed_everything, set_rng_states
 from agents.window import GradientWindow
@@ -67,6 +71,20 @@ def build_optimizer(config: A2CConfig, policy: Policy) -> torch.optim.Optimizer:
     if config.optimizer == "adam":
         return torch.optim.Adam(parameters, lr=config.learning_rate, eps=config.optimizer_eps)
     return torch.optim.RMSprop(parameters, lr=config.learning_rate, eps=config.optimizer_eps)
+
+
+def config_from_checkpoint(config_class: type, payload: dict[str, Any], env_modules: Collection[str] = (),
+                           overrides: dict[str, Any] | None = None) -> A2CConfig:
+    """The run config a checkpoint holds (with `overrides`), its env's module checked before
+    anything imports it (envs.check_env_import); CheckpointError where it does not fit."""
+    saved = payload.get("config")
+    if not isinstance(saved, dict):
+        raise CheckpointError("the checkpoint holds no config (a dict of the run's settings); it is not a whole run's checkpoint")
+    try:
+        envs.check_env_import(str(saved.get("env", "")), env_modules)
+        return config_class(**{**saved, **(overrides or {})})
+    except (TypeError, ValueError) as error:
+        raise CheckpointError(f"the checkpoint's config does not fit this version: {error}") from error
 
 
 class Trainer:
@@ -122,6 +140,7 @@ class Trainer:
         self.updates = 0
         self.global_step = 0
         self.episodes = 0
+        self.finite = FiniteWatch()  # stops training at a non-finite loss or gradient, before it is saved
         self.recent_returns: list[float] = []
 
     def training_seeds(self, restart: int = 0) -> list[int]:
@@ -187,6 +206,9 @@ class Trainer:
             stats[key] = value
         if c.max_grad_norm > 0:
             stats["grad_norm"] = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), c.max_grad_norm)
+        else:
+            stats["grad_norm"] = total_norm(list(self.policy.parameters()))
+        self.finite.note(self.updates + 1, [stats[key] for key in (*parts, "grad_norm")])
         for group in self.optimizer.param_groups:
             group["lr"] = self.learning_rate()
         self.optimizer.step()
@@ -216,14 +238,13 @@ class Trainer:
         """Everything a resumed run needs. Without the envs (a worker died), resuming starts
         fresh episodes. Under torchrun, on rank 0 (None elsewhere; every rank must call it):
         "envs", "actor" and "rng" are lists with every rank's own, in rank order."""
+        with_envs = with_envs and self.pool.stores_state
         own = {
             "rng": rng_states(),
-            "envs": {"shards": self.pool.num_shards, "state": self.pool.get_state()} if with_envs else None,
+            "envs": {"shards": self.pool.num_shards, "state": arrays_to_tensors(self.pool.get_state())} if with_envs else None,
             "actor": self.actor.carry() if with_envs else None,
             "window": self.window.state_dict() if with_envs else None,
         }
-        if self.world.size > 1 and own["actor"] is not None:
-            own["actor"]["state"] = move_state(own["actor"]["state"], "cpu")
         own = distributed.gather_parts(own, self.world, "gathering the checkpoint")
         if own is None:
             return None
@@ -233,22 +254,31 @@ class Trainer:
             "policy": self.policy.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "counters": {"updates": self.updates, "global_step": self.global_step, "episodes": self.episodes},
-            "recent_returns": list(self.recent_returns),
+            "recent_returns": [float(value) for value in self.recent_returns],
             **own,
         }
 
     def save(self, with_envs: bool = True) -> Path | None:
-        """Write the checkpoint (on rank 0; under torchrun every rank must call this)."""
+        """Write the checkpoint (on rank 0; under torchrun every rank must call this); a
+        NonFiniteError instead if an update since the start was not finite (agents/finite_watch.py),
+        which every rank raises alike (the gradients and losses it watches are summed over ranks)."""
+        self.check_finite()
         payload = self.state_dict(with_envs)
         path = None if payload is None else save_checkpoint(run_checkpoint(self.config.run_dir), self.kind, payload)
         distributed.wait_for_all("waiting for the checkpoint to be written")
         return path
 
+    def check_finite(self) -> None:
+        """NonFiniteError if an update's loss or gradient was not finite (agents/finite_watch.py)."""
+        path = run_checkpoint(self.config.run_dir)
+        self.finite.check(f"the last good checkpoint is {path}" if path.is_file() else "nothing was saved")
+
     @classmethod
-    def from_checkpoint(cls, run_dir_or_file: str, overrides: dict[str, Any] | None = None) -> "Trainer":
+    def from_checkpoint(cls, run_dir_or_file: str, overrides: dict[str, Any] | None = None, env_modules: Collection[str] = ()) -> "Trainer":
         """Rebuild a run from its checkpoint, in the checkpoint's folder (a moved run folder
         stays where it is); `overrides` may change only fields that do not change what is
-        learned (RESUMABLE_OVERRIDES)."""
+        learned (RESUMABLE_OVERRIDES). A `module:EnvId` env imports its module only if it is a
+        known env package or in `env_modules` (envs.check_env_import)."""
         overrides = overrides or {}
         bad = sorted(set(overrides) - RESUMABLE_OVERRIDES)
         if bad:
@@ -258,10 +288,7 @@ class Trainer:
         # The run continues in the folder its checkpoint was read from, wherever it was first made.
         payload, run_dir = distributed.from_main(
             lambda: (load_checkpoint(run_dir_or_file, cls.kind), str(checkpoint_path(run_dir_or_file).parent)), "reading the checkpoint")
-        try:
-            config = cls.config_class(**{**payload["config"], **overrides, "run_dir": run_dir})
-        except TypeError as error:
-            raise CheckpointError(f"checkpoint config does not match this version: {error}") from error
+        config = config_from_checkpoint(cls.config_class, payload, env_modules, {**overrides, "run_dir": run_dir})
         trainer = cls(config)
         try:
             trainer.load_state_dict(payload)
@@ -284,10 +311,11 @@ class Trainer:
         saved_envs = distributed.own_part(payload, "envs", self.world)
         shards = self.pool.num_shards
         if saved_world == self.world.size and saved_envs is not None and saved_envs["shards"] == shards:
-            self.pool.set_state(saved_envs["state"])
-            carry = dict(distributed.own_part(payload, "actor", self.world))
-            carry["state"] = move_state(carry["state"], self.device)
-            self.actor.load_carry(carry)
+            try:
+                self.pool.set_state(tensors_to_arrays(saved_envs["state"]))
+                self.actor.load_carry(distributed.own_part(payload, "actor", self.world))
+            except (KeyError, TypeError, ValueError, ActorError) as error:
+                raise CheckpointError(f"the checkpoint's envs or actor do not fit this run: {error}") from error
             window = distributed.own_part(payload, "window", self.world) if "window" in payload else None
             if window is not None:
                 self.window.load_state_dict(window, self.device)
@@ -295,6 +323,8 @@ class Trainer:
         else:
             if saved_world != self.world.size:
                 why = f"the number of processes differs ({saved_world} saved, {self.world.size} now)"
+            elif saved_envs is None and not self.pool.stores_state:
+                why = f"{self.config.env!r} is not one of the suite's envs, whose state a checkpoint holds"
             elif saved_envs is None:
                 why = "the checkpoint has no env state"
             else:
@@ -333,7 +363,7 @@ class Trainer:
                 # episodes. Under torchrun the other ranks are not at the save's collective (or
                 # are gone): the last checkpoint stands.
                 with_envs = not isinstance(error, (ActorError, KeyboardInterrupt))
-                save_at_exit = self.world.size == 1
+                save_at_exit = self.world.size == 1 and not isinstance(error, NonFiniteError)
                 raise
             finally:
                 bar.close()
@@ -350,7 +380,7 @@ class Trainer:
         c = self.config
         run_dir = Path(c.run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "config.json").write_text(json.dumps(c.to_dict(), indent=2) + "\n")
+        write_json(run_dir / "config.json", c.to_dict(), indent=2)
         # A checkpoint is written after its update's logs, so a resumed run drops only what was
         # logged after it: steps beyond global_step (the last saved update logged at it).
         writer = SummaryWriter(str(run_dir), purge_step=self.global_step + 1 if self.global_step else None)
@@ -375,6 +405,8 @@ class Trainer:
                 last_save = time.monotonic()
             started = time.perf_counter()
             stats, episodes = self.update()
+            if self.updates % c.log_every == 0:  # as the losses are read for the log (on every rank, to stop together)
+                self.check_finite()
             frames_per_second = c.rollout * c.num_envs / (time.perf_counter() - started)
             if writer is not None:
                 self.log(writer, stats, episodes, frames_per_second)

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from agents.cores.state import move_state, select_envs
+from agents.cores.state import move_state, select_envs, state_from_plain, state_to_plain
 from agents.episode_packing import call_packed
 from agents.rollout import Rollout
 
@@ -111,7 +111,7 @@ class GradientWindow:
     def state_dict(self) -> dict[str, Any]:
         """The stored steps and start state on the CPU, for a checkpoint."""
         inputs = None if self.inputs is None else [tensor.cpu() for tensor in self.inputs]
-        start = None if self.start_state is None else move_state(self.start_state, "cpu")
+        start = None if self.start_state is None else state_to_plain(move_state(self.start_state, "cpu"))
         return {"stored": self.stored, "inputs": inputs, "start_state": start}
 
     def load_state_dict(self, saved: dict[str, Any], device: torch.device) -> None:
@@ -119,7 +119,7 @@ class GradientWindow:
             raise ValueError(f"the checkpoint's gradient window stores {saved['stored']} steps, this run's {self.stored}")
         self.inputs = None if saved["inputs"] is None else [tensor.to(device) for tensor in saved["inputs"]]
         self.starts = None if saved["inputs"] is None else saved["inputs"][3].cpu().numpy()
-        self.start_state = None if saved["start_state"] is None else move_state(saved["start_state"], device)
+        self.start_state = None if saved["start_state"] is None else move_state(state_from_plain(saved["start_state"]), device)
 
     def clear(self) -> None:
         """Forget the stored steps (episodes restart: nothing before them may matter)."""

@@ -7,6 +7,8 @@ one (`vector_entry_point`, used by `gymnasium.make_vec`).
 """
 
 import importlib
+import sys
+from collections.abc import Collection
 
 import gymnasium
 from gymnasium.envs.registration import register, registry
@@ -19,6 +21,9 @@ ENV_IDS = {
     "tmaze": "FeedbackRL/PassiveTMaze-v0",
     "water_maze": "FeedbackRL/WaterMaze-v0",
 }
+
+# Env packages whose `module:EnvId` ids a checkpoint may name (check_env_import): the extras we test.
+KNOWN_ENV_PACKAGES = ("minigrid", "popgym")
 
 _ENTRY_POINTS = {
     "corridor": ("envs.corridor:CorridorEnv", "envs.corridor:CorridorVectorEnv", 64),
@@ -63,6 +68,19 @@ def _gymnasium_hint(bare: str) -> str:
     except gymnasium.error.Error as error:
         return str(error)
     raise AssertionError(f"{bare!r} is not in the registry, yet gymnasium.spec found it")
+
+
+def check_env_import(name: str, allowed: Collection[str] = ()) -> None:
+    """Refuse an env id of the form `module:EnvId` read from a file (a checkpoint's config)
+    whose module is not one the user vouched for: importing a module runs its code, so only
+    known env packages (KNOWN_ENV_PACKAGES), modules already imported, and the modules in
+    `allowed` (the user's --env-module) may be imported from a file. A ValueError saying how to
+    allow it."""
+    module, colon, _ = name.rpartition(":")
+    if not colon or module.split(".")[0] in KNOWN_ENV_PACKAGES or module in sys.modules or module in allowed:
+        return
+    raise ValueError(f"the env {name!r} would import module {module!r}, which runs its code; only {list(KNOWN_ENV_PACKAGES)} "
+                     f"and modules named with --env-module are imported from a checkpoint. If you trust it: --env-module {module}")
 
 
 def is_native(name: str) -> bool:

@@ -23,6 +23,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")  # numpy's, by name
+
 
 def check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
     """Return `value` if it is an integer in [low, high], else raise a ValueError naming it."""
@@ -57,6 +59,16 @@ def event_choice(key: np.ndarray, k: np.ndarray, n: int) -> np.ndarray:
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     z = z ^ (z >> np.uint64(31))
     return (z % np.uint64(n)).astype(np.int64)
+
+
+def generator_from_state(state: dict[str, Any]) -> np.random.Generator:
+    """A numpy Generator continuing from `bit_generator.state` (one of numpy's bit generators)."""
+    name = state.get("bit_generator") if isinstance(state, dict) else None
+    if name not in BIT_GENERATORS:
+        raise ValueError(f"unknown bit generator {name!r} in a saved env state; numpy's are {list(BIT_GENERATORS)}")
+    bit_generator = getattr(np.random, name)()
+    bit_generator.state = state
+    return np.random.Generator(bit_generator)
 
 
 def make_rules(rules_class: type, num_envs: int, options: dict[str, Any]) -> "BatchedRules":
@@ -126,6 +138,33 @@ class BatchedRules:
             return reward, terminated, np.zeros(self.num_envs, dtype=bool)
         truncated = self.elapsed >= self.max_episode_steps
         return reward, terminated, truncated
+
+    def state_dict(self) -> dict[str, Any]:
+        """The episodes' whole state as plain data, for a checkpoint: every numpy array this
+        object holds (its rules keep all that changes in arrays) and each env's generator state
+        (None where it has none yet)."""
+        return {
+            "arrays": {name: value.copy() for name, value in vars(self).items() if isinstance(value, np.ndarray)},
+            "rngs": [None if rng is None else rng.bit_generator.state for rng in self.rngs],
+        }
+
+    def load_state_dict(self, saved: dict[str, Any]) -> None:
+        """Continue from what state_dict returned; a ValueError naming what does not fit (another
+        env, other options or another number of envs)."""
+        ours = {name: value for name, value in vars(self).items() if isinstance(value, np.ndarray)}
+        arrays = saved["arrays"]
+        if set(arrays) != set(ours):
+            raise ValueError(f"the saved env state holds arrays {sorted(arrays)}, this env's are {sorted(ours)}")
+        for name, value in arrays.items():
+            value = np.asarray(value)
+            if value.shape != ours[name].shape or value.dtype != ours[name].dtype:
+                raise ValueError(f"the saved env state's {name!r} is {value.dtype}{list(value.shape)}, "
+                                 f"this env's {ours[name].dtype}{list(ours[name].shape)} (other options or number of envs?)")
+        if len(saved["rngs"]) != self.num_envs:
+            raise ValueError(f"the saved env state has {len(saved['rngs'])} generators for {self.num_envs} envs")
+        for name, value in arrays.items():
+            setattr(self, name, np.array(value, dtype=ours[name].dtype))
+        self.rngs = [None if state is None else generator_from_state(state) for state in saved["rngs"]]
 
     def _new_episodes(self, idx: np.ndarray, u: np.ndarray) -> None:
         raise NotImplementedError

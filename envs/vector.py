@@ -172,6 +172,19 @@ class GridVectorEnv(VectorEnv):
             self.render()
         return obs, reward, terminated, truncated, info
 
+    def get_state(self) -> dict[str, Any]:
+        """The batch's whole state as numpy arrays, numbers and strings (no Python objects), for
+        a checkpoint: set_state on a vector env made with the same options continues bit for bit."""
+        return {"rules": self.rules.state_dict(), "ended": self._ended.copy(), "needs_reset": self._needs_reset}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Continue from what get_state returned; a ValueError naming what does not fit."""
+        ended = np.asarray(state["ended"])
+        if ended.shape != (self.num_envs,) or ended.dtype != bool:
+            raise ValueError(f"the saved env state's episode ends are {ended.dtype}{list(ended.shape)}, expected bool[{self.num_envs}]")
+        self.rules.load_state_dict(state["rules"])
+        self._ended, self._needs_reset = ended.copy(), bool(state["needs_reset"])
+
     def hidden_state(self, i: int) -> dict[str, Any]:
         """Env i's hidden state: agent position (and heading), layout, objects, goal, cell IDs."""
         return self.rules.hidden_state(check_int("env index", i, 0, self.num_envs - 1))

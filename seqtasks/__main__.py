@@ -18,34 +18,45 @@ import argparse
 import json
 import sys
 import time
+from contextlib import ExitStack
+from pathlib import Path
 
 from agents import distributed
-from agents.checkpoint import CheckpointError, run_checkpoint
+from agents.checkpoint import CheckpointError, existing_checkpoint, run_checkpoint
 from agents.config_cli import add_config_arguments, given_fields, parse_core_options
 from agents.device import resolve_device
+from agents.finite_watch import NonFiniteError
 from agents.interrupt import exit_interrupted, stop_signals_raise
+from agents.run_folder import RunFolderError, claim_until
 from seqtasks.config import SeqConfig, resolve_config
 from seqtasks.models import SEQUENCE_ONLY
 from seqtasks.train import Run
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m seqtasks", description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="python -m seqtasks", description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     add_config_arguments(parser, SeqConfig)
     parser.add_argument("--core-opt", action="append", default=[], metavar="KEY=VALUE[,...]", help="an option of the core's own config (repeatable)")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR (may change only --max-updates, --max-minutes, --save-every, --device, --threads)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="start a new run in a --run-dir that holds one, deleting it (without this, such a folder is refused)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
 
-def make_run(args: argparse.Namespace, parser: argparse.ArgumentParser, quiet: bool = False) -> Run:
+def make_run(args: argparse.Namespace, parser: argparse.ArgumentParser, quiet: bool = False, held: ExitStack | None = None) -> Run:
     """The run the arguments ask for; any bad value ends in parser.error (exit code 2). Prints
-    the preset and the resolved config unless `quiet`."""
+    the preset and the resolved config unless `quiet`. With `held` (the command line's), the run
+    folder is claimed until `held` closes (agents/run_folder.py): one that is another run's ends
+    in parser.error too."""
     given = given_fields(args, SeqConfig)
     try:
+        if args.resume and args.overwrite:
+            raise ValueError("--overwrite starts a new run; --resume continues one: give one of them")
         if args.resume:
             if args.core_opt:
                 raise ValueError(f"--resume continues a run with its saved core options; drop --core-opt {','.join(args.core_opt)}")
+            claim_until(held, existing_checkpoint(args.resume).parent, resume=True)
             run = Run.resume(args.resume, given)
             if run.world.main:
                 print(f"resuming {args.resume} at update {run.update}", file=sys.stderr)
@@ -59,8 +70,10 @@ def make_run(args: argparse.Namespace, parser: argparse.ArgumentParser, quiet: b
         else:
             core_options = parse_core_options(config.core, args.core_opt)
         run_dir = config.run_dir or f"runs/seq-{config.task}-{config.core}-{time.strftime('%Y%m%d-%H%M%S')}"
-        run = Run.create(config, core_options, run_dir)
-    except (ValueError, CheckpointError) as error:
+        run = Run(config, core_options, Path(run_dir))  # nothing written yet: a refused run leaves no folder
+        claim_until(held, run_dir, resume=False, overwrite=args.overwrite)
+        run.write_config()
+    except (ValueError, CheckpointError, RunFolderError) as error:
         parser.error(str(error))
     if quiet or not run.world.main:
         return run
@@ -75,16 +88,18 @@ def main(argv: list[str] | None = None) -> dict:
     for Ctrl-C, 143 for SIGTERM) and a line saying whether and how the run can be resumed
     (seqtasks/train.py: Run.train keeps the checkpoint whole). Under torchrun every rank runs
     this and rank 0 prints; a rank that dies ends the others with an error."""
-    with stop_signals_raise():
+    with stop_signals_raise(), ExitStack() as held:
         parser = build_parser()
         run = None
         try:
             args = parser.parse_args(argv)
-            run = make_run(args, parser)
+            run = make_run(args, parser, held=held)
             try:
                 results = run.train(progress=not args.no_progress)
             except distributed.RankError as error:
                 sys.exit(f"training stopped (process {run.world.rank} of {run.world.size}): {error}\nthe last checkpoint is in {run.run_dir}")
+            except NonFiniteError as error:
+                sys.exit(f"training stopped: {error}")
             finally:
                 distributed.close()
             if run.world.main:

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from agents.cores.state import move_state
+from agents.cores.state import move_state, state_from_plain, state_to_plain
 from agents.distributed import unwrap
 from seqtasks.data import IGNORE, Episodes
 from seqtasks.metrics import sequence_accuracy, token_accuracy
@@ -118,9 +118,10 @@ class StreamRegime:
         }
 
     def state_dict(self) -> dict:
-        return {"epoch": self.epoch, "block": self.block, "state": self.state}
+        state = None if self.state is None else state_to_plain(move_state(self.state, "cpu"))
+        return {"epoch": self.epoch, "block": self.block, "state": state}
 
     def load_state_dict(self, saved: dict) -> None:
         self.epoch, self.block, self._stream = saved["epoch"], saved["block"], None
-        self.state = None if saved["state"] is None else move_state(saved["state"], self.device)
+        self.state = None if saved["state"] is None else move_state(state_from_plain(saved["state"]), self.device)
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 import sys
 import time
 from pathlib import Path
@@ -42,10 +41,11 @@ from tqdm import tqdm
 
 from agents import distributed
 from agents.checkpoint import CheckpointError, checkpoint_path, load_checkpoint, run_checkpoint, save_checkpoint
-from agents.cores.state import move_state
 from agents.device import resolve_device
-from agents.interrupt import StopOnInterrupt, held_interrupt
+from agents.finite_watch import FiniteWatch, NonFiniteError, total_norm
+from agents.interrupt import StopOnInterrupt
 from agents.precision import autocast
+from agents.records import write_json
 from agents.seeding import rng_states, seed_everything, set_rng_states
 from seqtasks.config import SeqConfig
 from seqtasks.models import build_model
@@ -87,6 +87,7 @@ class Run:
         self.optimizer = make_optimizer(config, self.model)
         self.schedule = warmup_schedule(config, self.optimizer)
         self.update, self.best_accuracy, self.evals_since_best, self.stopped_early = 0, -1.0, 0, False
+        self.finite = FiniteWatch()  # stops training at a non-finite loss or gradient, before it is saved
         self.train_seconds = 0.0  # spent in step(), over all sittings
         self.history: list[dict] = []  # one entry per validation: update, seconds, metrics
         self.best_model = copy.deepcopy(self.model.state_dict())
@@ -95,11 +96,16 @@ class Run:
 
     @classmethod
     def create(cls, config: SeqConfig, core_options: dict, run_dir: str | Path) -> Run:
+        """A new run in `run_dir`, its config.json written."""
         run = cls(config, core_options, Path(run_dir))
-        if run.world.main:
-            run.run_dir.mkdir(parents=True, exist_ok=True)
-            (run.run_dir / "config.json").write_text(json.dumps(run.describe(), indent=2) + "\n")
+        run.write_config()
         return run
+
+    def write_config(self) -> None:
+        """The run folder's config.json (rank 0's job)."""
+        if self.world.main:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            write_json(self.run_dir / "config.json", self.describe(), indent=2)
 
     @classmethod
     def resume(cls, run_dir: str | Path, overrides: dict | None = None) -> Run:
@@ -146,10 +152,10 @@ class Run:
 
     def save(self) -> Path | None:
         """Write the checkpoint (on rank 0; under torchrun every rank must call this): "regime"
-        and "rng" are lists of every rank's own when there are several."""
-        own = {"regime": self.regime.state_dict(), "rng": rng_states()}
-        if self.world.size > 1 and own["regime"].get("state") is not None:
-            own["regime"]["state"] = move_state(own["regime"]["state"], "cpu")
+        and "rng" are lists of every rank's own when there are several. A NonFiniteError instead
+        if an update since the start was not finite (agents/finite_watch.py), on every rank alike."""
+        self.check_finite()
+        own = {"regime": self.regime.state_dict(), "rng": rng_states()}  # the carried memory on the CPU
         own = distributed.gather_parts(own, self.world, "gathering the checkpoint")
         path = None
         if own is not None:
@@ -168,6 +174,11 @@ class Run:
             })
         distributed.wait_for_all("waiting for the checkpoint to be written")
         return path
+
+    def check_finite(self) -> None:
+        """NonFiniteError if an update's loss or gradient was not finite (agents/finite_watch.py)."""
+        path = run_checkpoint(self.run_dir)
+        self.finite.check(f"the last good checkpoint is {path}" if path.is_file() else "nothing was saved")
 
     def evaluate(self, split: str) -> dict[str, float]:
         """The model's metrics on `split`, computed at the run's precision."""
@@ -202,7 +213,11 @@ class Run:
         self.optimizer.zero_grad(set_to_none=True)
         (loss * (share * self.world.size)).backward()  # DDP averages the ranks' gradients; their shares add up
         if self.config.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+            grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+        else:
+            grad_norm = total_norm(list(self.model.parameters()))
+        # This rank's loss and the summed gradients: a non-finite loss on one rank makes every rank's gradient so.
+        self.finite.note(self.update + 1, [loss, grad_norm])
         self.optimizer.step()
         self.schedule.step()
         self.update += 1
@@ -241,10 +256,10 @@ class Run:
             save_at_exit = True
             try:
                 self._loop(writer, bar, interrupt)
-            except BaseException:
+            except BaseException as error:
                 # Under torchrun the other ranks are not at the save's collective (or are gone):
                 # the last checkpoint stands.
-                save_at_exit = self.world.size == 1
+                save_at_exit = self.world.size == 1 and not isinstance(error, NonFiniteError)
                 raise
             finally:  # Ctrl-C and errors too: the run can be resumed from here
                 bar.close()
@@ -269,6 +284,7 @@ class Run:
             items += count  # a tensor on the device, read only when logged
             bar.update(1)
             if self.update % c.log_every == 0:
+                self.check_finite()  # as the loss is read for the log (on every rank, to stop together)
                 rate = float(items) / (time.monotonic() - started)
                 self._scalar(writer, "losses/train", loss.item())
                 self._scalar(writer, "charts/learning_rate", self.schedule.get_last_lr()[0])
@@ -302,6 +318,5 @@ class Run:
         for name, value in results["test"].items():
             self._scalar(writer, f"eval/test_{name}", value)
         if self.world.main:
-            with held_interrupt():  # never a half-written file
-                (self.run_dir / "results.json").write_text(json.dumps(results) + "\n")
+            write_json(self.run_dir / "results.json", results)
         return results

@@ -22,10 +22,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from agents.cores.state import register_state
+
 if TYPE_CHECKING:
     from agents.cores.reservoir import ReservoirConfig
 
 
+@register_state
 class EchoState(NamedTuple):
     h: torch.Tensor  # (B, U) reservoir activations after the last step
 

@@ -46,10 +46,12 @@ from agents.cores.feedback_step import (
     projection_gradients,
 )
 from agents.cores.weights_version import track_loads, weights_version
+from agents.cores.state import register_state
 
 __all__ = ["FeedbackConfig", "FeedbackCore", "FeedbackState"]
 
 
+@register_state
 class FeedbackState(NamedTuple):
     """Buffers of `capacity` slots; slots [end - S, end) hold the last S steps."""
 

@@ -43,6 +43,7 @@ from torch import nn
 from agents.cores.attention import AttentionBlock, init_value_path
 from agents.cores.checks import check_bool
 from agents.cores.transformer import TransformerConfig
+from agents.cores.state import register_state
 
 
 @dataclass
@@ -60,6 +61,7 @@ class FeedbackConfig(TransformerConfig):
         check_bool("read_norm", self.read_norm)
 
 
+@register_state
 class ReferenceState(NamedTuple):
     memory: torch.Tensor  # (B, S, D) raw memory vectors m_{t-S} .. m_{t-1}
     valid: torch.Tensor  # (B, S) bool: which of them belong to the episode running now

@@ -16,8 +16,10 @@ import torch
 from torch import nn
 
 from agents.cores.recurrent import Carried, RecurrentConfig, RecurrentCore
+from agents.cores.state import register_state
 
 
+@register_state
 class GRUState(NamedTuple):
     h: torch.Tensor  # (B, L, H) hidden state of each layer after the last step
 

@@ -19,8 +19,10 @@ from torch import nn
 from agents.cores.cpu_kernels import bf16_lstm_missing
 from agents.cores.dtypes import exact
 from agents.cores.recurrent import Carried, RecurrentConfig, RecurrentCore
+from agents.cores.state import register_state
 
 
+@register_state
 class LSTMState(NamedTuple):
     h: torch.Tensor  # (B, L, H) hidden state of each layer after the last step
     c: torch.Tensor  # (B, L, H) cell state

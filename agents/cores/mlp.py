@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from agents.cores.checks import check_at_least
+from agents.cores.state import register_state
 
 
 @dataclass
@@ -29,6 +30,7 @@ class MLPConfig:
         check_at_least("n_layers", self.n_layers, 1)
 
 
+@register_state
 class MLPState(NamedTuple):
     """No fields: nothing is carried from one step to the next."""
 

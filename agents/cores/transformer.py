@@ -24,6 +24,7 @@ from agents.cores.append_log import AppendLog, capacity_for
 from agents.cores.attention import VALUE_INITS, AttentionBlock, carried_valid, episode_starts, init_value_path, split_heads
 from agents.cores.checks import check_at_least, check_bool, check_choice, check_fraction, check_heads
 from agents.cores.weights_version import track_loads, weights_version
+from agents.cores.state import register_state
 
 
 @dataclass
@@ -53,6 +54,7 @@ class TransformerConfig:
         return self.d_ff or 4 * self.d_model
 
 
+@register_state
 class TransformerState(NamedTuple):
     """Buffers of `capacity` slots; slots [end - S, end) hold the last S steps."""
 

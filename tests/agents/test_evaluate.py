@@ -131,6 +131,7 @@ def test_command_line_writes_a_gif_and_one_json_line(run_dir, tmp_path, capsys):
         (["--render", "window"], "'window'"),
         (["--video", "out.avi"], "'.avi'"),
         (["--device", "tpu"], "'tpu'"),
+        (["--seed", "-1"], "a seed is an integer >= 0, got -1"),
         (["--render", "human", "--video", "out.gif"], "--render human and --video cannot be combined"),
     ],
 )

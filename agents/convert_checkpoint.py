@@ -1,0 +1,105 @@
+"""Convert a format-1 checkpoint of one's own into format 2, the format that loads without running code.
+
+    python -m agents.convert_checkpoint --i-trust-this-file runs/maze-feedback-20260101-120000
+
+Format 1 (feedback-rl before 2026-11-27) pickled Python objects: numpy arrays, the cores' state
+NamedTuples, the envs themselves (cloudpickle). Reading such a file runs whatever its pickle says,
+so this converter is for files you made yourself: it reads the file with the full unpickler
+(`--i-trust-this-file` says you know), writes the same run as plain data (agents/checkpoint.py),
+and keeps the original beside it as `checkpoint.pt.format1`. The suite's own envs keep their
+state; another env's state was arbitrary Python and is dropped, so the resumed run starts fresh
+episodes of it (as a format-2 checkpoint of such an env does). A2C, PPO and seqtasks checkpoints
+alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import shutil
+import sys
+from typing import Any
+
+import numpy as np
+import torch
+
+import agents.cores  # noqa: F401  (registers the cores' state types)
+from agents.checkpoint import FORMAT, CheckpointError, arrays_to_tensors, existing_checkpoint, save_checkpoint
+from agents.cores.state import STATE_TYPES, state_to_plain
+from envs.vector import GridVectorEnv
+
+KINDS = ("a2c", "ppo", "seqtasks")
+
+
+def convert(payload: dict[str, Any]) -> dict[str, Any]:
+    """A format-1 checkpoint's payload as format 2 (see the module docstring)."""
+    per_rank = payload.get("world_size", 1) > 1  # then "rng", "envs", "actor", "window", "regime" are lists, one per rank
+    each = (lambda convert_one, value: [convert_one(part) for part in value]) if per_rank else (lambda convert_one, value: convert_one(value))
+    out = dict(payload)
+    out["rng"] = each(plain_rng, payload["rng"])
+    if "envs" in payload:
+        out["envs"] = each(plain_envs, payload["envs"])
+        if None in (out["envs"] if per_rank else [out["envs"]]):
+            # A foreign env (or none saved): the actor's carry and the window belong to episodes that cannot continue.
+            for key in ("envs", "actor", "window"):
+                out[key] = [None] * len(payload[key]) if per_rank else None
+    return plain(out)
+
+
+def plain_rng(states: dict[str, Any]) -> dict[str, Any]:
+    """rng_states() of format 1 (numpy's legacy tuple) as agents/seeding.py now saves it."""
+    name, key, pos, has_gauss, gauss = states["numpy"]
+    numpy_state = {"bit_generator": name, "state": {"key": np.asarray(key).tolist(), "pos": int(pos)},
+                   "has_gauss": int(has_gauss), "gauss": float(gauss)}
+    return {**states, "numpy": numpy_state}
+
+
+def plain_envs(saved: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The pickled vector envs of each actor shard as their get_state(); None for a foreign env."""
+    if saved is None:
+        return None
+    states = []
+    for blob in saved["state"]:
+        env = pickle.loads(blob)
+        if not isinstance(env, GridVectorEnv):
+            return None
+        states.append(env.get_state())
+    return {"shards": saved["shards"], "state": states}
+
+
+def plain(tree: Any) -> Any:
+    """`tree` with numpy arrays as tensors, numpy scalars as numbers and core states as plain dicts."""
+    if isinstance(tree, tuple) and type(tree).__name__ in STATE_TYPES:
+        return state_to_plain(tree)
+    if isinstance(tree, dict):
+        return {key: plain(value) for key, value in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(plain(value) for value in tree)
+    return arrays_to_tensors(tree)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m agents.convert_checkpoint", description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    parser.add_argument("run", metavar="RUN_DIR_or_CHECKPOINT", help="a run folder holding checkpoint.pt, or the file")
+    parser.add_argument("--i-trust-this-file", action="store_true", required=True,
+                        help="required: reading a format-1 checkpoint runs its pickle, so convert only files you made yourself")
+    args = parser.parse_args(argv)
+    try:
+        path = existing_checkpoint(args.run)
+        payload = torch.load(path, map_location="cpu", weights_only=False)
+        if not isinstance(payload, dict) or payload.get("kind") not in KINDS:
+            raise CheckpointError(f"{str(path)!r} is not a feedback-rl checkpoint (kind one of {list(KINDS)})")
+        if payload.get("format") != 1:
+            raise CheckpointError(f"{str(path)!r} has format {payload.get('format')!r}; only format 1 is converted")
+        converted = convert({key: value for key, value in payload.items() if key not in ("kind", "format")})
+    except (CheckpointError, pickle.UnpicklingError, OSError, KeyError, TypeError, ValueError) as error:
+        parser.error(str(error))
+    backup = path.with_name(path.name + ".format1")
+    shutil.copy2(path, backup)
+    save_checkpoint(path, payload["kind"], converted)
+    kept = "" if converted.get("envs", True) is not None else "; the env is not one of the suite's, so a resume starts fresh episodes"
+    print(f"converted {path} to format {FORMAT} (the original is {backup}){kept}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
