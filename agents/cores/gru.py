@@ -26,10 +26,14 @@ class GRUState(NamedTuple):
 
 class GRUCore(RecurrentCore):
     State = GRUState
+    # torch's gate order: reset r, update z, candidate n; h' = (1 - z) * n + z * h, so z keeps the
+    # memory and 1 - z = sigmoid(-b_z - ...) writes it: one bias does both of chrono's, b_f and b_i = -b_f
+    KEEP_GATE, WRITE_GATE = 1, None
 
     def __init__(self, input_dim: int, config: RecurrentConfig):
         super().__init__(config)
         self.gru = nn.GRU(input_dim, config.hidden_size, config.n_layers)  # time-major
+        self.init_gate_biases()
 
     @property
     def rnn(self) -> nn.GRU:

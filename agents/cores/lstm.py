@@ -30,10 +30,12 @@ class LSTMState(NamedTuple):
 
 class LSTMCore(RecurrentCore):
     State = LSTMState
+    KEEP_GATE, WRITE_GATE = 1, 0  # torch's gate order: input i, forget f, cell g, output o
 
     def __init__(self, input_dim: int, config: RecurrentConfig):
         super().__init__(config)
         self.lstm = nn.LSTM(input_dim, config.hidden_size, config.n_layers)  # time-major
+        self.init_gate_biases()
 
     @property
     def rnn(self) -> nn.LSTM:

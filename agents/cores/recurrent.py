@@ -17,7 +17,9 @@ A subclass gives:
   bias_ih_l{k}, bias_hh_l{k};
 - `State`: a NamedTuple of (B, L, H) tensors (LSTM: h, c; GRU: h);
 - `fused(x, carried)`: the module over a piece of steps, the state as a tuple of (L, B, H);
-- `cell(x, carried, weights)`: one layer's step, its new state as a tuple whose first is h.
+- `cell(x, carried, weights)`: one layer's step, its new state as a tuple whose first is h;
+- `KEEP_GATE`, `WRITE_GATE`: where in a layer's biases (H rows a gate) the gate that keeps the
+  memory and the one that writes it lie, for `gate_init` (`init_gate_biases`).
 
 Letters: T steps, B envs, L layers, I input width, H hidden size.
 """
@@ -30,26 +32,33 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from agents.cores.checks import check_at_least
+from agents.cores.checks import check_at_least, check_choice
 from agents.cores.stepwise import StepwiseRun
 
 Carried = tuple[torch.Tensor, ...]  # the state time-major, (L, B, H) each, as torch's RNNs take it
 WEIGHTS = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")  # one layer's, in the order the cells take them
+GATE_INITS = ("pytorch", "forget_bias", "chrono")  # how the gate biases start (init_gate_biases)
 
 
 @dataclass
 class RecurrentConfig:
     hidden_size: int = 64
     n_layers: int = 1
+    gate_init: str = "pytorch"  # "forget_bias" or "chrono": gate biases for long memory (init_gate_biases)
+    t_max: int = 100  # chrono's T_max, read by chrono alone: about twice the longest dependency, in steps
 
     def __post_init__(self):
         check_at_least("hidden_size", self.hidden_size, 1)
         check_at_least("n_layers", self.n_layers, 1)
+        check_choice("gate_init", self.gate_init, GATE_INITS)
+        check_at_least("t_max", self.t_max, 2)  # u ~ Uniform(1, T_max - 1) needs T_max - 1 >= 1
 
 
 class RecurrentCore(nn.Module):
     sequential = True  # its steps run one after another: packing episodes side by side shortens a learning call
     State: type[NamedTuple]
+    KEEP_GATE: int  # the gate whose value near 1 keeps the memory (LSTM: forget f; GRU: update z)
+    WRITE_GATE: int | None  # the gate that writes it (LSTM: input i; GRU: none, 1 - z writes)
 
     def __init__(self, config: RecurrentConfig):
         super().__init__()
@@ -67,6 +76,35 @@ class RecurrentCore(nn.Module):
     def cell(self, x: torch.Tensor, carried: Carried, weights: list[torch.Tensor]) -> Carried:
         """One layer's step: x (B, I or H), carried (B, H) each -> that layer's new state, h first."""
         raise NotImplementedError
+
+    def init_gate_biases(self) -> None:
+        """Start every layer's gate biases as `config.gate_init` says; the subclass calls it once
+        its module is built, so a checkpoint's load_state_dict replaces it as any weight.
+
+        - "pytorch": torch's default, left alone (every bias ~ U(-1/sqrt(H), 1/sqrt(H)), so a
+          forget gate keeps about half the cell state a step);
+        - "forget_bias": the keep gate's bias 1 (Gers et al. 2000; Jozefowicz et al. 2015);
+        - "chrono" (Tallec & Ollivier 2018): the keep gate's bias log(u), one u ~ U(1, T_max - 1)
+          a hidden unit, drawn from torch's global generator (torch.manual_seed fixes it as every
+          other weight), and the write gate's the opposite, -log(u), so a unit starts keeping its
+          memory for about 1 + u steps.
+
+        A gate adds bias_ih + bias_hh: the target goes into bias_ih's rows of the gate and
+        bias_hh's are zeroed, so the sum is the target exactly. The other gates keep torch's
+        default."""
+        c = self.config
+        if c.gate_init == "pytorch":
+            return
+        with torch.no_grad():
+            for k in range(c.n_layers):
+                b_ih, b_hh = getattr(self.rnn, f"bias_ih_l{k}"), getattr(self.rnn, f"bias_hh_l{k}")
+                if c.gate_init == "forget_bias":
+                    keep = b_ih.new_ones(c.hidden_size)
+                else:
+                    keep = b_ih.new_empty(c.hidden_size).uniform_(1, c.t_max - 1).log()
+                set_gate_bias(b_ih, b_hh, self.KEEP_GATE, keep)
+                if c.gate_init == "chrono" and self.WRITE_GATE is not None:
+                    set_gate_bias(b_ih, b_hh, self.WRITE_GATE, -keep)
 
     def initial_state(self, batch_size: int, device: torch.device | str) -> NamedTuple:
         dtype = self.rnn.weight_ih_l0.dtype  # the weights' (a core cast to bfloat16 carries bfloat16)
@@ -108,6 +146,13 @@ class RecurrentCore(nn.Module):
             out = layer[0]
             layers.append(layer)
         return out[None], tuple(torch.stack(t) for t in zip(*layers))
+
+
+def set_gate_bias(b_ih: torch.Tensor, b_hh: torch.Tensor, gate: int, value: torch.Tensor) -> None:
+    """Make gate `gate`'s bias (b_ih + b_hh, H rows a gate) `value` (H,): all of it in b_ih."""
+    rows = slice(gate * value.numel(), (gate + 1) * value.numel())
+    b_ih[rows] = value
+    b_hh[rows] = 0.0
 
 
 def time_major(state: NamedTuple) -> Carried:

@@ -66,9 +66,10 @@ def fused_calls(core):
 @pytest.mark.parametrize("name", RECURRENT)
 @pytest.mark.parametrize("n_layers", [1, 2])
 @pytest.mark.parametrize("reset_rate", [0.0, 0.3])
-def test_matches_the_equations_stepped_by_hand(name, n_layers, reset_rate):
+@pytest.mark.parametrize("gate_init", ["pytorch", "chrono"])
+def test_matches_the_equations_stepped_by_hand(name, n_layers, reset_rate, gate_init):
     torch.manual_seed(0)
-    core = make_core(name, INPUT_DIM, hidden_size=6, n_layers=n_layers)
+    core = make_core(name, INPUT_DIM, hidden_size=6, n_layers=n_layers, gate_init=gate_init)
     x = torch.randn(9, 3, INPUT_DIM)
     first = torch.rand(9, 3) < reset_rate
     first[0] = True
