@@ -1,6 +1,6 @@
-"""The four memory environments of the Feedback Transformer paper and Ni et al.'s passive T-maze,
-registered with gymnasium on import. Each id has a single env (`entry_point`) and a native batched
-one (`vector_entry_point`, used by `gymnasium.make_vec`).
+"""The four memory environments of the Feedback Transformer paper, Ni et al.'s passive T-maze and
+bsuite's memory length, registered with gymnasium on import. Each id has a single env
+(`entry_point`) and a native batched one (`vector_entry_point`, used by `gymnasium.make_vec`).
 
 `env_id` also takes any other registered Gymnasium id, and Gymnasium's own `module:EnvId` form
 (`minigrid:MiniGrid-MemoryS7-v0`), whose module is imported first so that it registers its ids.
@@ -18,6 +18,7 @@ ENV_IDS = {
     "corridor": "FeedbackRL/Corridor-v0",
     "maze": "FeedbackRL/Maze-v0",
     "maze_easy": "FeedbackRL/MazeEasy-v0",
+    "memory_length": "FeedbackRL/MemoryLength-v0",
     "tmaze": "FeedbackRL/PassiveTMaze-v0",
     "water_maze": "FeedbackRL/WaterMaze-v0",
 }
@@ -29,7 +30,8 @@ _ENTRY_POINTS = {
     "corridor": ("envs.corridor:CorridorEnv", "envs.corridor:CorridorVectorEnv", 64),
     "maze": ("envs.maze:MazeEnv", "envs.maze:MazeVectorEnv", 200),
     "maze_easy": ("envs.maze:MazeEasyEnv", "envs.maze:MazeEasyVectorEnv", 200),
-    # no registered limit: the T-maze's own, length + 1, follows its length
+    # no registered limit: the rules of these two end every episode after length + 1 steps
+    "memory_length": ("envs.memory_length:MemoryLengthEnv", "envs.memory_length:MemoryLengthVectorEnv", None),
     "tmaze": ("envs.tmaze:PassiveTMazeEnv", "envs.tmaze:PassiveTMazeVectorEnv", None),
     "water_maze": ("envs.water_maze:WaterMazeEnv", "envs.water_maze:WaterMazeVectorEnv", 200),
 }

@@ -6,6 +6,7 @@ the oracle's actions for every env of its batch, (N,) int64, from the current hi
 
 - Corridor: walk forward, enter the door of the cue's colour.
 - Passive T-maze: walk right to the junction, step onto the goal's side (return 1, no penalty).
+- Memory length: answer the queried bit at every step (only the last one counts: return 1).
 - Maze (turns): a shortest path in (cell, heading) space, where forward, turn left and turn right
   each cost one step. MazeEasy: a shortest path over cells.
 - Water maze: straight to the goal (the grid is open, so any monotone path is shortest).
@@ -23,6 +24,7 @@ import numpy as np
 from envs import grid
 from envs.corridor import ENTER_LOWER, ENTER_UPPER, FORWARD, CorridorRules
 from envs.maze import CELL_OBJECT, CELL_WALL, TURN_LEFT, TURN_RIGHT, MazeRules
+from envs.memory_length import MemoryLengthRules
 from envs.tmaze import DOWN, RIGHT, UP, UP_SIDE, PassiveTMazeRules
 from envs.water_maze import WaterMazeRules
 
@@ -144,4 +146,6 @@ def make_oracle(env) -> Callable[[], np.ndarray]:
         return tmaze_oracle(rules)
     if isinstance(rules, WaterMazeRules):
         return water_maze_oracle(rules)
-    raise ValueError(f"no oracle for {type(rules).__name__}; oracles exist for the corridor, mazes, T-maze and water maze")
+    if isinstance(rules, MemoryLengthRules):
+        return rules.answer
+    raise ValueError(f"no oracle for {type(rules).__name__}; oracles exist for the corridor, mazes, T-maze, water maze and memory length")

@@ -20,8 +20,9 @@ import envs
 
 IDS = sorted(envs.ENV_IDS.values())
 LIMITS = {"FeedbackRL/Corridor-v0": 64, "FeedbackRL/Maze-v0": 200, "FeedbackRL/MazeEasy-v0": 200,
-          "FeedbackRL/PassiveTMaze-v0": None, "FeedbackRL/WaterMaze-v0": 200}
-NAMES = "['corridor', 'maze', 'maze_easy', 'tmaze', 'water_maze']"
+          "FeedbackRL/MemoryLength-v0": None, "FeedbackRL/PassiveTMaze-v0": None, "FeedbackRL/WaterMaze-v0": 200}
+NAMES = "['corridor', 'maze', 'maze_easy', 'memory_length', 'tmaze', 'water_maze']"
+ENDS_ITSELF = ("FeedbackRL/MemoryLength-v0", "FeedbackRL/PassiveTMaze-v0")  # after length + 1 steps
 
 
 def rollout(env, actions, seed):
@@ -90,8 +91,8 @@ def test_pickle_round_trip_continues_identically(env_id):
 def test_truncates_at_exactly_the_time_limit(env_id):
     """The env's own limit (no TimeLimit wrapper: max_episode_steps=-1) and the vector env's."""
     limit = 13
-    # the T-maze ends itself after length + 1 steps: make that later than the limit
-    kwargs = {"length": limit} if env_id == "FeedbackRL/PassiveTMaze-v0" else {}
+    # the T-maze and memory length end themselves after length + 1 steps: make that later than the limit
+    kwargs = {"length": limit} if env_id in ENDS_ITSELF else {}
     single = gym.make(env_id, max_episode_steps=-1).unwrapped
     single = type(single)(max_episode_steps=limit, **kwargs)
     vector = gym.make_vec(env_id, num_envs=3, max_episode_steps=limit, **kwargs)
@@ -197,6 +198,7 @@ def test_bad_inputs_give_clear_errors(env_id):
         ("FeedbackRL/MazeEasy-v0", {"size": 5, "num_objects": 7}, r"num_objects must be an integer in \[2, 6\], got 7"),
         ("FeedbackRL/WaterMaze-v0", {"size": 1.5}, "size must be an integer >= 2, got 1.5"),
         ("FeedbackRL/PassiveTMaze-v0", {"length": 0}, "length must be an integer >= 1, got 0"),
+        ("FeedbackRL/MemoryLength-v0", {"bits": 0}, "bits must be an integer >= 1, got 0"),
     ],
 )
 def test_bad_constructor_arguments_are_named(env_id, kwargs, message):

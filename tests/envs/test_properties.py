@@ -10,7 +10,7 @@ import envs
 from envs.maze import CELL_WALL
 
 IDS = sorted(envs.ENV_IDS.values())
-REWARDS = {"FeedbackRL/PassiveTMaze-v0": {0.0, 1.0, -1 / 10}}  # the rest: {0, 1}
+REWARDS = {"FeedbackRL/PassiveTMaze-v0": {0.0, 1.0, -1 / 10}, "FeedbackRL/MemoryLength-v0": {0.0, 1.0, -1.0}}  # the rest: {0, 1}
 
 
 @pytest.mark.parametrize("env_id", IDS)

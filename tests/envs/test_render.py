@@ -23,6 +23,7 @@ GRID_SHAPES = {
     "FeedbackRL/Corridor-v0": (3, 18),  # length 16 + two end walls
     "FeedbackRL/Maze-v0": (9, 9),
     "FeedbackRL/MazeEasy-v0": (9, 9),
+    "FeedbackRL/MemoryLength-v0": (5, 14),  # context, query, a track of steps 0 .. 11; walled all round
     "FeedbackRL/PassiveTMaze-v0": (3, 13),  # cells x = 0 .. 10 + two end walls
     "FeedbackRL/WaterMaze-v0": (15, 15),
 }
