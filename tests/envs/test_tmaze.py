@@ -1,5 +1,6 @@
 """Passive T-maze: moves, what the agent sees when, the penalty and goal rewards, episode length,
-the oracle, and a scalar restatement of Ni et al.'s rules checked against the batched env."""
+the oracle, and a scalar restatement of Ni et al.'s rules checked against the batched env; the
+action penalty (AMAGO's) and expose_goal (Ni et al.'s) options."""
 
 import os
 import re
@@ -98,9 +99,26 @@ def test_the_penalty_is_minus_one_over_length_for_every_step_behind_schedule():
     assert sum(rewards) == -1.0  # the worst return
 
 
-def reference_episode(length, goal, actions):
+def test_the_action_penalty_charges_each_step_not_right_once_and_nothing_for_lagging():
+    """The schedule penalty's sequences above, under penalty="action": one lost step costs -1/L once."""
+    env, _, _ = tmaze(0, length=4, penalty="action")
+    _, rewards, _, _ = run(env, [LEFT, RIGHT, RIGHT, RIGHT, goal_action(env)])
+    assert rewards == [-0.25, 0.0, 0.0, 0.0, 0.0]  # behind schedule from step 1 on, charged at step 1 only
+    env, _, _ = tmaze(0, length=4, penalty="action")
+    _, rewards, _, _ = run(env, [RIGHT, UP, DOWN, RIGHT, LEFT])
+    assert rewards == [0.0, -0.25, -0.25, 0.0, 0.0]  # the last step has no penalty
+    env, _, _ = tmaze(0, length=4, penalty="action")
+    _, rewards, _, _ = run(env, [RIGHT, RIGHT, RIGHT, UP, RIGHT])
+    assert rewards == [0.0, 0.0, 0.0, -0.25, 0.0]  # a move into the wall at step L is charged too
+    env, _, _ = tmaze(0, length=4, penalty="action")
+    _, rewards, _, _ = run(env, [LEFT] * 5)
+    assert sum(rewards) == -1.0  # the worst return, as with the schedule
+
+
+def reference_episode(length, goal, actions, penalty="schedule"):
     """Ni et al.'s passive T-maze (envs/tmaze.py of Memory-RL at c9b8b398, TMazeClassicPassive
-    with penalty -1/L), restated one step at a time: rewards and done flags."""
+    with penalty -1/L), restated one step at a time: rewards and done flags. penalty="action":
+    AMAGO's TMazeAlt, which charges -1/L for an action other than right instead."""
     cells = {(x, 0) for x in range(length + 1)} | {(length, 1), (length, -1)}
     moves = [(1, 0), (0, 1), (-1, 0), (0, -1)]
     x, y, out = 0, 0, []
@@ -108,23 +126,25 @@ def reference_episode(length, goal, actions):
         if (x + moves[action][0], y + moves[action][1]) in cells:
             x, y = x + moves[action][0], y + moves[action][1]
         done = t >= length + 1
-        out.append((float(y == goal) if done else (-1.0 / length if x < t else 0.0), done))
+        charged = x < t if penalty == "schedule" else action != 0
+        out.append((float(y == goal) if done else (-1.0 / length if charged else 0.0), done))
         if done:
             break
     return out
 
 
 @settings(derandomize=True, max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), length=st.integers(1, 12), actions=st.lists(st.integers(0, 3), min_size=14, max_size=14))
-def test_rewards_and_ends_follow_ni_et_al_and_the_episode_is_exactly_length_plus_one(seed, length, actions):
-    env, _, _ = tmaze(seed, length=length)
+@given(seed=st.integers(0, 2**31 - 1), length=st.integers(1, 12), actions=st.lists(st.integers(0, 3), min_size=14, max_size=14),
+       penalty=st.sampled_from([None, "schedule", "action"]))
+def test_rewards_and_ends_follow_ni_et_al_and_the_episode_is_exactly_length_plus_one(seed, length, actions, penalty):
+    env, _, _ = tmaze(seed, length=length, **({} if penalty is None else {"penalty": penalty}))
     goal = env.hidden_state()["goal"]
     ours = []
     for a in actions[: length + 1]:
         _, reward, terminated, truncated, _ = env.step(a)
         ours.append((reward, terminated))
         assert not truncated
-    assert ours == reference_episode(length, goal, actions)
+    assert ours == reference_episode(length, goal, actions, penalty or "schedule")
     assert [done for _, done in ours] == [False] * length + [True]
 
 
@@ -133,9 +153,10 @@ def test_the_goal_side_is_up_or_down_by_the_seed():
     assert set(sides) == {1, -1} and 80 < sides.count(1) < 120
 
 
+@pytest.mark.parametrize("options", [{}, {"penalty": "action"}, {"expose_goal": True}, {"penalty": "action", "expose_goal": True}])
 @pytest.mark.parametrize("length", [1, 2, 10, 50])
-def test_oracle_gets_one_without_penalty_in_length_plus_one_steps(length):
-    oracle = evaluate_baseline("tmaze", "oracle", episodes=16, seed=0, num_envs=4, length=length)
+def test_oracle_gets_one_without_penalty_in_length_plus_one_steps(length, options):
+    oracle = evaluate_baseline("tmaze", "oracle", episodes=16, seed=0, num_envs=4, length=length, **options)
     assert (oracle["return"] == 1.0).all() and (oracle["success"] == 1.0).all()
     assert (oracle["length"] == length + 1).all()
 
@@ -211,3 +232,62 @@ def test_a_length_1000_corridor_renders_shortened():
 def test_bad_lengths_are_refused_naming_the_value(length):
     with pytest.raises(ValueError, match=re.escape(f"length must be an integer >= 1, got {length!r}")):
         gym.make(TMAZE, length=length)
+
+
+@settings(derandomize=True, max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), length=st.integers(1, 6), actions=st.lists(st.integers(0, 3), min_size=20, max_size=20))
+def test_expose_goal_shows_the_side_at_every_step_and_changes_nothing_else(seed, length, actions):
+    plain, plain_obs, _ = tmaze(seed, length=length)
+    exposed, exposed_obs, _ = tmaze(seed, length=length, expose_goal=True)
+
+    def check():  # the plain signal or, where it would be 0 off a candidate, the goal side
+        hidden = plain.hidden_state()
+        assert exposed_obs[0] == plain_obs[0] and plain_obs[1] in (0, exposed_obs[1])
+        assert exposed_obs[1] == (plain_obs[1] if hidden["y"] != 0 else hidden["goal"] % 3)
+
+    check()
+    for action in actions:
+        plain_obs, *plain_rest = plain.step(action)
+        exposed_obs, *exposed_rest = exposed.step(action)
+        assert exposed_rest == plain_rest and exposed.hidden_state() == plain.hidden_state()
+        check()  # the last observation too, on a candidate or not
+        if plain_rest[1]:  # terminated: both start the same next episode
+            (plain_obs, _), (exposed_obs, _) = plain.reset(), exposed.reset()
+            check()
+
+
+def test_with_the_goal_exposed_a_policy_of_the_current_observation_alone_gets_one():
+    """What an MLP can learn: right until the junction, then the side the signal shows."""
+    env = gym.make_vec(TMAZE, num_envs=8, length=6, expose_goal=True, autoreset_mode="SameStep")
+    obs, _ = env.reset(seed=0)
+    returns, running = [], np.zeros(8)
+    for _ in range(7 * 4):
+        actions = np.where(obs[:, 0] == 0, RIGHT, np.where(obs[:, 1] == 1, UP, DOWN))
+        obs, reward, terminated, _, _ = env.step(actions)
+        running += reward
+        returns += running[terminated].tolist()
+        running[terminated] = 0.0
+    assert returns == [1.0] * 32
+
+
+def test_the_cue_is_highlighted_while_it_is_seen():
+    for expose_goal, seen in [(False, [True, False, False]), (True, [True, True, True])]:
+        env, _, _ = tmaze(0, length=3, expose_goal=expose_goal)
+        cue = (1 - env.hidden_state()["goal"], 1)
+        views = []
+        for _ in range(3):
+            views.append(cue in env.rules.scene(0).view)
+            env.step(RIGHT)
+        assert views == seen
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"penalty": "lag"}, "penalty must be one of ['schedule', 'action'], got 'lag'"),
+    ({"penalty": None}, "penalty must be one of ['schedule', 'action'], got None"),
+    ({"expose_goal": "yes"}, "expose_goal must be True or False, got 'yes'"),
+    ({"expose_goal": 1}, "expose_goal must be True or False, got 1"),
+])
+def test_bad_options_are_refused_naming_the_value(options, message):
+    for make in (gym.make, lambda env_id, **kwargs: gym.make_vec(env_id, num_envs=2, **kwargs)):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            make(TMAZE, **options)
