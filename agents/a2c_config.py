@@ -50,6 +50,22 @@ LR_SCHEDULES = ("constant", "linear")
 RMSPROP_EPS = 0.01 / 12_800
 
 
+EPISODE = "episode"  # --bptt episode: each step's gradient reaches back to its episode's start
+
+
+def parse_bptt(value: int | str) -> int | str:
+    """--bptt's value: an integer K >= 0, or 'episode'; a ValueError naming anything else."""
+    if value == EPISODE:
+        return EPISODE
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = None
+    if isinstance(value, bool) or number is None or str(number) != str(value).strip() or number < 0:
+        raise ValueError(f"bptt must be an integer K >= 0 or {EPISODE!r}, got {value!r}")
+    return number
+
+
 @dataclass
 class A2CConfig:
     env: str = field(default="maze", metadata={"help": f"one of {sorted(envs.ENV_IDS)}, or any registered Gymnasium id (module:EnvId imports module first)"})
@@ -59,9 +75,15 @@ class A2CConfig:
     total_steps: int = field(default=1_000_000, metadata={"help": "env frames to train for (all envs together)"})
     num_envs: int = field(default=64, metadata={"help": "B: envs stepped together (the batch)"})
     rollout: int = field(default=32, metadata={"help": "T: steps per update"})
-    bptt: int = field(
+    bptt: int | str = field(
         default=0,
-        metadata={"help": "K: steps the gradient reaches back, >= rollout (agents/window.py: the rollout's loss through the K - T steps before it); 0: the rollout"},
+        metadata={"help": "K: steps the gradient reaches back, >= rollout (agents/window.py: the rollout's loss through the K - T steps before it); "
+                          "0: the rollout; episode: every step's back to its episode's start (needs episodes of bounded length, or --bptt-max)",
+                  "parse": parse_bptt},
+    )
+    bptt_max: int = field(
+        default=0,
+        metadata={"help": "with --bptt episode: the most steps the gradient reaches back (0: the env's longest episode, which it must have)"},
     )
     optimizer: str = field(default="adam", metadata={"help": f"one of {OPTIMIZERS}"})
     learning_rate: float = 3e-4
@@ -131,18 +153,29 @@ class A2CConfig:
         check_float("max_grad_norm", self.max_grad_norm, 0, note="0: no clipping")
         if self.threads < 0:
             raise ValueError(f"threads must be >= 0 (0: torch's default), got {self.threads}")
-        if self.bptt != 0 and self.bptt < self.rollout:
-            raise ValueError(f"bptt (K) must be 0 (the rollout) or >= rollout ({self.rollout}), got {self.bptt}")
-        if self.learner == "acting_graph" and self.window > 0:
-            raise ValueError(f"learner 'acting_graph' learns from the rollout only; bptt {self.bptt} > rollout {self.rollout} "
-                             f"needs the recompute learner (--learner recompute or auto)")
+        self.bptt = parse_bptt(self.bptt)
+        if self.bptt != EPISODE and self.bptt != 0 and self.bptt < self.rollout:
+            raise ValueError(f"bptt (K) must be 0 (the rollout), >= rollout ({self.rollout}) or {EPISODE!r}, got {self.bptt}")
+        if self.bptt_max < 0 or (self.bptt_max and self.bptt != EPISODE):
+            raise ValueError(f"bptt_max caps --bptt {EPISODE}: give it with --bptt {EPISODE}, >= 0, got {self.bptt_max} with bptt {self.bptt}")
+        if self.bptt_max and self.bptt_max < self.rollout:
+            raise ValueError(f"bptt_max must be 0 (no cap) or >= rollout ({self.rollout}), got {self.bptt_max}")
+        if self.learner == "acting_graph" and self.reaches_back:
+            raise ValueError(f"learner 'acting_graph' learns from the rollout only; bptt {self.bptt} reaches further back "
+                             f"and needs the recompute learner (--learner recompute or auto)")
         if not 0 <= self.num_actors <= self.num_envs:
             raise ValueError(f"num_actors must be between 0 and num_envs ({self.num_envs}), got {self.num_actors}")
 
     @property
     def window(self) -> int:
-        """K - T: the steps before each rollout that its gradient reaches (0: the rollout alone)."""
-        return max(0, self.bptt - self.rollout)
+        """K - T: the steps before each rollout that its gradient reaches (0: the rollout alone;
+        with bptt 'episode', the steps vary: see agents/window.py)."""
+        return 0 if self.bptt == EPISODE else max(0, self.bptt - self.rollout)
+
+    @property
+    def reaches_back(self) -> bool:
+        """Whether the gradient reaches steps before the rollout (a gradient window)."""
+        return self.bptt == EPISODE or self.window > 0
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

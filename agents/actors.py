@@ -82,6 +82,14 @@ class LocalEnvs:
         run on loading), so a resumed run starts fresh episodes of it."""
         return isinstance(self.env, GridVectorEnv)
 
+    @property
+    def longest_episode(self) -> int | None:
+        """The most steps an episode can last (None: no bound known): our envs' rules say; for
+        another env, its time limit (its spec's max_episode_steps)."""
+        if isinstance(self.env, GridVectorEnv):
+            return self.env.rules.longest_episode
+        return self.env.envs[0].spec.max_episode_steps if getattr(self.env, "envs", None) and self.env.envs[0].spec else None
+
     def get_state(self) -> list[dict[str, Any] | None]:
         """The envs' full state (layouts, positions, generators) as numpy arrays and numbers, one
         entry per shard; None where the env cannot save it (stores_state)."""
@@ -111,7 +119,7 @@ class ActorPool:
         num_envs = len(seeds)
         self.num_envs, self.seeds = num_envs, list(seeds)
         self.observation_space, self.num_actions, self.info_keys = probe.observation_space, probe.num_actions, probe.info_keys
-        self.stores_state = probe.stores_state
+        self.stores_state, self.longest_episode = probe.stores_state, probe.longest_episode
         probe.close()
         context = mp.get_context("spawn")  # safe beside CUDA and threads in the learner
         n_columns, n_info = flat_size(self.observation_space), len(self.info_keys)

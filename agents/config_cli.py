@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import typing
-from typing import Any
+from typing import Any, Callable
 
 from agents.cores import core_options
 
@@ -20,7 +20,8 @@ _PARSERS = {int: int, float: float, str: str}
 
 
 def add_config_arguments(parser: argparse.ArgumentParser, config_class: type, exclude: tuple[str, ...] = ()) -> None:
-    """Add one flag per field of `config_class` (help from the field's `metadata['help']`)."""
+    """Add one flag per field of `config_class` (help from the field's `metadata['help']`; a
+    field whose values are not one plain type names its parser as `metadata['parse']`)."""
     hints = typing.get_type_hints(config_class)
     for field in dataclasses.fields(config_class):
         if field.name in exclude:
@@ -29,12 +30,27 @@ def add_config_arguments(parser: argparse.ArgumentParser, config_class: type, ex
         default = field.default if field.default is not dataclasses.MISSING else field.default_factory()
         help_text = f"{field.metadata.get('help', '')} (default: {default})".strip()
         kind = hints[field.name]
-        if kind is bool:
+        if "parse" in field.metadata:
+            parser.add_argument(flag, type=flag_type(field.metadata["parse"]), default=argparse.SUPPRESS, help=help_text,
+                                metavar=field.name.upper())
+        elif kind is bool:
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help_text)
         elif kind in _PARSERS:
             parser.add_argument(flag, type=_PARSERS[kind], default=argparse.SUPPRESS, help=help_text, metavar=field.name.upper())
         else:
             raise TypeError(f"config field {field.name} has type {kind}; flags support bool, int, float, str")
+
+
+def flag_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """`parse` as an argparse type: its ValueError's message becomes the usage error."""
+    def typed(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    typed.__name__ = parse.__name__
+    return typed
 
 
 def flag_name(field: str) -> str:
@@ -59,19 +75,23 @@ def parse_core_options(core: str, items: list[str]) -> dict[str, Any]:
     return options
 
 
-def parse_env_options(items: list[str]) -> dict[str, int | float | str]:
-    """Parse ['length=8,max_episode_steps=40', 'doors=fixed'] into env constructor options.
+def parse_env_options(items: list[str]) -> dict[str, bool | int | float | str]:
+    """Parse ['length=8,max_episode_steps=40', 'doors=fixed', 'expose_goal=true'] into env
+    constructor options.
 
-    A value is an int if it reads as one, else a float if it reads as one, else the string as
-    given. The env's constructor checks them: only it knows its options and what they allow.
+    A value is a bool if it reads true or false (any case), else an int if it reads as one, else
+    a float if it reads as one, else the string as given. The env's constructor checks them: only
+    it knows its options and what they allow.
     """
-    options: dict[str, int | float | str] = {}
+    options: dict[str, bool | int | float | str] = {}
     for _, key, text in _key_values(items, "env option", "KEY=VALUE"):
         options[key] = _number_or_text(text)
     return options
 
 
-def _number_or_text(text: str) -> int | float | str:
+def _number_or_text(text: str) -> bool | int | float | str:
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
     for kind in (int, float):
         try:
             return kind(text)

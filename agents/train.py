@@ -43,7 +43,7 @@ from tqdm import tqdm
 import envs
 from agents import distributed
 from agents.a2c import a2c_loss, gae_advantages
-from agents.a2c_config import KEEPS_ACTING_GRAPH, A2CConfig
+from agents.a2c_config import EPISODE, KEEPS_ACTING_GRAPH, A2CConfig
 from agents.actors import ActorError, make_env_pool
 from agents.checkpoint import (CheckpointError, arrays_to_tensors, checkpoint_path, load_checkpoint, run_checkpoint, save_checkpoint,
                                tensors_to_arrays)
@@ -114,7 +114,7 @@ class Trainer:
             self.optimizer = build_optimizer(config, self.policy)
             # A gradient window (--bptt > rollout) reaches steps acting's graph does not hold: recompute.
             self.keep_graph = config.learner == "acting_graph" or (
-                config.learner == "auto" and config.core in KEEPS_ACTING_GRAPH and not config.window)
+                config.learner == "auto" and config.core in KEEPS_ACTING_GRAPH and not config.reaches_back)
             # Episodes packed side by side shorten only a core whose steps run one after another.
             self.packs_episodes = config.pack_episodes and self.policy.core.sequential
             if self.keep_graph and not self.policy.can_open:
@@ -128,7 +128,7 @@ class Trainer:
                     f"cores feedback, lstm or gru), so acting and learning use the same masks; use --core-opt dropout=0 otherwise"
                 )
             self.actor = Actor(self.pool, self.policy, self.device, (self.first_env, config.num_envs))
-            self.window = GradientWindow(config.window)  # the steps before each rollout its gradient reaches
+            self.window = self.gradient_window()  # the steps before each rollout its gradient reaches
             # The learner's forward, through DistributedDataParallel under torchrun (see the module docstring).
             by_hand = self.keep_graph or self.sums_gradients
             self.learner = self.policy if by_hand else distributed.data_parallel(self.policy, self.world)
@@ -142,6 +142,18 @@ class Trainer:
         self.episodes = 0
         self.finite = FiniteWatch()  # stops training at a non-finite loss or gradient, before it is saved
         self.recent_returns: list[float] = []
+
+    def gradient_window(self) -> GradientWindow:
+        """The window --bptt asks for: K - T steps, or each running episode's (agents/window.py),
+        which needs episodes of bounded length or a cap (--bptt-max)."""
+        c = self.config
+        if c.bptt != EPISODE:
+            return GradientWindow(c.window)
+        longest = self.pool.longest_episode
+        if not c.bptt_max and longest is None:
+            raise ValueError(f"--bptt episode needs episodes of bounded length, and env {c.env!r} has no time limit; "
+                             f"cap the window with --bptt-max N (or give the env a max_episode_steps)")
+        return GradientWindow.following_episodes(c.bptt_max - c.rollout if c.bptt_max else None)
 
     def training_seeds(self, restart: int = 0) -> list[int]:
         """The seeds of this process's envs, for episodes starting at frame `restart`."""

@@ -20,6 +20,19 @@ Cost, against K = T: an update recomputes K + 1 steps instead of T + 1 (forward 
 about K / T times the learning pass's time and activation memory) plus T steps without gradients
 to advance the start state; the stored inputs are (K - T) x B x (N + 3) numbers.
 
+Following the episode (--bptt episode). A fixed K covers a step's episode only when the episode
+began at most K steps back, which depends on the rollout's phase: with T = 32 and episodes of
+L + 2 steps in lockstep (the T-maze), K = L + 1 keeps the cue in the same backward pass as its
+decision only when the episode started early enough in the rollout. `GradientWindow.following_episodes`
+instead keeps, after each rollout, exactly what the episodes still running need: for each env the
+steps since its running episode began (none where the next step begins one), so every step's
+gradient reaches its episode's first step, whatever the phase. The stored length H is the most
+any env needs (the batch is one tensor), so it varies from update to update; it is at most the
+env's longest episode minus one, or `cap` (--bptt-max K: then K - T) where episodes are longer or
+unbounded. Every env's running episode then begins inside the stored steps, so the state before
+them matters to nothing (each env's core resets at its episode's first step) and no pass is
+spent advancing it, unless the cap cut an episode.
+
 Letters: T rollout steps, H stored steps (<= K - T), B envs, N flat observation columns.
 """
 
@@ -63,15 +76,23 @@ class WindowInputs(NamedTuple):
 
 class GradientWindow:
     """Each env's last `stored` steps of inputs before the current rollout, and the core state
-    before them. `stored` = K - T; 0 keeps nothing and the learner sees the rollout alone."""
+    before them. `stored` = K - T; 0 keeps nothing and the learner sees the rollout alone. Made
+    by `following_episodes`, it keeps what the running episodes need, at most `stored` steps."""
 
-    def __init__(self, stored: int):
-        if stored < 0:
-            raise ValueError(f"a gradient window stores K - T >= 0 steps, got {stored}")
-        self.stored = stored
+    def __init__(self, stored: int | None, episodes: bool = False):
+        if (stored is None and not episodes) or (stored is not None and stored < 0):
+            raise ValueError(f"a gradient window stores K - T >= 0 steps (None: no cap, following episodes), got {stored}")
+        self.stored = stored  # the most it keeps (following episodes, None: no cap)
+        self.episodes = episodes
         self.inputs: list[torch.Tensor] | None = None  # obs, prev_action, prev_reward, first: (H, B, ...) each
         self.start_state: Any = None
-        self.starts: np.ndarray | None = None  # (H, B) bool: the stored `first` on the host, where rollouts keep it
+        self.starts: np.ndarray | None = None  # (H, B) bool: the stored `first` on the host
+
+    @classmethod
+    def following_episodes(cls, cap: int | None = None) -> "GradientWindow":
+        """A window that keeps each running episode's steps (see the module docstring), at most
+        `cap` of them (None: no cap)."""
+        return cls(cap, episodes=True)
 
     def __len__(self) -> int:
         """H: the steps stored now."""
@@ -90,33 +111,42 @@ class GradientWindow:
         return WindowInputs(*joined, self.start_state, len(self), starts)
 
     def advance(self, policy: torch.nn.Module, r: Rollout) -> None:
-        """Append the rollout's T steps and drop the oldest beyond `stored`, moving the start
-        state over the dropped steps with `policy` (no gradients; call it under the run's autocast)."""
-        if not self.stored:
+        """Append the rollout's T steps and drop the oldest beyond what is kept, moving the start
+        state over the dropped steps with `policy` where it still matters (no gradients; call it
+        under the run's autocast)."""
+        if not self.stored and not self.episodes:
             return
         new = [r.obs[:-1], r.prev_action[:-1], r.prev_reward[:-1], r.first[:-1]]
-        new_starts = None if r.starts is None else r.starts[:-1]
+        new_starts = (r.first.cpu().numpy() if r.starts is None else r.starts)  # (T + 1, B)
         if not len(self):
-            self.inputs, self.start_state, self.starts = new, r.start_state, new_starts
+            self.inputs, self.start_state, self.starts = new, r.start_state, new_starts[:-1]
         else:
             self.inputs = [torch.cat([stored, steps]) for stored, steps in zip(self.inputs, new)]
-            self.starts = None if self.starts is None or new_starts is None else np.concatenate([self.starts, new_starts])
-        dropped = len(self) - self.stored
+            self.starts = np.concatenate([self.starts, new_starts[:-1]])
+        keep, needed = self.stored, None
+        if self.episodes:
+            needed = episode_steps(self.starts, new_starts[-1])  # (B,)
+            keep = int(needed.max()) if self.stored is None else min(int(needed.max()), self.stored)
+        dropped = len(self) - keep
         if dropped > 0:
-            with torch.no_grad():
-                _, _, self.start_state = policy(*(tensor[:dropped] for tensor in self.inputs), self.start_state)
+            if needed is not None and (needed <= keep).all():  # every running episode begins in what is kept
+                self.start_state = policy.initial_state(r.first.shape[1], r.first.device)
+            else:
+                with torch.no_grad():
+                    _, _, self.start_state = policy(*(tensor[:dropped] for tensor in self.inputs), self.start_state)
             self.inputs = [tensor[dropped:] for tensor in self.inputs]
-            self.starts = None if self.starts is None else self.starts[dropped:]
+            self.starts = self.starts[dropped:]
 
     def state_dict(self) -> dict[str, Any]:
         """The stored steps and start state on the CPU, for a checkpoint."""
         inputs = None if self.inputs is None else [tensor.cpu() for tensor in self.inputs]
         start = None if self.start_state is None else state_to_plain(move_state(self.start_state, "cpu"))
-        return {"stored": self.stored, "inputs": inputs, "start_state": start}
+        return {"stored": self.stored, "episodes": self.episodes, "inputs": inputs, "start_state": start}
 
     def load_state_dict(self, saved: dict[str, Any], device: torch.device) -> None:
-        if saved["stored"] != self.stored:
-            raise ValueError(f"the checkpoint's gradient window stores {saved['stored']} steps, this run's {self.stored}")
+        if (saved["stored"], saved.get("episodes", False)) != (self.stored, self.episodes):
+            raise ValueError(f"the checkpoint's gradient window (stores {saved['stored']} steps, following episodes: "
+                             f"{saved.get('episodes', False)}) is not this run's ({self.stored}, {self.episodes})")
         self.inputs = None if saved["inputs"] is None else [tensor.to(device) for tensor in saved["inputs"]]
         self.starts = None if saved["inputs"] is None else saved["inputs"][3].cpu().numpy()
         self.start_state = None if saved["start_state"] is None else move_state(state_from_plain(saved["start_state"]), device)
@@ -124,3 +154,12 @@ class GradientWindow:
     def clear(self) -> None:
         """Forget the stored steps (episodes restart: nothing before them may matter)."""
         self.inputs, self.start_state, self.starts = None, None, None
+
+
+def episode_steps(starts: np.ndarray, next_first: np.ndarray) -> np.ndarray:
+    """(B,) steps of `starts` ((H, B) bool: the steps' `first`) that each env's running episode
+    needs: those from its last episode start on, none where the next step begins an episode, all
+    H + 1 (more than stored) where it began before them."""
+    steps = len(starts)
+    last_start = np.where(starts.any(axis=0), steps - 1 - np.argmax(starts[::-1], axis=0), -1)  # (B,) -1: none
+    return np.where(next_first, 0, steps - last_start)

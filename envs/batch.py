@@ -109,6 +109,12 @@ class BatchedRules:
         self.rngs: list[np.random.Generator | None] = [None] * self.num_envs
         self.elapsed = np.zeros(self.num_envs, dtype=np.int64)  # (N,) steps in the current episode
 
+    @property
+    def longest_episode(self) -> int | None:
+        """The most steps an episode can last (None: no bound): the time limit here; rules that
+        end every episode sooner say so (the gradient window that follows episodes needs it)."""
+        return self.max_episode_steps
+
     def reset(self, idx: np.ndarray) -> None:
         """Start new episodes in envs `idx`, drawing their randomness from their own generators."""
         u = np.empty((len(idx), self.uniforms_per_reset))  # (K, U)

@@ -107,6 +107,11 @@ class PassiveTMazeRules(BatchedRules):
         self.success = np.zeros(self.num_envs, dtype=bool)
         self.arrived = np.zeros(self.num_envs, dtype=bool)
 
+    @property
+    def longest_episode(self) -> int:
+        """L + 1: the rules end every episode then (a time limit may end it sooner)."""
+        return min(self.length + 1, self.max_episode_steps or self.length + 1)
+
     def _new_episodes(self, idx: np.ndarray, u: np.ndarray) -> None:
         self.x[idx] = 0
         self.y[idx] = 0

@@ -66,8 +66,11 @@ def seconds_per_frame(train_args: list[str], program: str = "train_a2c") -> floa
         args = parser.parse_args([*train_args, "--threads", "1", "--run-dir", run_dir])
         trainer = make_trainer(trainer_class, args, parser)
         try:
-            # A gradient window (--bptt K > rollout T) fills over K / T - 1 updates: time a full one.
-            seconds = timed_update(trainer.update, max(1, -(-trainer.config.window // trainer.config.rollout)))
+            # A gradient window (--bptt K > rollout T) fills over K / T - 1 updates, one following
+            # episodes (--bptt episode) over the longest episode's (or --bptt-max's): time a full one.
+            c = trainer.config
+            reach = (c.bptt_max or trainer.pool.longest_episode) if c.bptt == "episode" else c.window
+            seconds = timed_update(trainer.update, max(1, -(-reach // c.rollout)))
         finally:
             trainer.close()
             torch.set_num_threads(threads)

@@ -14,14 +14,20 @@ colour)) or fixed (`--doors fixed`: the cue alone says which), a time limit of 4
 
 Each (model, length, seed) is a train_a2c.py (or train_ppo.py) run of the CPU preset on the
 observation only (`--no-previous-inputs`: memory is the only way to carry the cue) with a
-gradient window covering the whole episode (`--bptt` = the episode's longest length, at least the
-rollout: agents/window.py), so that the step that must store the cue and the step rewarded for it
-are always in one backward pass. Then greedy and sampled evaluation. Models: the Feedback
+gradient window that follows the episode (`--bptt episode`: every step's gradient reaches back
+to its episode's first step whatever the rollout's phase, agents/window.py), so that the step that
+must store the cue and the step rewarded for it are always in one backward pass. (Sweeps before
+2026-11-27 used `--bptt max(rollout, L + 1)`, which with 32-step rollouts held both only for
+episodes that began early enough in their rollout: their JSON says "bptt" is missing.) Then
+greedy and sampled evaluation, and on the T-maze each run's reading by
+experiments/tmaze_policy.py (walks, reaches the junction, turns, turns the right way), so that a
+failure to explore and a failure to remember are counted run by run. Models: the Feedback
 Transformer at span 1 (the paper's "all memory sizes") and span 16 (its memory hops up to 16 steps
 at a time); the Transformer at span 16 (reach 32: the control that must fail beyond it) and at a
-span covering the episode; LSTM; GRU; the MLP (no memory) at the shortest length only, as the
-floor. A run solves a length when its greedy success is >= 0.95; a core "reaches" the longest
-length that most of its seeds solve.
+span covering the episode; LSTM and GRU with PyTorch's initialisation and with chrono
+initialisation (`gate_init=chrono`, T_max twice the episode: agents/cores/recurrent.py); the MLP
+(no memory) at the shortest length only, as the floor. A run solves a length when its greedy
+success is >= 0.95; a core "reaches" the longest length that most of its seeds solve.
 
 Frames per length follow Ni et al.'s budget for their DQN (experiments/memory_length.py:
 ni_frames: 1e6 env steps up to length 50, 2e6 at 100, 4e6 at 250 and 500, 6e6 at 750, 8e6 at
@@ -50,20 +56,24 @@ from experiments.curves import training_seconds
 from experiments.estimate import print_expected_time
 from experiments.jobs import ROOT, evaluate_job, evaluation, train_job
 from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
+from experiments import tmaze_policy
 from experiments.stats import format_interval, iqm_interval, seed_count, solved_interval
 
 SOLVED = 0.95  # greedy success at which a run counts as having solved a length
 LAYERS = 2
-# name -> (core, span: an int, "episode" (the episode's length) or None for the recurrent cores)
+# name -> (core, span: an int, "episode" (the episode's length) or None for the cores without one)
 MODELS = {
     "feedback-span1": ("feedback", 1),
     "feedback-span16": ("feedback", 16),
     "transformer-span16": ("transformer", 16),
     "transformer-episode": ("transformer", "episode"),
     "lstm": ("lstm", None),
+    "lstm-chrono": ("lstm", None),
     "gru": ("gru", None),
+    "gru-chrono": ("gru", None),
     "mlp": ("mlp", None),
 }
+CHRONO = ("lstm-chrono", "gru-chrono")  # gate_init=chrono with T_max twice the episode's length
 FLOOR = "mlp"  # run at the shortest length only
 # What evaluation reports per run: success (the right side / door), and on the T-maze whether the
 # agent got to either side in time at all (envs/tmaze.py: a failure to walk, not to remember).
@@ -122,6 +132,8 @@ def model_args(name: str, env: str, length: int, quick: bool) -> list[str]:
     """train_a2c.py's --core arguments of model `name` at this length."""
     core, span = MODELS[name]
     options = [] if span is None else [f"span={episode_steps(env, length) if span == 'episode' else span}", f"n_layers={LAYERS}"]
+    if name in CHRONO:
+        options += ["gate_init=chrono", f"t_max={2 * episode_steps(env, length)}"]
     if quick:
         options.append(QUICK_CORE[core])
     return ["--core", core, *(["--core-opt", ",".join(options)] if options else [])]
@@ -147,10 +159,9 @@ def main(argv: list[str] | None = None) -> None:
 
     def train_args(model: str, length: int, seed: int) -> list[str]:
         options = f"length={length}" + (f",max_episode_steps={4 * length},doors={args.doors}" if args.env == "corridor" else "")
-        bptt = max(rollout, episode_steps(args.env, length))
         extra = ["--entropy-coef", str(args.entropy_coef)] if args.entropy_coef is not None else []
         quick = ["--num-envs", "4", *([] if minibatches else QUICK_ALGO[args.algo])] if args.quick else []
-        return ["--env", args.env, "--env-opt", options, "--preset", "cpu", "--rollout", str(rollout), "--bptt", str(bptt),
+        return ["--env", args.env, "--env-opt", options, "--preset", "cpu", "--rollout", str(rollout), "--bptt", "episode",
                 "--no-previous-inputs", *extra, *minibatches, *shlex.split(args.train_args), *model_args(model, args.env, length, args.quick), "--seed", str(seed), *quick]
 
     training = [train_job(f"{model} L{length} seed {seed}", run_dir[(model, length), seed], train_args(model, length, seed),
@@ -168,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
     summary = {
         "command": "python -m experiments.memory_length " + shlex.join(sys.argv[1:]), "machine": launcher_description(args),
         "env": args.env, "doors": args.doors if args.env == "corridor" else None, "algo": args.algo, "num_minibatches": args.num_minibatches, "train_args": args.train_args,
-        "rollout": rollout,
+        "rollout": rollout, "bptt": "episode",
         "lengths": lengths, "frames": {str(length): frames_at(args, length) for length in lengths}, "seeds": seeds,
         "frame_scale": None if args.frames else args.frame_scale, "solved_at": SOLVED,
         "eval": f"{episodes} greedy and {episodes} sampled episodes per run",
@@ -180,6 +191,7 @@ def main(argv: list[str] | None = None) -> None:
             run = ((model, length), seed)
             agent = {"greedy": evaluation(greedy[run])["agent"], "sampled": evaluation(sampled[run])["agent"]}
             per_seed.append({"seed": seed, **{f"{how}_{key}": agent[how][key] for how in agent for key in ARRIVAL_KEYS if key in agent[how]},
+                             **({"reading": tmaze_policy.reading(str(run_dir[run]))} if args.env == "tmaze" else {}),
                              "training_seconds": round(training_seconds(run_dir[run]), 1)})
         greedy_success = np.array([run["greedy_success"] for run in per_seed])
         sampled_success = np.array([run["sampled_success"] for run in per_seed])
@@ -190,6 +202,7 @@ def main(argv: list[str] | None = None) -> None:
             "train_args": train_args(model, length, 0)[:-2] if not args.quick else None,
             "per_seed": per_seed, **stats,
             "solved": solved_interval(greedy_success, SOLVED),
+            **({"failures": failures(per_seed)} if args.env == "tmaze" else {}),
         }
     for model in summary["models"].values():
         model["reaches"] = reach(model)
@@ -198,6 +211,23 @@ def main(argv: list[str] | None = None) -> None:
     write_text(args.out / f"{args.name}.md", table(summary))
     draw(summary, args.out / f"{args.name}.png")
     print(table(summary))
+
+
+def failures(per_seed: list[dict]) -> dict[str, int]:
+    """How the cell's unsolved runs failed, counted from their readings (experiments/tmaze_policy.py):
+    did not walk the corridor; walked but did not reach the junction in time; reached it but did
+    not turn (exploration, all three); turned, but not the right way for both sides (memory);
+    did all four on the probes' two episodes yet failed evaluation's (other)."""
+    counts = {"runs_unsolved": 0, "no_walk": 0, "no_junction": 0, "no_turn": 0, "wrong_way": 0, "other": 0}
+    for run in per_seed:
+        if run["greedy_success"] >= SOLVED:
+            continue
+        r = run["reading"]
+        counts["runs_unsolved"] += 1
+        why = ("no_walk" if not r["walks"] else "no_junction" if not r["reaches_junction"] else "no_turn" if not r["turns"]
+               else "wrong_way" if not r["turns_right_way"] else "other")
+        counts[why] += 1
+    return counts
 
 
 def reach(model: dict) -> int | None:
@@ -213,23 +243,28 @@ def reach(model: dict) -> int | None:
 
 def table(summary: dict) -> str:
     task = {"tmaze": "the passive T-maze", "corridor": f"the corridor ({summary['doors']} doors)"}[summary["env"]]
+    window = "following each episode (--bptt episode)" if summary.get("bptt") == "episode" else "of max(rollout, L + 1) steps"
     rows = [f"Success on {task} against its length L, {summary['algo'].upper()}, rollouts of {summary['rollout']} steps and a "
-            f"gradient window covering the episode, the observation only; frames per length: "
+            f"gradient window {window}, the observation only; frames per length: "
             + ", ".join(f"{length}: {frames:,}" for length, frames in summary["frames"].items())
             + f". IQM over {len(summary['seeds'])} seeds [95% bootstrap CI]; arrived (T-maze): on either side at the end, "
             f"so success / arrived is memory and arrived is walking; solved: greedy success >= {summary['solved_at']} "
-            "(runs, probability [Wilson 95% CI]).\n",
-            "| model | L | greedy success | sampled success | arrived (greedy, sampled) | solved | greedy per seed | training time per run |",
-            "|---|---|---|---|---|---|---|---|"]
+            "(runs, probability [Wilson 95% CI]); unsolved runs by their reading (T-maze): did not walk / did not reach the "
+            "junction / did not turn / turned the wrong way / other.\n",
+            "| model | L | greedy success | sampled success | arrived (greedy, sampled) | solved | unsolved: walk / junction / turn / wrong way / other "
+            "| greedy per seed | training time per run |",
+            "|---|---|---|---|---|---|---|---|---|"]
     for name, model in summary["models"].items():
         for length, cell in model["lengths"].items():
             solved = cell["solved"]
             per_seed = ", ".join(f"{run['greedy_success']:.2f}" for run in cell["per_seed"])
             minutes = np.mean([run["training_seconds"] for run in cell["per_seed"]]) / 60
             arrived = f"{cell['greedy_arrived']['iqm']:.2f}, {cell['sampled_arrived']['iqm']:.2f}" if "greedy_arrived" in cell else "-"
+            failed = cell.get("failures")
+            why = " / ".join(str(failed[key]) for key in ("no_walk", "no_junction", "no_turn", "wrong_way", "other")) if failed else "-"
             rows.append(f"| {name} | {length} | {format_interval(cell['greedy'])} | {format_interval(cell['sampled'])} | {arrived} | "
                         f"{solved['solved']} of {solved['runs']}, {solved['solved'] / solved['runs']:.2f} "
-                        f"[{solved['ci_low']:.2f}, {solved['ci_high']:.2f}] | {per_seed} | {minutes:.1f} min |")
+                        f"[{solved['ci_low']:.2f}, {solved['ci_high']:.2f}] | {why} | {per_seed} | {minutes:.1f} min |")
     rows += ["", "Longest length solved by most seeds (and every shorter one): "
              + ", ".join(f"{name} {model['reaches'] or 'none'}" for name, model in summary["models"].items()) + "."]
     return "\n".join(rows) + "\n"

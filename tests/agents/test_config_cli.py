@@ -7,10 +7,10 @@ from agents.config_cli import parse_core_options, parse_env_options
 from agents.cores import make_core
 
 
-def test_env_options_are_ints_floats_or_strings():
-    options = parse_env_options(["length=8,max_episode_steps=32", "doors=fixed", "scale=0.5"])
-    assert options == {"length": 8, "max_episode_steps": 32, "doors": "fixed", "scale": 0.5}
-    assert type(options["length"]) is int and type(options["scale"]) is float
+def test_env_options_are_bools_ints_floats_or_strings():
+    options = parse_env_options(["length=8,max_episode_steps=32", "doors=fixed", "scale=0.5", "expose_goal=True,show_time=false"])
+    assert options == {"length": 8, "max_episode_steps": 32, "doors": "fixed", "scale": 0.5, "expose_goal": True, "show_time": False}
+    assert type(options["length"]) is int and type(options["scale"]) is float and options["expose_goal"] is True
 
 
 def test_an_env_option_without_a_value_is_refused():

@@ -162,9 +162,13 @@ def test_the_window_fills_then_holds_k_minus_t_steps(tmp_path):
 @pytest.mark.parametrize(
     "fields, message",
     [
-        (dict(bptt=4), r"bptt \(K\) must be 0 \(the rollout\) or >= rollout \(8\), got 4"),
-        (dict(bptt=-8), r"bptt \(K\) must be 0 \(the rollout\) or >= rollout \(8\), got -8"),
-        (dict(bptt=16, learner="acting_graph"), r"learner 'acting_graph' learns from the rollout only; bptt 16 > rollout 8"),
+        (dict(bptt=4), r"bptt \(K\) must be 0 \(the rollout\), >= rollout \(8\) or 'episode', got 4"),
+        (dict(bptt=-8), r"bptt must be an integer K >= 0 or 'episode', got -8"),
+        (dict(bptt="forever"), r"bptt must be an integer K >= 0 or 'episode', got 'forever'"),
+        (dict(bptt=16, learner="acting_graph"), r"learner 'acting_graph' learns from the rollout only; bptt 16 reaches further back"),
+        (dict(bptt="episode", learner="acting_graph"), r"learner 'acting_graph' learns from the rollout only; bptt episode reaches"),
+        (dict(bptt=16, bptt_max=32), r"bptt_max caps --bptt episode: give it with --bptt episode"),
+        (dict(bptt="episode", bptt_max=4), r"bptt_max must be 0 \(no cap\) or >= rollout \(8\), got 4"),
     ],
 )
 def test_a_bad_window_is_refused_naming_it(tmp_path, fields, message):
@@ -193,3 +197,99 @@ def test_the_feedback_cores_window_gradient_equals_the_reference_models(tmp_path
     slow = update_gradients(twin, as_reference(previous), as_reference(current))
     for got, want in zip(fast, slow):
         torch.testing.assert_close(got, want, **close32(terms=2 * STEPS * ENVS, scale=float(want.abs().max())))
+
+
+TMAZE = 5  # episodes of L + 1 = 6 steps and a reset step: one every 7 steps, in lockstep, so with
+# rollouts of 4 every phase of an episode against a rollout comes round within 7 updates
+
+
+def tmaze(tmp_path, core, algo, bptt, updates=8, **fields):
+    options = {"lstm": {"hidden_size": 8}, "feedback": {"d_model": 8, "n_layers": 1, "n_heads": 2, "span": 2},
+               "transformer": {"d_model": 8, "n_layers": 1, "n_heads": 2, "span": 8}}[core]
+    given = dict(env="tmaze", core=core, num_envs=2, rollout=4, total_steps=updates * 8, seed=1, run_dir=str(tmp_path),
+                 core_options=options, env_options={"length": TMAZE}, threads=1, bptt=bptt, **fields)
+    if algo == "ppo":
+        given.update(num_minibatches=1, update_epochs=1)
+    return resolve_config(given, LEARNERS[algo][1])
+
+
+def decisions_see_their_cue(trainer) -> list[bool]:
+    """For each decision (an episode's last step) in each update's rollout: whether its episode's
+    first step, the cue, is among the learning call's inputs and swapping it changes the decision's
+    logits (so reaches its gradient)."""
+    seen, learning_inputs = [], trainer.window.learning_inputs
+
+    def inspected(r, bootstrap):
+        w = learning_inputs(r, bootstrap)
+        with torch.no_grad():
+            logits, _ = w.call(trainer.policy, packed=False)
+            for t, b in torch.nonzero(r.terminated).tolist():
+                decision, cue = w.skip + t, w.skip + t - TMAZE
+                if cue < 0 or not w.first[cue, b]:
+                    seen.append(False)
+                    continue
+                obs = w.obs.clone()
+                obs[cue, b, 1] = 3 - obs[cue, b, 1]  # the signal: 1 up <-> 2 down
+                swapped, _ = w._replace(obs=obs).call(trainer.policy, packed=False)
+                seen.append(not torch.equal(swapped[decision, b], logits[decision, b]))
+        return w
+
+    trainer.window.learning_inputs = inspected
+    try:
+        trainer.train()
+    finally:
+        trainer.close()
+    return seen
+
+
+@pytest.mark.parametrize("algo", ["a2c", "ppo"])
+@pytest.mark.parametrize("core", ["lstm", "feedback", "transformer"])
+def test_following_episodes_every_decision_sees_its_cue_at_every_phase(tmp_path, core, algo):
+    # Under a fixed K = max(T, L + 1) = 6 (what the memory-length sweep used), the cue of an episode
+    # that began in the rollout before is outside the learning call for some phases (test below).
+    seen = decisions_see_their_cue(LEARNERS[algo][0](tmaze(tmp_path, core, algo, "episode")))
+    assert len(seen) >= 4 and all(seen)
+
+
+def test_a_fixed_window_of_the_episodes_length_misses_cues_at_some_phases(tmp_path):
+    seen = decisions_see_their_cue(Trainer(tmaze(tmp_path, "lstm", "a2c", TMAZE + 1)))
+    assert len(seen) >= 4 and not all(seen) and any(seen)
+
+
+def test_following_episodes_stores_only_what_running_episodes_need(tmp_path):
+    # Episodes of 7 steps in lockstep: after update u, 4u steps have passed, and the running
+    # episode began at the last multiple of 7 (none is stored when the next step begins one).
+    trainer = Trainer(tmaze(tmp_path, "lstm", "a2c", "episode"))
+    try:
+        lengths = []
+        for _ in range(7):
+            trainer.update()
+            lengths.append(len(trainer.window))
+    finally:
+        trainer.close()
+    assert lengths == [(4 * u) % 7 for u in range(1, 8)]
+
+
+def test_following_episodes_needs_a_bounded_episode_or_a_cap(tmp_path):
+    config = tmaze(tmp_path, "lstm", "a2c", "episode")
+    with pytest.raises(ValueError, match="--bptt episode needs episodes of bounded length, and env 'Blackjack-v1' has no time limit"):
+        Trainer(dataclasses.replace(config, env="Blackjack-v1", env_options={}))
+    capped = Trainer(dataclasses.replace(config, bptt_max=8))  # at most 8 - 4 stored: every cut episode's start state advanced
+    try:
+        for _ in range(7):
+            capped.update()
+            assert len(capped.window) <= 4
+    finally:
+        capped.close()
+
+
+def test_resume_keeps_the_episode_window(tmp_path):
+    straight = trained_parameters(tmaze(tmp_path / "straight", "lstm", "a2c", "episode", updates=6))
+    trained_parameters(tmaze(tmp_path / "split", "lstm", "a2c", "episode", updates=3))
+    resumed = Trainer.from_checkpoint(str(tmp_path / "split"), {"total_steps": 6 * 8})
+    try:
+        assert len(resumed.window) == (3 * 4) % 7 and resumed.window.episodes
+        resumed.train()
+    finally:
+        resumed.close()
+    assert_same_parameters(straight, resumed.policy.state_dict())

@@ -212,28 +212,35 @@ def test_a_ppo_corridor_span_run_takes_the_minibatches_asked_for(tmp_path, monke
     assert "of PPO (4 minibatches per epoch)" in (out / "corridor_span_ppo.md").read_text()
 
 
-def test_a_quick_memory_length_experiment_covers_the_episode_with_the_gradient_window(tmp_path, monkeypatch):
-    """Every run's --bptt covers its episode (L + 1 on the T-maze), the episode-span Transformer's
-    span too; the MLP runs at the shortest length only; JSON, table and figure are written."""
+def test_a_quick_memory_length_experiment_follows_the_episode_with_the_gradient_window(tmp_path, monkeypatch):
+    """Every run's gradient window follows its episode (--bptt episode), the episode-span
+    Transformer's span covers it (L + 1 on the T-maze), chrono's T_max is twice it; the MLP runs at
+    the shortest length only; each run's reading and each cell's failures are in the JSON; JSON,
+    table and figure are written."""
     from experiments import memory_length
 
     out = tmp_path / "out"
-    argv = ["--quick", "--lengths", "2", "4", "--models", "transformer-episode", "mlp", "--seeds", "2", "--frames", "64",
+    argv = ["--quick", "--lengths", "2", "4", "--models", "transformer-episode", "lstm-chrono", "mlp", "--seeds", "2", "--frames", "64",
             "--rollout", "2", "--eval-episodes", "2", "--train-args", "--learning-rate 0.002", "--runs-dir", str(tmp_path / "runs"), "--out", str(out), "--jobs", "2"]
     monkeypatch.setattr(sys, "argv", ["memory_length"] + argv)
     memory_length.main(argv)
     summary = json.loads((out / "memory_length_tmaze.json").read_text())
     assert {name: sorted(model["lengths"]) for name, model in summary["models"].items()} == {
-        "transformer-episode": ["2", "4"], "mlp": ["2"]}
+        "transformer-episode": ["2", "4"], "lstm-chrono": ["2", "4"], "mlp": ["2"]}
     for length in (2, 4):
         config = json.loads((tmp_path / "runs" / "transformer-episode" / f"L{length}" / "seed1" / "config.json").read_text())
-        assert (config["bptt"], config["rollout"], config["core_options"]["span"]) == (length + 1, 2, length + 1)
+        assert (config["bptt"], config["rollout"], config["core_options"]["span"]) == ("episode", 2, length + 1)
+        chrono = json.loads((tmp_path / "runs" / "lstm-chrono" / f"L{length}" / "seed1" / "config.json").read_text())["core_options"]
+        assert (chrono["gate_init"], chrono["t_max"]) == ("chrono", 2 * (length + 1))
         assert config["previous_inputs"] is False and config["env_options"] == {"length": length}
         assert config["learning_rate"] == 0.002  # --train-args reach every run
     cell = summary["models"]["transformer-episode"]["lengths"]["4"]
     assert [run["seed"] for run in cell["per_seed"]] == [0, 1]
     assert all(0.0 <= run[key] <= 1.0 for run in cell["per_seed"] for key in ("greedy_success", "sampled_success"))
-    assert cell["solved"]["runs"] == 2
+    assert cell["solved"]["runs"] == 2 and summary["bptt"] == "episode"
+    assert all(sorted(run["reading"]) == ["reaches_junction", "turns", "turns_right_way", "walks"] for run in cell["per_seed"])
+    unsolved = sum(run["greedy_success"] < 0.95 for run in cell["per_seed"])
+    assert cell["failures"]["runs_unsolved"] == unsolved == sum(v for k, v in cell["failures"].items() if k != "runs_unsolved")
     assert (out / "memory_length_tmaze.png").stat().st_size > 0
     assert "| transformer-episode | 4 |" in (out / "memory_length_tmaze.md").read_text()
 
