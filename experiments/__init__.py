@@ -12,6 +12,8 @@ markdown table and figures. An interrupted experiment resumes where it stopped w
     mazes.py          the mazes (Figures 4 and 6 of the paper) at a CPU budget
     corridor_span.py  the corridor against the attention span (Figure 3)
     head_init.py      how the actor and critic heads start, and what it does to learning
+    memory_length.py  how far back each core remembers: success against the T-maze's length, each run's reading
+    window_cost.py    what a gradient window that follows the episode costs: time to solve against fixed and aligned
     ppo_peers.py      our PPO beside sb3-contrib's RecurrentPPO and CleanRL's ppo_trxl, same task and settings
     peer_envs.py      MiniGrid Memory as ppo_trxl's recipe sees it, as symbols, for every agent
     peer_sb3.py       one RecurrentPPO run, logged as ours are

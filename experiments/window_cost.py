@@ -1,0 +1,160 @@
+"""What a gradient window that follows the episode costs: training time to solve the T-maze with
+`--bptt episode`, a fixed window covering every phase, and rollouts aligned to the episode.
+
+    python -m experiments.window_cost                     # L = 64 and 256, 3 seeds, the LSTM with chrono gates
+    python -m experiments.window_cost --lengths 64 --seeds 3 --frames 1500000
+
+The passive T-maze's episodes (envs/tmaze.py) last L + 1 steps and, with the reset step of
+NEXT_STEP autoreset, begin every L + 2 steps in lockstep. Three ways for every decision's
+gradient to reach its cue, L steps back, on the same A2C learner and core:
+- `episode`: 32-step rollouts, `--bptt episode` (agents/window.py: each env's running episode);
+- `covering`: 32-step rollouts, `--bptt L + 32`, a fixed window that covers the episode at every
+  phase (it stores L steps before each rollout);
+- `aligned`: rollouts of L + 2 steps, one whole episode each, and no window: the rollout is the
+  episode, but an update comes once an episode instead of every 32 steps.
+An update of the first two costs about the same (H + 33 steps recomputed, H <= L stored); the
+third makes 32 / (L + 2) as many updates per frame, each over L + 3 steps.
+
+Each run trains the CPU preset's LSTM with chrono initialisation (gate_init=chrono, T_max twice
+the episode: the initialisation that reaches these lengths), on the observation only, for the
+length's frames. The measure is its training time to solve: the training seconds (acting and
+learning, from the frames per second logged at every update: experiments/curves.py) until the
+success rate of the episodes that ended over the last 4 (L + 2) x B frames first reaches 0.95.
+Writes NAME.json (per-seed seconds, frames and updates to solve, seconds per update, commands,
+machine) and NAME.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from agents.a2c_config import preset_values
+from agents.plot_curves import read_scalars
+from agents.records import write_json, write_text
+from envs.cli import positive_int
+from experiments.cli import QUICK_FRAMES, Distinct, add_output_arguments, runs_folder
+from experiments.estimate import print_expected_time
+from experiments.jobs import ROOT, train_job
+from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
+from experiments.stats import iqm_interval, seed_count
+
+SOLVED = 0.95  # training success over the recent episodes at which a run counts as solved
+RECENT_EPISODES_PER_ENV = 4  # the success rate is over the episodes of the last 4 (L + 2) x B frames
+MODES = ("episode", "covering", "aligned")
+FRAMES = {64: 1_500_000, 256: 3_000_000}  # per length, from the issue's one-seed probe (LSTM with chrono gates, A2C)
+ROLLOUT = 32
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lengths", nargs="+", type=positive_int, action=Distinct, default=sorted(FRAMES))
+    parser.add_argument("--modes", nargs="+", choices=MODES, action=Distinct, default=list(MODES))
+    parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 (default: 3)")
+    parser.add_argument("--frames", type=positive_int, default=None,
+                        help=f"env frames per run at every length (default: {', '.join(f'{k}: {v:,}' for k, v in FRAMES.items())}; "
+                             "others take the longest's)")
+    parser.add_argument("--name", default="window_cost", help="output file stem (default: window_cost)")
+    parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/NAME)")
+    add_output_arguments(parser)
+    add_launcher_arguments(parser)
+    return parser
+
+
+def frames_at(args: argparse.Namespace, length: int) -> int:
+    if args.frames:
+        return args.frames
+    if args.quick:
+        return QUICK_FRAMES
+    return FRAMES.get(length, max(FRAMES.values()))
+
+
+def train_args(mode: str, length: int, seed: int, quick: bool) -> list[str]:
+    """train_a2c.py's flags for one run (the frames, run folder and threads come from the job)."""
+    window = {"episode": ["--rollout", str(ROLLOUT), "--bptt", "episode"],
+              "covering": ["--rollout", str(ROLLOUT), "--bptt", str(length + ROLLOUT)],
+              "aligned": ["--rollout", str(length + 2)]}[mode]
+    options = f"gate_init=chrono,t_max={2 * (length + 1)}" + (",hidden_size=8" if quick else "")
+    return ["--env", "tmaze", "--env-opt", f"length={length}", "--preset", "cpu", "--no-previous-inputs", "--core", "lstm",
+            "--core-opt", options, *window, "--seed", str(seed), *(["--num-envs", "4"] if quick else [])]
+
+
+def to_solve(run_dir: Path, length: int, num_envs: int) -> dict[str, float | int | None]:
+    """The run's training seconds, frames and updates until its recent success first reached
+    SOLVED (None each where it never did), its seconds per update and its whole training time."""
+    steps, success = read_scalars(str(run_dir), "charts/success")
+    sps_steps, frames_per_second = read_scalars(str(run_dir), "charts/SPS")
+    seconds = np.cumsum(np.diff(sps_steps, prepend=0) / frames_per_second)  # after each update
+    span = RECENT_EPISODES_PER_ENV * (length + 2) * num_envs
+    recent = np.array([success[(steps > step - span) & (steps <= step)].mean() for step in steps])
+    reached = np.flatnonzero((recent >= SOLVED) & (steps >= span))
+    at = int(steps[reached[0]]) if len(reached) else None
+    update = None if at is None else int(np.searchsorted(sps_steps, at)) + 1
+    return {"seconds_to_solve": None if at is None else round(float(seconds[update - 1]), 1), "frames_to_solve": at,
+            "updates_to_solve": update, "seconds_per_update": round(float(seconds[-1] / len(seconds)), 4),
+            "training_seconds": round(float(seconds[-1]), 1), "updates": len(seconds)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    runs_dir = runs_folder(args, ROOT / "runs" / "experiments" / args.name)
+    seeds, lengths = list(range(args.seeds)), sorted(args.lengths)
+    runs = [(length, mode, seed) for length in lengths for mode in args.modes for seed in seeds]
+    run_dir = {run: runs_dir / f"L{run[0]}" / run[1] / f"seed{run[2]}" for run in runs}
+    training = [train_job(f"L{length} {mode} seed {seed}", run_dir[length, mode, seed], train_args(mode, length, seed, args.quick),
+                          frames_at(args, length)) for length, mode, seed in runs]
+    print(f"{len(runs)} runs ({len(lengths)} lengths x {len(args.modes)} modes x {len(seeds)} seeds), {where_runs_go(args)}, in {runs_dir}")
+    if not (args.quick or args.no_estimate):
+        print_expected_time(training, args.jobs)
+    started = time.time()
+    run_stages({"training": training}, args)
+
+    num_envs = 4 if args.quick else preset_values("tmaze", "lstm", "cpu")[0].get("num_envs", 64)
+    summary = {
+        "command": "python -m experiments.window_cost " + shlex.join(sys.argv[1:]), "machine": launcher_description(args),
+        "core": "lstm, gate_init=chrono, t_max = 2 (L + 1), the CPU preset", "solved_at": SOLVED,
+        "solved_means": f"training success over the episodes of the last {RECENT_EPISODES_PER_ENV} (L + 2) x {num_envs} frames",
+        "frames": {str(length): frames_at(args, length) for length in lengths}, "seeds": seeds,
+        "wall_seconds_this_invocation": round(time.time() - started, 1), "lengths": {},
+    }
+    for length in lengths:
+        cells = summary["lengths"].setdefault(str(length), {})
+        for mode in args.modes:
+            per_seed = [{"seed": seed, **to_solve(run_dir[length, mode, seed], length, num_envs)} for seed in seeds]
+            solved = [run["seconds_to_solve"] for run in per_seed if run["seconds_to_solve"] is not None]
+            cells[mode] = {"train_args": train_args(mode, length, 0, args.quick)[:-2] if not args.quick else None,
+                           "per_seed": per_seed, "solved": len(solved), "runs": len(seeds),
+                           "seconds_per_update": iqm_interval({"x": np.array([run["seconds_per_update"] for run in per_seed])})["x"],
+                           "seconds_to_solve": iqm_interval({"x": np.array(solved)})["x"] if len(solved) == len(seeds) else None}
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_json(args.out / f"{args.name}.json", summary, indent=1)
+    write_text(args.out / f"{args.name}.md", table(summary))
+    print(table(summary))
+
+
+def table(summary: dict) -> str:
+    rows = [f"Training time to solve the passive T-maze (success >= {summary['solved_at']}, {summary['solved_means']}), "
+            f"{summary['core']}, A2C; frames per length: " + ", ".join(f"{k}: {v:,}" for k, v in summary["frames"].items())
+            + f"; {len(summary['seeds'])} seeds, IQM [95% bootstrap CI] where every seed solved.\n",
+            "| L | window | solved | seconds to solve (IQM) | seconds to solve per seed | updates to solve per seed | seconds per update (IQM) |",
+            "|---|---|---|---|---|---|---|"]
+    for length, cells in summary["lengths"].items():
+        for mode, cell in cells.items():
+            interval = cell["seconds_to_solve"]
+            iqm = f"{interval['iqm']:.0f} [{interval['ci_low']:.0f}, {interval['ci_high']:.0f}]" if interval else "-"
+            per_seed = ", ".join("-" if run["seconds_to_solve"] is None else f"{run['seconds_to_solve']:.0f}" for run in cell["per_seed"])
+            updates = ", ".join("-" if run["updates_to_solve"] is None else str(run["updates_to_solve"]) for run in cell["per_seed"])
+            per_update = cell["seconds_per_update"]
+            rows.append(f"| {length} | {mode} | {cell['solved']} of {cell['runs']} | {iqm} | {per_seed} | {updates} | "
+                        f"{per_update['iqm']:.3f} [{per_update['ci_low']:.3f}, {per_update['ci_high']:.3f}] |")
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    main()
