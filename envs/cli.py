@@ -17,26 +17,25 @@ def env_name(text: str) -> str:
     return text
 
 
+def int_at_least(text: str, low: int, what: str) -> int:
+    """`text` as an integer >= `low`; an argparse error "{what} an integer >= low, got ..." otherwise."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{what} an integer >= {low}, got {text!r}") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"{what} an integer >= {low}, got {value}")
+    return value
+
+
 def env_seed(text: str) -> int:
     """A seed: an integer >= 0, as numpy and gymnasium take it (they refuse a negative one, but
     only once the env is made, with a traceback)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a seed is an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"a seed is an integer >= 0, got {value}")
-    return value
+    return int_at_least(text, 0, "a seed is")
 
 
 def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
-    return value
+    return int_at_least(text, 1, "must be")
 
 
 def non_negative_float(text: str) -> float:

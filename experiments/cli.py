@@ -18,6 +18,13 @@ QUICK_FRAMES = 4_096  # --quick's runs when --frames is not given: a test of the
 QUICK_ALGO = {"a2c": [], "ppo": ["--num-minibatches", "2"]}  # --quick runs have 4 envs, which PPO's 8 minibatches cannot split
 
 
+def run_frames(args: argparse.Namespace, budget: int) -> int:
+    """A run's frames: --frames where given, QUICK_FRAMES with --quick, else the experiment's `budget`."""
+    if args.frames:
+        return args.frames
+    return QUICK_FRAMES if args.quick else budget
+
+
 class Distinct(argparse.Action):
     """`action=Distinct` for a list flag (nargs "+" or "*"): exit 2 if two of its values are the
     same by `key` (default: equal; for envs, `key=envs.short_name`, since "maze" and

@@ -51,7 +51,7 @@ from agents.a2c_config import preset_values
 from agents.plot_curves import save_figure
 from agents.records import write_json, write_text
 from envs.cli import non_negative_float, positive_float, positive_int
-from experiments.cli import Distinct, QUICK_ALGO, QUICK_FRAMES, add_algo_argument, add_minibatches_argument, add_output_arguments, minibatch_args, runs_folder
+from experiments.cli import Distinct, QUICK_ALGO, add_algo_argument, add_minibatches_argument, add_output_arguments, minibatch_args, run_frames, runs_folder
 from experiments.curves import training_seconds
 from experiments.estimate import print_expected_time
 from experiments.jobs import ROOT, evaluate_job, evaluation, train_job
@@ -121,11 +121,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def frames_at(args: argparse.Namespace, length: int) -> int:
-    if args.frames:
-        return args.frames
-    if args.quick:
-        return QUICK_FRAMES
-    return max(1, round(ni_frames(length) * args.frame_scale))
+    return run_frames(args, max(1, round(ni_frames(length) * args.frame_scale)))
 
 
 def model_args(name: str, env: str, length: int, quick: bool) -> list[str]:

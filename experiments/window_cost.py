@@ -38,7 +38,7 @@ from agents.a2c_config import preset_values
 from agents.plot_curves import read_scalars
 from agents.records import write_json, write_text
 from envs.cli import positive_int
-from experiments.cli import QUICK_FRAMES, Distinct, add_output_arguments, runs_folder
+from experiments.cli import Distinct, add_output_arguments, run_frames, runs_folder
 from experiments.estimate import print_expected_time
 from experiments.jobs import ROOT, train_job
 from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
@@ -67,11 +67,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def frames_at(args: argparse.Namespace, length: int) -> int:
-    if args.frames:
-        return args.frames
-    if args.quick:
-        return QUICK_FRAMES
-    return FRAMES.get(length, max(FRAMES.values()))
+    return run_frames(args, FRAMES.get(length, max(FRAMES.values())))
 
 
 def train_args(mode: str, length: int, seed: int, quick: bool) -> list[str]:
