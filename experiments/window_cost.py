@@ -1,12 +1,14 @@
-"""What a gradient window that follows the episode costs: training time to solve the T-maze with
+"""What a gradient window that follows the episode costs: training time to solve a recall task with
 `--bptt episode`, a fixed window covering every phase, and rollouts aligned to the episode.
 
-    python -m experiments.window_cost                     # L = 64 and 256, 3 seeds, the LSTM with chrono gates
-    python -m experiments.window_cost --lengths 64 --seeds 3 --frames 1500000
+    python -m experiments.window_cost                     # MemoryLength, L = 64 and 256, 3 seeds, the LSTM with chrono gates
+    python -m experiments.window_cost --env tmaze --lengths 64
 
-The passive T-maze's episodes (envs/tmaze.py) last L + 1 steps and, with the reset step of
-NEXT_STEP autoreset, begin every L + 2 steps in lockstep. Three ways for every decision's
-gradient to reach its cue, L steps back, on the same A2C learner and core:
+The envs: MemoryLength (envs/memory_length.py, bsuite's memory_len: recall one bit after L steps,
+no exploration needed; the default) or the passive T-maze (envs/tmaze.py, where the turn must be
+found first). Both have episodes of L + 1 steps, which with the reset step of NEXT_STEP autoreset
+begin every L + 2 steps in lockstep. Three ways for every decision's gradient to reach its cue, L
+steps back, on the same A2C learner and core:
 - `episode`: 32-step rollouts, `--bptt episode` (agents/window.py: each env's running episode);
 - `covering`: 32-step rollouts, `--bptt L + 32`, a fixed window that covers the episode at every
   phase (it stores L steps before each rollout);
@@ -16,8 +18,8 @@ An update of the first two costs about the same (H + 33 steps recomputed, H <= L
 third makes 32 / (L + 2) as many updates per frame, each over L + 3 steps.
 
 Each run trains the CPU preset's LSTM with chrono initialisation (gate_init=chrono, T_max twice
-the episode: the initialisation that reaches these lengths), on the observation only, for the
-length's frames. The measure is its training time to solve: the training seconds (acting and
+the episode: the initialisation that reached these lengths on the recall task in the issue's
+one-seed probe), on the observation only, for the length's frames. The measure is its training time to solve: the training seconds (acting and
 learning, from the frames per second logged at every update: experiments/curves.py) until the
 success rate of the episodes that ended over the last 4 (L + 2) x B frames first reaches 0.95.
 Writes NAME.json (per-seed seconds, frames and updates to solve, seconds per update, commands,
@@ -47,19 +49,21 @@ from experiments.stats import iqm_interval, seed_count
 SOLVED = 0.95  # training success over the recent episodes at which a run counts as solved
 RECENT_EPISODES_PER_ENV = 4  # the success rate is over the episodes of the last 4 (L + 2) x B frames
 MODES = ("episode", "covering", "aligned")
-FRAMES = {64: 1_500_000, 256: 3_000_000}  # per length, from the issue's one-seed probe (LSTM with chrono gates, A2C)
+FRAMES = {64: 1_500_000, 256: 3_000_000}  # per length, from the issue's one-seed probe (recall, LSTM with chrono gates, A2C)
+ENVS = ("memory_length", "tmaze")
 ROLLOUT = 32
 
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--env", choices=ENVS, default=ENVS[0], help=f"the task (default: {ENVS[0]})")
     parser.add_argument("--lengths", nargs="+", type=positive_int, action=Distinct, default=sorted(FRAMES))
     parser.add_argument("--modes", nargs="+", choices=MODES, action=Distinct, default=list(MODES))
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 (default: 3)")
     parser.add_argument("--frames", type=positive_int, default=None,
                         help=f"env frames per run at every length (default: {', '.join(f'{k}: {v:,}' for k, v in FRAMES.items())}; "
                              "others take the longest's)")
-    parser.add_argument("--name", default="window_cost", help="output file stem (default: window_cost)")
+    parser.add_argument("--name", default=None, help="output file stem (default: window_cost_ENV)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/NAME)")
     add_output_arguments(parser)
     add_launcher_arguments(parser)
@@ -70,13 +74,13 @@ def frames_at(args: argparse.Namespace, length: int) -> int:
     return run_frames(args, FRAMES.get(length, max(FRAMES.values())))
 
 
-def train_args(mode: str, length: int, seed: int, quick: bool) -> list[str]:
+def train_args(env: str, mode: str, length: int, seed: int, quick: bool) -> list[str]:
     """train_a2c.py's flags for one run (the frames, run folder and threads come from the job)."""
     window = {"episode": ["--rollout", str(ROLLOUT), "--bptt", "episode"],
               "covering": ["--rollout", str(ROLLOUT), "--bptt", str(length + ROLLOUT)],
               "aligned": ["--rollout", str(length + 2)]}[mode]
     options = f"gate_init=chrono,t_max={2 * (length + 1)}" + (",hidden_size=8" if quick else "")
-    return ["--env", "tmaze", "--env-opt", f"length={length}", "--preset", "cpu", "--no-previous-inputs", "--core", "lstm",
+    return ["--env", env, "--env-opt", f"length={length}", "--preset", "cpu", "--no-previous-inputs", "--core", "lstm",
             "--core-opt", options, *window, "--seed", str(seed), *(["--num-envs", "4"] if quick else [])]
 
 
@@ -99,11 +103,12 @@ def to_solve(run_dir: Path, length: int, num_envs: int) -> dict[str, float | int
 def main(argv: list[str] | None = None) -> None:
     parser = make_parser()
     args = parser.parse_args(argv)
+    args.name = args.name or f"window_cost_{args.env}"
     runs_dir = runs_folder(args, ROOT / "runs" / "experiments" / args.name)
     seeds, lengths = list(range(args.seeds)), sorted(args.lengths)
     runs = [(length, mode, seed) for length in lengths for mode in args.modes for seed in seeds]
     run_dir = {run: runs_dir / f"L{run[0]}" / run[1] / f"seed{run[2]}" for run in runs}
-    training = [train_job(f"L{length} {mode} seed {seed}", run_dir[length, mode, seed], train_args(mode, length, seed, args.quick),
+    training = [train_job(f"L{length} {mode} seed {seed}", run_dir[length, mode, seed], train_args(args.env, mode, length, seed, args.quick),
                           frames_at(args, length)) for length, mode, seed in runs]
     print(f"{len(runs)} runs ({len(lengths)} lengths x {len(args.modes)} modes x {len(seeds)} seeds), {where_runs_go(args)}, in {runs_dir}")
     if not (args.quick or args.no_estimate):
@@ -111,10 +116,10 @@ def main(argv: list[str] | None = None) -> None:
     started = time.time()
     run_stages({"training": training}, args)
 
-    num_envs = 4 if args.quick else preset_values("tmaze", "lstm", "cpu")[0].get("num_envs", 64)
+    num_envs = 4 if args.quick else preset_values(args.env, "lstm", "cpu")[0].get("num_envs", 64)
     summary = {
         "command": "python -m experiments.window_cost " + shlex.join(sys.argv[1:]), "machine": launcher_description(args),
-        "core": "lstm, gate_init=chrono, t_max = 2 (L + 1), the CPU preset", "solved_at": SOLVED,
+        "env": args.env, "core": "lstm, gate_init=chrono, t_max = 2 (L + 1), the CPU preset", "solved_at": SOLVED,
         "solved_means": f"training success over the episodes of the last {RECENT_EPISODES_PER_ENV} (L + 2) x {num_envs} frames",
         "frames": {str(length): frames_at(args, length) for length in lengths}, "seeds": seeds,
         "wall_seconds_this_invocation": round(time.time() - started, 1), "lengths": {},
@@ -124,7 +129,7 @@ def main(argv: list[str] | None = None) -> None:
         for mode in args.modes:
             per_seed = [{"seed": seed, **to_solve(run_dir[length, mode, seed], length, num_envs)} for seed in seeds]
             solved = [run["seconds_to_solve"] for run in per_seed if run["seconds_to_solve"] is not None]
-            cells[mode] = {"train_args": train_args(mode, length, 0, args.quick)[:-2] if not args.quick else None,
+            cells[mode] = {"train_args": train_args(args.env, mode, length, 0, args.quick)[:-2] if not args.quick else None,
                            "per_seed": per_seed, "solved": len(solved), "runs": len(seeds),
                            "seconds_per_update": iqm_interval({"x": np.array([run["seconds_per_update"] for run in per_seed])})["x"],
                            "seconds_to_solve": iqm_interval({"x": np.array(solved)})["x"] if len(solved) == len(seeds) else None}
@@ -135,7 +140,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def table(summary: dict) -> str:
-    rows = [f"Training time to solve the passive T-maze (success >= {summary['solved_at']}, {summary['solved_means']}), "
+    task = {"memory_length": "MemoryLength (recall one bit)", "tmaze": "the passive T-maze"}[summary["env"]]
+    rows = [f"Training time to solve {task} (success >= {summary['solved_at']}, {summary['solved_means']}), "
             f"{summary['core']}, A2C; frames per length: " + ", ".join(f"{k}: {v:,}" for k, v in summary["frames"].items())
             + f"; {len(summary['seeds'])} seeds, IQM [95% bootstrap CI] where every seed solved.\n",
             "| L | window | solved | seconds to solve (IQM) | seconds to solve per seed | updates to solve per seed | seconds per update (IQM) |",

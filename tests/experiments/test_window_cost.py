@@ -1,5 +1,5 @@
 """experiments/window_cost.py: the training time until the recent success first reaches 0.95,
-read from a run's logged curves; the runs' flags per window; the pipeline end to end (tiny)."""
+read from a run's logged curves; the runs' flags per window and env; the pipeline end to end (tiny)."""
 
 import json
 
@@ -35,13 +35,13 @@ def test_a_run_that_never_solves_has_no_time_to_solve(tmp_path):
 @pytest.mark.parametrize("mode, window", [("episode", ["--rollout", "32", "--bptt", "episode"]),
                                           ("covering", ["--rollout", "32", "--bptt", "96"]), ("aligned", ["--rollout", "66"])])
 def test_each_window_gets_its_flags(mode, window):
-    args = window_cost.train_args(mode, 64, seed=1, quick=False)
-    assert args[-len(window) - 2:-2] == window and "gate_init=chrono,t_max=130" in args
+    args = window_cost.train_args("memory_length", mode, 64, seed=1, quick=False)
+    assert args[-len(window) - 2:-2] == window and "gate_init=chrono,t_max=130" in args and args[:2] == ["--env", "memory_length"]
 
 
 def test_a_tiny_run_of_the_pipeline_writes_its_json_and_table(tmp_path):
     window_cost.main(["--quick", "--lengths", "2", "--modes", "aligned", "--seeds", "2", "--jobs", "2",
                       "--runs-dir", str(tmp_path / "runs"), "--out", str(tmp_path / "out")])
-    cell = json.loads((tmp_path / "out" / "window_cost.json").read_text())["lengths"]["2"]["aligned"]
+    cell = json.loads((tmp_path / "out" / "window_cost_memory_length.json").read_text())["lengths"]["2"]["aligned"]
     assert [run["seed"] for run in cell["per_seed"]] == [0, 1] and cell["runs"] == 2
-    assert "| 2 | aligned |" in (tmp_path / "out" / "window_cost.md").read_text()
+    assert "| 2 | aligned |" in (tmp_path / "out" / "window_cost_memory_length.md").read_text()
