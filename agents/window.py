@@ -117,12 +117,15 @@ class GradientWindow:
         if not self.stored and not self.episodes:
             return
         new = [r.obs[:-1], r.prev_action[:-1], r.prev_reward[:-1], r.first[:-1]]
-        new_starts = (r.first.cpu().numpy() if r.starts is None else r.starts)  # (T + 1, B)
+        new_starts = r.starts  # (T + 1, B) on the host, where the rollout kept it
+        if new_starts is None and self.episodes:  # following episodes needs them: read them back
+            new_starts = r.first.cpu().numpy()
         if not len(self):
-            self.inputs, self.start_state, self.starts = new, r.start_state, new_starts[:-1]
+            self.inputs, self.start_state = new, r.start_state
+            self.starts = None if new_starts is None else new_starts[:-1]
         else:
             self.inputs = [torch.cat([stored, steps]) for stored, steps in zip(self.inputs, new)]
-            self.starts = np.concatenate([self.starts, new_starts[:-1]])
+            self.starts = None if self.starts is None or new_starts is None else np.concatenate([self.starts, new_starts[:-1]])
         keep, needed = self.stored, None
         if self.episodes:
             needed = episode_steps(self.starts, new_starts[-1])  # (B,)
@@ -135,7 +138,7 @@ class GradientWindow:
                 with torch.no_grad():
                     _, _, self.start_state = policy(*(tensor[:dropped] for tensor in self.inputs), self.start_state)
             self.inputs = [tensor[dropped:] for tensor in self.inputs]
-            self.starts = self.starts[dropped:]
+            self.starts = None if self.starts is None else self.starts[dropped:]
 
     def state_dict(self) -> dict[str, Any]:
         """The stored steps and start state on the CPU, for a checkpoint."""

@@ -150,7 +150,7 @@ def test_bad_corridor_span_arguments_exit_2_naming_the_value(argv, message, caps
 
 
 @pytest.mark.parametrize("experiment, argv, message", [
-    (mazes, ["--envs", "nowhere"], "argument --envs: unknown env 'nowhere'; choose from ['corridor', 'maze', 'maze_easy', 'tmaze', 'water_maze']"),
+    (mazes, ["--envs", "nowhere"], "argument --envs: unknown env 'nowhere'; choose from ['corridor', 'maze', 'maze_easy', 'memory_length', 'tmaze', 'water_maze']"),
     (mazes, ["--envs", "maze", "FeedbackRL/Maze-v0"], "argument --envs: 'maze' and 'FeedbackRL/Maze-v0' are the same; give each once"),
     (mazes, ["--cores", "rnn"], "argument --cores: invalid choice: 'rnn'"),
     (mazes, ["--cores", "lstm", "feedback", "lstm"], "argument --cores: 'lstm' is given twice; give each once"),
