@@ -220,18 +220,18 @@ def test_a_quick_memory_length_experiment_follows_the_episode_with_the_gradient_
     from experiments import memory_length
 
     out = tmp_path / "out"
-    argv = ["--quick", "--lengths", "2", "4", "--models", "transformer-episode", "lstm-chrono", "mlp", "--seeds", "2", "--frames", "64",
+    argv = ["--quick", "--lengths", "2", "4", "--models", "transformer-episode", "mlp", "--seeds", "2", "--frames", "64",
             "--rollout", "2", "--eval-episodes", "2", "--train-args", "--learning-rate 0.002", "--runs-dir", str(tmp_path / "runs"), "--out", str(out), "--jobs", "2"]
     monkeypatch.setattr(sys, "argv", ["memory_length"] + argv)
     memory_length.main(argv)
     summary = json.loads((out / "memory_length_tmaze.json").read_text())
     assert {name: sorted(model["lengths"]) for name, model in summary["models"].items()} == {
-        "transformer-episode": ["2", "4"], "lstm-chrono": ["2", "4"], "mlp": ["2"]}
+        "transformer-episode": ["2", "4"], "mlp": ["2"]}
     for length in (2, 4):
         config = json.loads((tmp_path / "runs" / "transformer-episode" / f"L{length}" / "seed1" / "config.json").read_text())
         assert (config["bptt"], config["rollout"], config["core_options"]["span"]) == ("episode", 2, length + 1)
-        chrono = json.loads((tmp_path / "runs" / "lstm-chrono" / f"L{length}" / "seed1" / "config.json").read_text())["core_options"]
-        assert (chrono["gate_init"], chrono["t_max"]) == ("chrono", 2 * (length + 1))
+        assert memory_length.model_args("gru-chrono", "tmaze", length, quick=False) == [
+            "--core", "gru", "--core-opt", f"gate_init=chrono,t_max={2 * (length + 1)}"]
         assert config["previous_inputs"] is False and config["env_options"] == {"length": length}
         assert config["learning_rate"] == 0.002  # --train-args reach every run
     cell = summary["models"]["transformer-episode"]["lengths"]["4"]
