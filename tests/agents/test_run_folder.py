@@ -6,7 +6,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
+import threading
 
 import pytest
 
@@ -55,14 +55,28 @@ def test_a_run_killed_before_its_first_checkpoint_leaves_a_folder_a_new_run_can_
     assert [path.name for path in events(tmp_path)] != ["events.out.tfevents.1.killed"] and len(events(tmp_path)) == 1
 
 
+def training_began(process: subprocess.Popen) -> tuple[threading.Event, list[str]]:
+    """An event set once `process`'s progress bar shows on stderr (training has begun: a stop
+    signal now saves), and the stderr read so far; stderr is drained throughout so the process
+    never blocks on a full pipe."""
+    began, seen = threading.Event(), []
+
+    def drain():
+        for chunk in iter(lambda: os.read(process.stderr.fileno(), 4096), b""):
+            seen.append(chunk.decode(errors="replace"))
+            if "%|" in "".join(seen):
+                began.set()
+
+    threading.Thread(target=drain, daemon=True).start()
+    return began, seen
+
+
 def test_a_second_trainer_is_refused_naming_the_first_ones_pid(tmp_path, capsys):
     first = subprocess.Popen([sys.executable, "train_a2c.py", *FLAGS, "--total-steps", "100000000", "--run-dir", str(tmp_path)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 120
-        while not list(tmp_path.glob("events.out.tfevents.*")):  # training has begun (a stop signal now saves)
-            assert first.poll() is None and time.monotonic() < deadline, first.stderr.read() if first.poll() is not None else "not started"
-            time.sleep(0.05)
+        began, seen = training_began(first)
+        assert began.wait(timeout=120), "".join(seen)
         err = refused(capsys, train_a2c.main, [*FLAGS, "--run-dir", str(tmp_path)])
         assert f"is in use by another run (pid {first.pid})" in err
         first.send_signal(signal.SIGTERM)
