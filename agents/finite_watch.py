@@ -11,7 +11,11 @@ trainers then save nothing, and the last good checkpoint stays.
 
 from __future__ import annotations
 
+import os
+
 import torch
+
+from agents.checkpoint import run_checkpoint
 
 
 class NonFiniteError(RuntimeError):
@@ -37,6 +41,12 @@ class FiniteWatch:
         if first:
             raise NonFiniteError(f"the loss or the gradient was not finite (NaN or infinite) at update {first}; training stopped "
                                  f"without saving the weights that followed it; {where}")
+
+    def check_run(self, run_dir: str | os.PathLike) -> None:
+        """`check` for a trainer writing checkpoints in `run_dir`: the error says where the last
+        good one is, or that nothing was saved."""
+        path = run_checkpoint(run_dir)
+        self.check(f"the last good checkpoint is {path}" if path.is_file() else "nothing was saved")
 
 
 def total_norm(parameters: list[torch.Tensor]) -> torch.Tensor:

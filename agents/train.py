@@ -274,16 +274,11 @@ class Trainer:
         """Write the checkpoint (on rank 0; under torchrun every rank must call this); a
         NonFiniteError instead if an update since the start was not finite (agents/finite_watch.py),
         which every rank raises alike (the gradients and losses it watches are summed over ranks)."""
-        self.check_finite()
+        self.finite.check_run(self.config.run_dir)
         payload = self.state_dict(with_envs)
         path = None if payload is None else save_checkpoint(run_checkpoint(self.config.run_dir), self.kind, payload)
         distributed.wait_for_all("waiting for the checkpoint to be written")
         return path
-
-    def check_finite(self) -> None:
-        """NonFiniteError if an update's loss or gradient was not finite (agents/finite_watch.py)."""
-        path = run_checkpoint(self.config.run_dir)
-        self.finite.check(f"the last good checkpoint is {path}" if path.is_file() else "nothing was saved")
 
     @classmethod
     def from_checkpoint(cls, run_dir_or_file: str, overrides: dict[str, Any] | None = None, env_modules: Collection[str] = ()) -> "Trainer":
@@ -418,7 +413,7 @@ class Trainer:
             started = time.perf_counter()
             stats, episodes = self.update()
             if self.updates % c.log_every == 0:  # as the losses are read for the log (on every rank, to stop together)
-                self.check_finite()
+                self.finite.check_run(self.config.run_dir)
             frames_per_second = c.rollout * c.num_envs / (time.perf_counter() - started)
             if writer is not None:
                 self.log(writer, stats, episodes, frames_per_second)

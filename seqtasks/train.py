@@ -154,7 +154,7 @@ class Run:
         """Write the checkpoint (on rank 0; under torchrun every rank must call this): "regime"
         and "rng" are lists of every rank's own when there are several. A NonFiniteError instead
         if an update since the start was not finite (agents/finite_watch.py), on every rank alike."""
-        self.check_finite()
+        self.finite.check_run(self.run_dir)
         own = {"regime": self.regime.state_dict(), "rng": rng_states()}  # the carried memory on the CPU
         own = distributed.gather_parts(own, self.world, "gathering the checkpoint")
         path = None
@@ -174,11 +174,6 @@ class Run:
             })
         distributed.wait_for_all("waiting for the checkpoint to be written")
         return path
-
-    def check_finite(self) -> None:
-        """NonFiniteError if an update's loss or gradient was not finite (agents/finite_watch.py)."""
-        path = run_checkpoint(self.run_dir)
-        self.finite.check(f"the last good checkpoint is {path}" if path.is_file() else "nothing was saved")
 
     def evaluate(self, split: str) -> dict[str, float]:
         """The model's metrics on `split`, computed at the run's precision."""
@@ -284,7 +279,7 @@ class Run:
             items += count  # a tensor on the device, read only when logged
             bar.update(1)
             if self.update % c.log_every == 0:
-                self.check_finite()  # as the loss is read for the log (on every rank, to stop together)
+                self.finite.check_run(self.run_dir)  # as the loss is read for the log (on every rank, to stop together)
                 rate = float(items) / (time.monotonic() - started)
                 self._scalar(writer, "losses/train", loss.item())
                 self._scalar(writer, "charts/learning_rate", self.schedule.get_last_lr()[0])
