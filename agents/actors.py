@@ -23,7 +23,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from agents.interrupt import ignore_stop_signals, stop_signals_ignored
+from durable.interrupt import ignore_stop_signals, stop_signals_ignored
 from agents.observations import check_space, flat_dtype, flat_size, flatten
 from envs.any_env import make_vector_env, metric_keys, metric_values
 from envs.vector import GridVectorEnv

@@ -11,7 +11,7 @@ CheckpointError naming the file. A format-1 checkpoint of one's own can be conve
 `python -m agents.convert_checkpoint` (agents/convert_checkpoint.py), which runs its pickle and
 so asks to be told the file is trusted.
 
-Writing goes through agents/records.py:atomic_file (temporary file, fsync, rename, folder
+Writing goes through durable/records.py:atomic_file (temporary file, fsync, rename, folder
 fsync, stop signals held back): a crash at any moment leaves either the previous checkpoint or
 the new one, never a torn file. Both trainers (agents/train.py and seqtasks) use this module.
 """
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from agents.records import atomic_file
+from durable.records import atomic_file
 
 FORMAT = 2  # 1: pickled Python objects (numpy arrays, NamedTuples, cloudpickled envs); 2: plain data only
 FILE_NAME = "checkpoint.pt"

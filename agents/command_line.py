@@ -16,7 +16,7 @@ from agents.actors import ActorError
 from agents.checkpoint import CheckpointError, existing_checkpoint, run_checkpoint
 from agents.config_cli import add_config_arguments, flag_name, given_fields, parse_core_options, parse_env_options
 from agents.finite_watch import NonFiniteError
-from agents.interrupt import exit_interrupted, stop_signals_raise
+from durable.interrupt import exit_interrupted, stop_signals_raise
 from agents.run_folder import RunFolderError, claim_until
 from agents.train import RESUMABLE_OVERRIDES, Trainer
 

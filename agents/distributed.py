@@ -29,7 +29,7 @@ from typing import Any, Callable, TypeVar
 import torch
 import torch.distributed as dist
 
-from agents.interrupt import ignore_stop_signals
+from durable.interrupt import ignore_stop_signals
 
 T = TypeVar("T")
 TIMEOUT_VARIABLE = "FEEDBACK_RL_DIST_TIMEOUT"

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from agents.records import atomic_file
+from durable.records import atomic_file
 
 DEFAULT_TAG = "charts/episodic_return"
 

@@ -49,10 +49,10 @@ from agents.checkpoint import (CheckpointError, arrays_to_tensors, checkpoint_pa
                                tensors_to_arrays)
 from agents.device import resolve_device
 from agents.finite_watch import FiniteWatch, NonFiniteError, total_norm
-from agents.interrupt import StopOnInterrupt
+from durable.interrupt import StopOnInterrupt
 from agents.policy import Policy
 from agents.precision import autocast
-from agents.records import write_json
+from durable.records import write_json
 from agents.rollout import Actor, Episodes, Rollout
 from agents.seeding import env_seeds, rng_states, seed_everything, set_rng_states
 from agents.window import GradientWindow
@@ -351,7 +351,7 @@ class Trainer:
     def train(self) -> None:
         """Train to total_steps with logging and checkpoints; always saves on the way out.
 
-        The first stop signal (Ctrl-C, SIGTERM, SIGHUP, SIGUSR2: agents/interrupt.py) anywhere
+        The first stop signal (Ctrl-C, SIGTERM, SIGHUP, SIGUSR2: durable/interrupt.py) anywhere
         in here (opening the log too) lets the update under way finish, saves, then raises
         StopSignal; a second one stops at once. Under torchrun only rank 0 logs; a stop signal
         on any rank stops every rank after the same update."""

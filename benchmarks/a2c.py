@@ -54,7 +54,7 @@ if __package__ in (None, ""):
 import torch  # noqa: E402
 
 from agents.cores import CORES as CORE_CLASSES  # noqa: E402
-from agents.records import write_text  # noqa: E402
+from durable.records import write_text  # noqa: E402
 from benchmarks.machine import cpu_model, load_line  # noqa: E402
 from benchmarks.targets import Verdict, interleaved, ratio_target, report  # noqa: E402
 

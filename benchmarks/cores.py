@@ -75,7 +75,7 @@ if __package__ in (None, ""):  # run as a script: the project root goes first on
 import torch  # noqa: E402
 
 from agents.cores import make_core  # noqa: E402
-from agents.records import write_text  # noqa: E402
+from durable.records import write_text  # noqa: E402
 from benchmarks.machine import cpu_model  # noqa: E402
 from benchmarks.targets import Verdict, ratio_target, report  # noqa: E402
 from agents.cores.feedback_reference import ReferenceState, reference_of  # noqa: E402

@@ -15,7 +15,7 @@ import imageio.v3 as iio
 import numpy as np
 
 import envs
-from agents.records import atomic_file
+from durable.records import atomic_file
 from envs.baselines import POLICIES, random_policy
 from envs.cli import env_name, env_seed, positive_int
 from envs.oracle import make_oracle

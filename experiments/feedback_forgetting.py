@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from agents.plot_curves import save_figure
-from agents.records import read_record, write_json, write_text
+from durable.records import read_record, write_json, write_text
 from envs.cli import positive_int
 from experiments.cli import Distinct, QUICK_ALGO, add_algo_argument, add_minibatches_argument, add_output_arguments, frames_or_quick, minibatch_args, runs_folder
 from experiments.curves import training_seconds

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from agents.records import write_json, write_text
+from durable.records import write_json, write_text
 from envs.cli import positive_int
 from experiments.cli import Distinct
 from experiments.jobs import ROOT, machine

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.records import write_json, write_text
+from durable.records import write_json, write_text
 from experiments.cli import Distinct
 from experiments.curves import binned_curve, draw_curves, training_seconds
 from experiments.estimate import print_expected_time

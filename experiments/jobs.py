@@ -5,7 +5,7 @@ output going to a log file. When it exits 0 the runner writes the job's `record`
 the command, its wall time, its last printed line, where evaluate.py prints its numbers, and the
 job's `target`), and a job whose record has the same target is never run again: an interrupted
 experiment, run again, continues with the jobs it had not finished. A record that cannot be read
-(cut off, not JSON: agents/records.py) counts as none, and so does a cut-off output the experiment
+(cut off, not JSON: durable/records.py) counts as none, and so does a cut-off output the experiment
 reads (a job's `outputs`): the job runs again instead of the experiment crashing on it. Training
 jobs resume their own checkpoint (see `train_job`); their target is the frame budget, so a larger
 --frames continues finished runs to it (and evaluates them again) instead of keeping the old
@@ -13,7 +13,7 @@ numbers, and a smaller one is refused (a finished run cannot be taken back to fe
 
 `seq_job` is the same for a `python -m seqtasks` run, its target the update budget.
 
-A stop signal stops the experiment (agents/interrupt.py: Ctrl-C, and the SIGTERM, SIGHUP or
+A stop signal stops the experiment (durable/interrupt.py: Ctrl-C, and the SIGTERM, SIGHUP or
 SIGUSR2 that `kill`, `timeout`, a closed terminal or a cluster send): each running command gets
 the same signal, once (the trainers then save a checkpoint and exit 128 + the signal), the runner
 waits for them and exits with the same code; nothing is left running. Commands run in their own
@@ -40,8 +40,8 @@ from typing import Callable
 
 from tqdm import tqdm
 
-from agents.interrupt import STOP_SIGNALS, signal_of, stop_signals_raise
-from agents.records import read_record, write_json
+from durable.interrupt import STOP_SIGNALS, signal_of, stop_signals_raise
+from durable.records import read_record, write_json
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository root, where the commands run
 ALGOS = ("a2c", "ppo")  # the learners an RL experiment can train with: train_a2c.py, train_ppo.py

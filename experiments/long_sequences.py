@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.records import write_json, write_text
+from durable.records import write_json, write_text
 from envs.cli import positive_int
 from experiments.cli import Distinct, add_output_arguments, runs_folder
 from experiments.estimate import print_expected_time

@@ -33,7 +33,7 @@ import numpy as np
 
 import envs
 from agents.cores import CORES
-from agents.records import write_json, write_text
+from durable.records import write_json, write_text
 from envs.cli import env_name, positive_int
 from experiments.cli import Distinct, QUICK_ALGO, QUICK_FRAMES, add_algo_argument, add_output_arguments, frames_or_quick, runs_folder
 from experiments.curves import binned_curve, draw_curves, training_seconds

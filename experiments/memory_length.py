@@ -49,7 +49,7 @@ import numpy as np
 
 from agents.a2c_config import preset_values
 from agents.plot_curves import save_figure
-from agents.records import write_json, write_text
+from durable.records import write_json, write_text
 from envs.cli import non_negative_float, positive_float, positive_int
 from experiments.cli import Distinct, QUICK_ALGO, add_algo_argument, add_minibatches_argument, add_output_arguments, minibatch_args, run_frames, runs_folder
 from experiments.curves import training_seconds

@@ -10,7 +10,7 @@ separation at the doors and along the walk, the gradient reaching the cue's step
 Feedback core softmax(w), the memory's cue part step by step and its retention, the weights'
 norms), with the training episodes' success since the last probe. The probes travel in the
 checkpoint and are written, after each and on resuming, to RUN_DIR/trace.json (whole or not at
-all: agents/records.py; a resumed run rewrites it from its checkpoint, so a cut-off one is made
+all: durable/records.py; a resumed run rewrites it from its checkpoint, so a cut-off one is made
 whole and one ahead of the checkpoint is taken back to it):
 
     {"config": {...}, "probes": [{"frames": 0, "train_success": null, "cue_separation": ..., ...}, ...]}
@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 
 from agents import command_line
-from agents.interrupt import ignore_stop_signals
+from durable.interrupt import ignore_stop_signals
 from agents.ppo import PPOTrainer
-from agents.records import write_json
+from durable.records import write_json
 from agents.train import Trainer
 from experiments.cue_memory import walk_to_doors
 from experiments.memory_probes import probe

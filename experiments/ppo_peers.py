@@ -42,7 +42,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
-from agents.records import write_json, write_text
+from durable.records import write_json, write_text
 from envs import env_id
 from envs.cli import positive_int
 from experiments.cli import Distinct, QUICK_FRAMES, add_output_arguments, frames_or_quick, runs_folder

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.records import write_json, write_text
+from durable.records import write_json, write_text
 from envs.cli import positive_int
 from experiments.curves import draw_curves
 from experiments.estimate import print_expected_time

@@ -8,7 +8,7 @@ stage's jobs go in as one array (`--slurm-max-parallel` at once); submitit's own
 
 Time limits and preemption: submitit asks Slurm to send SIGUSR2 SIGNAL_DELAY_S seconds before a
 job's time limit, and Slurm sends it (or, on preemption, SIGTERM then SIGUSR2) to every process
-of the job. The trainer takes it as a stop signal (agents/interrupt.py): it finishes the update
+of the job. The trainer takes it as a stop signal (durable/interrupt.py): it finishes the update
 under way, saves its checkpoint and exits. submitit then calls `SlurmTask.checkpoint`, which waits
 for the trainer to have saved and hands submitit the same task to requeue; the requeued job finds
 the checkpoint and resumes (`train_job`), so nothing is lost or counted twice. Slurm holds a
@@ -34,7 +34,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from agents.records import write_json
+from durable.records import write_json
 from experiments.jobs import Job, JobFailed, job_record, run_job
 
 SIGNAL_DELAY_S = 120  # how long before its time limit a job is told to save: several updates at the paper's sizes

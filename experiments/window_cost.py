@@ -38,7 +38,7 @@ import numpy as np
 
 from agents.a2c_config import preset_values
 from agents.plot_curves import read_scalars
-from agents.records import write_json, write_text
+from durable.records import write_json, write_text
 from envs.cli import positive_int
 from experiments.cli import Distinct, add_output_arguments, run_frames, runs_folder
 from experiments.estimate import print_expected_time

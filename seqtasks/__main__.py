@@ -26,7 +26,7 @@ from agents.checkpoint import CheckpointError, existing_checkpoint, run_checkpoi
 from agents.config_cli import add_config_arguments, given_fields, parse_core_options
 from agents.device import resolve_device
 from agents.finite_watch import NonFiniteError
-from agents.interrupt import exit_interrupted, stop_signals_raise
+from durable.interrupt import exit_interrupted, stop_signals_raise
 from agents.run_folder import RunFolderError, claim_until
 from seqtasks.config import SeqConfig, resolve_config
 from seqtasks.models import SEQUENCE_ONLY

@@ -43,9 +43,9 @@ from agents import distributed
 from agents.checkpoint import CheckpointError, checkpoint_path, load_checkpoint, run_checkpoint, save_checkpoint
 from agents.device import resolve_device
 from agents.finite_watch import FiniteWatch, NonFiniteError, total_norm
-from agents.interrupt import StopOnInterrupt
+from durable.interrupt import StopOnInterrupt
 from agents.precision import autocast
-from agents.records import write_json
+from durable.records import write_json
 from agents.seeding import rng_states, seed_everything, set_rng_states
 from seqtasks.config import SeqConfig
 from seqtasks.models import build_model

@@ -8,7 +8,7 @@ on. Once in a full CI run on a loaded machine they did, and the leak did not rep
 handlers are reset before each test, and a test after which one is not Python's own errors at
 teardown, named: a trainer that leaves a stop signal ignored or caught fails CI
 (tests/test_conftest.py shows it does). Python's own: default_int_handler for SIGINT, SIG_DFL
-for SIGTERM, SIGHUP and SIGUSR2 (agents/interrupt.py: STOP_SIGNALS).
+for SIGTERM, SIGHUP and SIGUSR2 (durable/interrupt.py: STOP_SIGNALS).
 """
 
 import signal
@@ -16,7 +16,7 @@ import signal
 import pytest
 import torch
 
-from agents.interrupt import STOP_SIGNALS
+from durable.interrupt import STOP_SIGNALS
 
 pytest_plugins = ["pytester"]  # tests/test_conftest.py runs a small suite under this conftest
 
