@@ -11,7 +11,7 @@ oracle), then the same numbers as one JSON line. Rendering and videos use the en
 `human` and `rgb_array` modes. `--render
 human` shows, and `--video` writes (.gif, or .mp4 with imageio-ffmpeg), the first
 `--video-episodes` episodes of one env seeded like env 0 of the evaluation. Evaluation envs draw
-streams of their own, never a training run's, whatever `--seed` (agents/seeding.py:env_seeds).
+streams of their own, never a training run's, whatever `--seed` (agents/runtime/seeding.py:env_seeds).
 The logic lives in agents/evaluation.py.
 """
 
@@ -20,8 +20,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from agents.checkpoint import CheckpointError
-from agents.device import resolve_device
+from agents.runtime.checkpoint import CheckpointError
+from agents.runtime.device import resolve_device
 from agents.evaluation import check_render_mode, evaluate, evaluation_seeds, load_run, render_episodes, summary_json, video_format_problem, write_video
 from envs.baselines import evaluate_baseline, policies, summary
 from envs.cli import env_seed, positive_int

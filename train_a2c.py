@@ -6,15 +6,17 @@
     python train_a2c.py --resume runs/maze-feedback-20261121-120000 --total-steps 5000000
     torchrun --nproc-per-node 2 train_a2c.py --env maze --core feedback --num-envs 128   # 64 envs a process
 
-Every field of agents/a2c_config.py:A2CConfig is a flag; core options go through
+Every field of agents/config/a2c_config.py:A2CConfig is a flag; core options go through
 `--core-opt KEY=VALUE` (repeatable, or comma separated), env options through `--env-opt`.
 TensorBoard: `tensorboard --logdir runs`.
 """
 
 from __future__ import annotations
 
-from agents import command_line, distributed
-from agents.train import Trainer
+from agents import command_line
+
+from agents.runtime import distributed
+from agents.learners.train import Trainer
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -8,16 +8,18 @@
 
 Everything but the update is train_a2c.py's (envs, encoders, cores, presets, actor workers,
 TensorBoard, checkpoints and exact resume, stop signals, torchrun, the device); evaluate.py
-scores its checkpoints unchanged. Every field of agents/ppo_config.py:PPOConfig is a flag, under
+scores its checkpoints unchanged. Every field of agents/config/ppo_config.py:PPOConfig is a flag, under
 CleanRL's names for PPO's own (--update-epochs, --num-minibatches, --clip-coef, --clip-vloss,
 --norm-adv, --target-kl, --gae-lambda; CleanRL's --anneal-lr is --lr-schedule linear). How the
-core's memory is handled across epochs and minibatches: agents/ppo.py and docs/training.md.
+core's memory is handled across epochs and minibatches: agents/learners/ppo.py and docs/training.md.
 """
 
 from __future__ import annotations
 
-from agents import command_line, distributed
-from agents.ppo import PPOTrainer
+from agents import command_line
+
+from agents.runtime import distributed
+from agents.learners.ppo import PPOTrainer
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -10,15 +10,15 @@ import json
 import sys
 from contextlib import ExitStack
 
-from agents import distributed
-from agents.a2c_config import resolve_config
-from agents.actors import ActorError
-from agents.checkpoint import CheckpointError, existing_checkpoint, run_checkpoint
-from agents.config_cli import add_config_arguments, flag_name, given_fields, parse_core_options, parse_env_options
-from agents.finite_watch import NonFiniteError
+from agents.runtime import distributed
+from agents.config.a2c_config import resolve_config
+from agents.runtime.actors import ActorError
+from agents.runtime.checkpoint import CheckpointError, existing_checkpoint, run_checkpoint
+from agents.config.config_cli import add_config_arguments, flag_name, given_fields, parse_core_options, parse_env_options
+from agents.runtime.finite_watch import NonFiniteError
 from durable.interrupt import exit_interrupted, stop_signals_raise
-from agents.run_folder import RunFolderError, claim_until
-from agents.train import RESUMABLE_OVERRIDES, Trainer
+from agents.runtime.run_folder import RunFolderError, claim_until
+from agents.learners.train import RESUMABLE_OVERRIDES, Trainer
 
 
 def make_parser(trainer_class: type[Trainer], description: str) -> argparse.ArgumentParser:
@@ -39,7 +39,7 @@ def make_trainer(trainer_class: type[Trainer], args: argparse.Namespace, parser:
                  held: ExitStack | None = None) -> Trainer:
     """The trainer the arguments ask for; any bad value ends in parser.error (exit code 2). With
     `held` (the command line's), its run folder is claimed for it until `held` closes
-    (agents/run_folder.py), and a folder that is another run's ends in parser.error too; without,
+    (agents/runtime/run_folder.py), and a folder that is another run's ends in parser.error too; without,
     the caller owns the folder (the experiments' in-process estimates)."""
     config_class = trainer_class.config_class
     given = given_fields(args, config_class)
@@ -75,7 +75,7 @@ def make_trainer(trainer_class: type[Trainer], args: argparse.Namespace, parser:
 def main(trainer_class: type[Trainer], description: str, argv: list[str] | None = None) -> None:
     """Ctrl-C, SIGTERM, SIGHUP or SIGUSR2 at any point ends with exit code 128 + the signal (130
     for Ctrl-C, 143 for SIGTERM) and a line saying whether and how the run can be resumed
-    (agents/train.py: Trainer.train keeps the checkpoint whole). Under torchrun
+    (agents/learners/train.py: Trainer.train keeps the checkpoint whole). Under torchrun
     every rank runs this; rank 0 prints the config, and a rank that dies ends the others with
     an error (distributed.RankError) and the last checkpoint as it was."""
     with stop_signals_raise(), ExitStack() as held:

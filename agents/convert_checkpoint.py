@@ -5,7 +5,7 @@
 Format 1 (feedback-rl before 2026-11-27) pickled Python objects: numpy arrays, the cores' state
 NamedTuples, the envs themselves (cloudpickle). Reading such a file runs whatever its pickle says,
 so this converter is for files you made yourself: it reads the file with the full unpickler
-(`--i-trust-this-file` says you know), writes the same run as plain data (agents/checkpoint.py),
+(`--i-trust-this-file` says you know), writes the same run as plain data (agents/runtime/checkpoint.py),
 and keeps the original beside it as `checkpoint.pt.format1`. The suite's own envs keep their
 state; another env's state was arbitrary Python and is dropped, so the resumed run starts fresh
 episodes of it (as a format-2 checkpoint of such an env does). A2C, PPO and seqtasks checkpoints
@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 import agents.cores  # noqa: F401  (registers the cores' state types)
-from agents.checkpoint import FORMAT, CheckpointError, arrays_to_tensors, existing_checkpoint, save_checkpoint
+from agents.runtime.checkpoint import FORMAT, CheckpointError, arrays_to_tensors, existing_checkpoint, save_checkpoint
 from agents.cores.state import STATE_TYPES, state_to_plain
 from envs.vector import GridVectorEnv
 
@@ -47,7 +47,7 @@ def convert(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def plain_rng(states: dict[str, Any]) -> dict[str, Any]:
-    """rng_states() of format 1 (numpy's legacy tuple) as agents/seeding.py now saves it."""
+    """rng_states() of format 1 (numpy's legacy tuple) as agents/runtime/seeding.py now saves it."""
     name, key, pos, has_gauss, gauss = states["numpy"]
     numpy_state = {"bit_generator": name, "state": {"key": np.asarray(key).tolist(), "pos": int(pos)},
                    "has_gauss": int(has_gauss), "gauss": float(gauss)}

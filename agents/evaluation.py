@@ -5,7 +5,7 @@
 step to step and forgotten at each episode's first step exactly as in training; each env
 contributes a fixed quota of its first episodes, as envs/baselines.py:run_episodes does for the
 random and oracle policies, so short episodes are not over-represented and the numbers compare
-one to one. Its envs draw evaluation streams (agents/seeding.py:env_seeds), never those of a
+one to one. Its envs draw evaluation streams (agents/runtime/seeding.py:env_seeds), never those of a
 training run, whatever the seeds. `render_episodes` runs one env (seeded like env 0 of
 `evaluate`) with a render mode, for a pygame window or the frames of a video; `write_video`
 writes those as a GIF or an mp4.
@@ -23,14 +23,14 @@ import imageio.v3 as iio
 import numpy as np
 import torch
 
-from agents.a2c_config import A2CConfig
-from agents.actors import LocalEnvs
-from agents.checkpoint import CheckpointError, load_checkpoint
-from agents.policy import Policy
-from agents.rollout import Actor
-from agents.ppo import PPOTrainer
-from agents.seeding import env_seeds, seed_everything
-from agents.train import Trainer, build_policy, config_from_checkpoint
+from agents.config.a2c_config import A2CConfig
+from agents.runtime.actors import LocalEnvs
+from agents.runtime.checkpoint import CheckpointError, load_checkpoint
+from agents.model.policy import Policy
+from agents.learners.rollout import Actor
+from agents.learners.ppo import PPOTrainer
+from agents.runtime.seeding import env_seeds, seed_everything
+from agents.learners.train import Trainer, build_policy, config_from_checkpoint
 from envs.any_env import render_modes
 
 CONFIGS = {trainer.kind: trainer.config_class for trainer in (Trainer, PPOTrainer)}  # checkpoint kind -> its config
@@ -55,7 +55,7 @@ class Run:
 def load_run(run_dir_or_file: str, device: torch.device, env_modules: Collection[str] = ()) -> Run:
     """The policy of an A2C or PPO checkpoint (a run folder or the file), on `device`;
     CheckpointError for anything that is not one this version can rebuild. Nothing in the file
-    runs (agents/checkpoint.py), and a `module:EnvId` env imports its module only if it is a
+    runs (agents/runtime/checkpoint.py), and a `module:EnvId` env imports its module only if it is a
     known env package or in `env_modules` (envs.check_env_import)."""
     payload = load_checkpoint(run_dir_or_file, tuple(CONFIGS), map_location=device)
     config = config_from_checkpoint(CONFIGS[payload["kind"]], payload, env_modules)

@@ -10,12 +10,12 @@ work per update (benchmarks/recurrent_ppo.py: the same envs and rollout, one LST
 epoch over the rollout as a single minibatch). The measurements are interleaved: `--rounds`
 rounds, each giving every (core, actor workers) pair and the peer a slice of `--seconds` /
 `--rounds`, every other round in reverse order, so that a change in load hits all alike. A slice
-is a subprocess of its own: it builds the trainer (agents/train.py), takes one untimed update
+is a subprocess of its own: it builds the trainer (agents/learners/train.py), takes one untimed update
 (warm-up, and memory filling up), then updates until the slice has passed (at least two).
 Frames/s = frames / seconds summed over the rounds, split between acting (collecting the
 rollout, envs included) and learning (the forward and backward pass over the chunk and the
 optimiser step). All run on the same `--threads` torch threads. Beside each, the bytes moved
-between host and learner device per frame (a count, not a timing: agents/staging.py's copies to
+between host and learner device per frame (a count, not a timing: agents/runtime/staging.py's copies to
 the device and the actions read back), which on a GPU is what crosses the bus.
 
 It also answers "should the learner keep the acting graph instead of recomputing the chunk?",
@@ -72,8 +72,8 @@ TARGETS = {"feedback / transformer": 0.7, f"lstm / {PEER}": 1.0, "feedback / lst
 
 
 def make_trainer(core: str, actors: int, device: str, threads: int, learner: str = "auto", sizes: str = "paper"):
-    from agents.a2c_config import resolve_config
-    from agents.train import Trainer
+    from agents.config.a2c_config import resolve_config
+    from agents.learners.train import Trainer
 
     name, options = CORES[core]
     given = dict(env="maze", core=name, preset="cpu", num_actors=actors, device=device, threads=threads, learner=learner,
@@ -140,7 +140,7 @@ def acting_graph_update(trainer) -> float:
 
 def measure_peer(device: str, threads: int, seconds: float) -> dict:
     """measure() for RecurrentPPO (needs sb3-contrib, so imported only here)."""
-    from agents.device import resolve_device
+    from agents.runtime.device import resolve_device
     from benchmarks.recurrent_ppo import measure as measure_recurrent_ppo
 
     if threads:

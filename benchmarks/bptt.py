@@ -1,4 +1,4 @@
-"""What a gradient window costs (--bptt K, agents/window.py): seconds per A2C update at K = T, 4T
+"""What a gradient window costs (--bptt K, agents/learners/window.py): seconds per A2C update at K = T, 4T
 and 16T, for each core, at the CPU preset (B 64, T 32, the corridor), in one run.
 
 Each (core, K) trainer is built once and warmed up until its window is full (K / T updates),
@@ -9,7 +9,7 @@ K / T times the learning pass plus acting, which does not change; no target is c
 
     python benchmarks/bptt.py                          # lstm, feedback, transformer; about 3 minutes on 2 cores
     python benchmarks/bptt.py --cores lstm --windows 1 2 8
-    python benchmarks/bptt.py --cores feedback lstm --packing both   # episodes packed or not (agents/episode_packing.py)
+    python benchmarks/bptt.py --cores feedback lstm --packing both   # episodes packed or not (agents/learners/episode_packing.py)
 
 --packing: the recompute with the window's episodes packed side by side (on, the default), each
 env's column whole (off), or both as pairs of their own in the same rounds.
@@ -28,8 +28,8 @@ if __package__ in (None, ""):
 
 import torch  # noqa: E402
 
-from agents.a2c_config import resolve_config  # noqa: E402
-from agents.train import Trainer  # noqa: E402
+from agents.config.a2c_config import resolve_config  # noqa: E402
+from agents.learners.train import Trainer  # noqa: E402
 from benchmarks.machine import cpu_model, load_line  # noqa: E402
 from benchmarks.targets import interleaved  # noqa: E402
 

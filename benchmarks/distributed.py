@@ -3,7 +3,7 @@ all-reduce per update at the paper's model sizes, on gloo (CPU).
 
 1. Frames/s, 1 rank against 2 ranks, the same global batch (the maze, feedback d 64, 2 layers,
    span 64, `--num-envs` envs, rollouts of `--rollout`), each under `torchrun --standalone`, in
-   `--rounds` interleaved slices of `--seconds` / `--rounds` (agents/train.py's update plus the
+   `--rounds` interleaved slices of `--seconds` / `--rounds` (agents/learners/train.py's update plus the
    loop's per-update agreement on stopping, after one untimed update). Both get the same CPU
    threads in total (`--threads`: one rank all of them, two ranks half each), so on a machine
    whose cores are all busy either way (the 2-core machine this was written on) the ratio
@@ -12,7 +12,7 @@ all-reduce per update at the paper's model sizes, on gloo (CPU).
    Run it on idle cores: on busy ones more threads than free cores slow torch's many small ops
    several times over (here, loaded: a paper-size update took 0.25 s on 1 thread, 1.7-6 s on 2),
    which would be charged to whichever side has more threads per process.
-2. The all-reduce of one update's flattened gradient (agents/distributed.sum_gradients, what
+2. The all-reduce of one update's flattened gradient (agents/runtime/distributed.sum_gradients, what
    the learner that keeps the acting graph does; DDP's buckets move the same bytes) between 2
    ranks, at the paper's maze sizes: the Feedback Transformer (d 256, 2 layers, 4 heads, span
    200) and the LSTM (3 x 256); beside it, one single-process update of the feedback model at B =
@@ -42,7 +42,7 @@ if __package__ in (None, ""):
 
 import torch  # noqa: E402
 
-from agents import distributed  # noqa: E402
+from agents.runtime import distributed  # noqa: E402
 from benchmarks.machine import cpu_model, load_line  # noqa: E402
 from benchmarks.targets import Verdict, interleaved, ratio_target, report  # noqa: E402
 
@@ -53,8 +53,8 @@ TARGETS = {"frames/s 2 ranks / 1 rank": 0.7, "feedback update / all-reduce": 10.
 
 
 def make_trainer(core: str, options: dict, num_envs: int, rollout: int, threads: int):
-    from agents.a2c_config import resolve_config
-    from agents.train import Trainer
+    from agents.config.a2c_config import resolve_config
+    from agents.learners.train import Trainer
 
     return Trainer(resolve_config(dict(env="maze", core=core, preset="cpu", num_envs=num_envs, rollout=rollout, threads=threads,
                                        core_options=options, device="cpu", run_dir="/tmp/unused-benchmark-run")))
@@ -77,8 +77,8 @@ def frames_worker(args) -> None:
 
 
 def parameter_count(core: str) -> int:
-    from agents.actors import LocalEnvs
-    from agents.policy import Policy
+    from agents.runtime.actors import LocalEnvs
+    from agents.model.policy import Policy
 
     name, options = PAPER[core]
     env = LocalEnvs("maze", [0])

@@ -11,7 +11,7 @@ a warm-up one) of experiments/ppo_peers.py's Feedback agent, CleanRL's MiniGrid 
 256-step rollouts, d 256, 2 layers, span 64), one thread, at 1 or 3 epochs of 1 or 8 minibatches:
 if a minibatch of 2 envs costs about what one of 16 does, the update is bound by the sequential
 steps (epochs x minibatches x T), not by the arithmetic. Then the recipe's update with the episodes
-packed side by side (the default, agents/episode_packing.py) and without (--no-pack-episodes), on
+packed side by side (the default, agents/learners/episode_packing.py) and without (--no-pack-episodes), on
 MemoryS9 with its 96-step limit (a random policy's episodes mostly run to it) and on
 SymbolicMemoryS9Short-v0 (every episode ended by 24 steps, about a trained agent's length). Ratios
 within one run are the result; the absolute figures are this machine's.

@@ -9,7 +9,7 @@ While a command line runs, `stop_signals_raise` makes each of them raise StopSig
 KeyboardInterrupt, as Python does for SIGINT alone.
 
 A checkpoint written after an interrupted update would hold half of it (the data or envs moved
-on, the weights not), so a resumed run would not continue exactly. Both trainers (agents/train.py
+on, the weights not), so a resumed run would not continue exactly. Both trainers (agents/learners/train.py
 and seqtasks/train.py) therefore train under StopOnInterrupt, where the first stop signal lets the
 update under way finish before they save (a second Ctrl-C stops at once; see StopOnInterrupt);
 checkpoint writes hold the signals back until the file

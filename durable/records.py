@@ -4,7 +4,7 @@
 flushed to disk (fsync), the file is renamed over `path`, and the folder itself is fsynced so the
 rename survives a power cut. A crash, Ctrl-C or SIGTERM at any moment leaves either the old file
 or the new one, never a torn one, and no temporary file behind (stop signals are held back while
-the file is written: durable/interrupt.py). Checkpoints (agents/checkpoint.py), config.json,
+the file is written: durable/interrupt.py). Checkpoints (agents/runtime/checkpoint.py), config.json,
 results, the experiments' done records and their summaries all go through it.
 
 `read_record(path)` is its reader for JSON records: a record that is missing, cut off or not

@@ -83,7 +83,7 @@ class GridVectorEnv(VectorEnv):
         seed: an int s seeds env i with s + i (as SyncVectorEnv does, so this env drops in for
         it); a list gives one seed (or None) per env; None keeps each env's generator, or draws
         fresh entropy the first time. s + i makes runs seeded s and s + 1 share envs, so the
-        trainer and evaluation pass lists instead (agents/seeding.py:env_seeds).
+        trainer and evaluation pass lists instead (agents/runtime/seeding.py:env_seeds).
         """
         super().reset(seed=seed if isinstance(seed, int) else None)
         options = dict(options or {})

@@ -30,9 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.a2c_config import preset_values
+from agents.config.a2c_config import preset_values
 from agents.plot_curves import save_figure
-from agents.ppo_config import PPOConfig
+from agents.config.ppo_config import PPOConfig
 from durable.records import write_json, write_text
 from envs.cli import non_negative_float, positive_int
 from experiments.cli import Distinct, QUICK_ALGO, QUICK_FRAMES, add_algo_argument, add_minibatches_argument, add_output_arguments, frames_or_quick, minibatch_args, runs_folder

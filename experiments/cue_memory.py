@@ -22,10 +22,10 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from agents.actors import LocalEnvs
+from agents.runtime.actors import LocalEnvs
 from agents.evaluation import evaluation_seeds, load_run, new_policy
-from agents.policy import Policy
-from agents.seeding import seed_everything
+from agents.model.policy import Policy
+from agents.runtime.seeding import seed_everything
 from envs.corridor import ENTER_LOWER, ENTER_UPPER, FORWARD
 
 EPISODES = 64  # fresh corridors, walked side by side; cue and door order drawn by the env

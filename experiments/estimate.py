@@ -56,8 +56,8 @@ def seconds_per_frame(train_args: list[str], program: str = "train_a2c") -> floa
     """Wall seconds per env frame of `python PROGRAM.py TRAIN_ARGS --threads 1` on this machine
     (train_a2c or train_ppo)."""
     from agents.command_line import make_parser, make_trainer
-    from agents.ppo import PPOTrainer
-    from agents.train import Trainer
+    from agents.learners.ppo import PPOTrainer
+    from agents.learners.train import Trainer
 
     trainer_class = {"train_a2c": Trainer, "train_ppo": PPOTrainer}[program]
     threads = torch.get_num_threads()

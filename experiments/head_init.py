@@ -103,9 +103,9 @@ def gradient_norms(env_args: list[str], core: str, head_init: str, seed: int) ->
     a fresh agent's first rollout (the losses as the trainer weighs them)."""
     import torch
 
-    from agents.a2c import a2c_loss, gae_advantages
+    from agents.learners.a2c import a2c_loss, gae_advantages
     from agents.command_line import make_parser, make_trainer
-    from agents.train import Trainer
+    from agents.learners.train import Trainer
 
     parser = make_parser(Trainer, "")
     args = parser.parse_args([*env_args, "--core", core, "--preset", "cpu", "--seed", str(seed),

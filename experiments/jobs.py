@@ -45,7 +45,7 @@ from durable.records import read_record, write_json
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository root, where the commands run
 ALGOS = ("a2c", "ppo")  # the learners an RL experiment can train with: train_a2c.py, train_ppo.py
-EVAL_SEED = 10_000  # evaluate.py --seed: evaluation streams, never training's (agents/seeding.py), nor its default 0's
+EVAL_SEED = 10_000  # evaluate.py --seed: evaluation streams, never training's (agents/runtime/seeding.py), nor its default 0's
 
 
 @dataclass

@@ -29,10 +29,10 @@ import argparse
 import numpy as np
 import torch
 
-from agents.actors import LocalEnvs
+from agents.runtime.actors import LocalEnvs
 from agents.evaluation import Run, evaluation_seeds, load_run
-from agents.rollout import Actor
-from agents.seeding import seed_everything
+from agents.learners.rollout import Actor
+from agents.runtime.seeding import seed_everything
 from envs.maze import CELL_OBJECT, MazeRules
 from envs.oracle import MazeOracle
 

@@ -20,8 +20,8 @@ import numpy as np
 import torch
 
 from agents.evaluation import load_run, new_policy
-from agents.policy import Policy
-from agents.seeding import seed_everything
+from agents.model.policy import Policy
+from agents.runtime.seeding import seed_everything
 from experiments.cue_memory import CorridorWalk, walk_to_doors
 from experiments.memory_probes import probe
 

@@ -15,7 +15,7 @@ colour)) or fixed (`--doors fixed`: the cue alone says which), a time limit of 4
 Each (model, length, seed) is a train_a2c.py (or train_ppo.py) run of the CPU preset on the
 observation only (`--no-previous-inputs`: memory is the only way to carry the cue) with a
 gradient window that follows the episode (`--bptt episode`: every step's gradient reaches back
-to its episode's first step whatever the rollout's phase, agents/window.py), so that the step that
+to its episode's first step whatever the rollout's phase, agents/learners/window.py), so that the step that
 must store the cue and the step rewarded for it are always in one backward pass. (Sweeps before
 2026-11-27 used `--bptt max(rollout, L + 1)`, which with 32-step rollouts held both only for
 episodes that began early enough in their rollout: their JSON says "bptt" is missing.) Then
@@ -47,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.a2c_config import preset_values
+from agents.config.a2c_config import preset_values
 from agents.plot_curves import save_figure
 from durable.records import write_json, write_text
 from envs.cli import non_negative_float, positive_float, positive_int

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from agents.cores.feedback_reference import FeedbackReference
-from agents.policy import Policy
+from agents.model.policy import Policy
 from experiments.cue_memory import CorridorWalk, door_outputs, separation, walk_inputs
 
 

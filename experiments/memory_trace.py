@@ -28,9 +28,9 @@ import numpy as np
 
 from agents import command_line
 from durable.interrupt import ignore_stop_signals
-from agents.ppo import PPOTrainer
+from agents.learners.ppo import PPOTrainer
 from durable.records import write_json
-from agents.train import Trainer
+from agents.learners.train import Trainer
 from experiments.cue_memory import walk_to_doors
 from experiments.memory_probes import probe
 

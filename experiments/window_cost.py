@@ -9,7 +9,7 @@ no exploration needed; the default) or the passive T-maze (envs/tmaze.py, where 
 found first). Both have episodes of L + 1 steps, which with the reset step of NEXT_STEP autoreset
 begin every L + 2 steps in lockstep. Three ways for every decision's gradient to reach its cue, L
 steps back, on the same A2C learner and core:
-- `episode`: 32-step rollouts, `--bptt episode` (agents/window.py: each env's running episode);
+- `episode`: 32-step rollouts, `--bptt episode` (agents/learners/window.py: each env's running episode);
 - `covering`: 32-step rollouts, `--bptt L + 32`, a fixed window that covers the episode at every
   phase (it stores L steps before each rollout);
 - `aligned`: rollouts of L + 2 steps, one whole episode each, and no window: the rollout is the
@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.a2c_config import preset_values
+from agents.config.a2c_config import preset_values
 from agents.plot_curves import read_scalars
 from durable.records import write_json, write_text
 from envs.cli import positive_int

@@ -21,13 +21,13 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from agents import distributed
-from agents.checkpoint import CheckpointError, existing_checkpoint, run_checkpoint
-from agents.config_cli import add_config_arguments, given_fields, parse_core_options
-from agents.device import resolve_device
-from agents.finite_watch import NonFiniteError
+from agents.runtime import distributed
+from agents.runtime.checkpoint import CheckpointError, existing_checkpoint, run_checkpoint
+from agents.config.config_cli import add_config_arguments, given_fields, parse_core_options
+from agents.runtime.device import resolve_device
+from agents.runtime.finite_watch import NonFiniteError
 from durable.interrupt import exit_interrupted, stop_signals_raise
-from agents.run_folder import RunFolderError, claim_until
+from agents.runtime.run_folder import RunFolderError, claim_until
 from seqtasks.config import SeqConfig, resolve_config
 from seqtasks.models import SEQUENCE_ONLY
 from seqtasks.train import Run
@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
 def make_run(args: argparse.Namespace, parser: argparse.ArgumentParser, quiet: bool = False, held: ExitStack | None = None) -> Run:
     """The run the arguments ask for; any bad value ends in parser.error (exit code 2). Prints
     the preset and the resolved config unless `quiet`. With `held` (the command line's), the run
-    folder is claimed until `held` closes (agents/run_folder.py): one that is another run's ends
+    folder is claimed until `held` closes (agents/runtime/run_folder.py): one that is another run's ends
     in parser.error too."""
     given = given_fields(args, SeqConfig)
     try:

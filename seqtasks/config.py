@@ -22,10 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agents.cores.checks import check_float
-from agents.precision import PRECISIONS, check_precision
+from agents.runtime.precision import PRECISIONS, check_precision
 
 OPTIMIZERS = ("adam", "nesterov")
-PRESETS = ("auto", "paper", "cpu")  # (str fields, not Literal: agents/config_cli makes flags of bool, int, float, str)
+PRESETS = ("auto", "paper", "cpu")  # (str fields, not Literal: agents/config/config_cli makes flags of bool, int, float, str)
 
 
 def _help(text: str, **kwargs):

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from agents.cores.state import move_state, state_from_plain, state_to_plain
-from agents.distributed import unwrap
+from agents.runtime.distributed import unwrap
 from seqtasks.data import IGNORE, Episodes
 from seqtasks.metrics import sequence_accuracy, token_accuracy
 

@@ -16,7 +16,7 @@ best weights so far, the data position (epoch, block, the carried memory), the v
 and every random generator's state, so a resumed run makes the same updates as one never
 stopped. The data is not stored: it is regenerated from the seed.
 
-Under torchrun (agents/distributed.py) each rank trains on its share of the batch's rows (the
+Under torchrun (agents/runtime/distributed.py) each rank trains on its share of the batch's rows (the
 streams' rows, the sequences of a batch) with the model wrapped in DistributedDataParallel; each
 rank's loss is weighted by its share of the batch's targets, so the averaged gradient is that of
 the mean over the whole batch, as one process computes it (to float rounding; dropout masks are
@@ -39,14 +39,14 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
-from agents import distributed
-from agents.checkpoint import CheckpointError, checkpoint_path, load_checkpoint, run_checkpoint, save_checkpoint
-from agents.device import resolve_device
-from agents.finite_watch import FiniteWatch, NonFiniteError, total_norm
+from agents.runtime import distributed
+from agents.runtime.checkpoint import CheckpointError, checkpoint_path, load_checkpoint, run_checkpoint, save_checkpoint
+from agents.runtime.device import resolve_device
+from agents.runtime.finite_watch import FiniteWatch, NonFiniteError, total_norm
 from durable.interrupt import StopOnInterrupt
-from agents.precision import autocast
+from agents.runtime.precision import autocast
 from durable.records import write_json
-from agents.seeding import rng_states, seed_everything, set_rng_states
+from agents.runtime.seeding import rng_states, seed_everything, set_rng_states
 from seqtasks.config import SeqConfig
 from seqtasks.models import build_model
 from seqtasks.sequences import SequenceRegime
@@ -153,7 +153,7 @@ class Run:
     def save(self) -> Path | None:
         """Write the checkpoint (on rank 0; under torchrun every rank must call this): "regime"
         and "rng" are lists of every rank's own when there are several. A NonFiniteError instead
-        if an update since the start was not finite (agents/finite_watch.py), on every rank alike."""
+        if an update since the start was not finite (agents/runtime/finite_watch.py), on every rank alike."""
         self.finite.check_run(self.run_dir)
         own = {"regime": self.regime.state_dict(), "rng": rng_states()}  # the carried memory on the CPU
         own = distributed.gather_parts(own, self.world, "gathering the checkpoint")

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from agents.distributed import TIMEOUT_VARIABLE
+from agents.runtime.distributed import TIMEOUT_VARIABLE
 
 ROOT = Path(__file__).resolve().parents[1]
 # Seen under load average 4-5 on the 2-core machine (the suite beside other work): the torchrun

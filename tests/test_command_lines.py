@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from agents.command_line import make_parser
-from agents.train import Trainer
+from agents.learners.train import Trainer
 
 PACKAGES = ("agents", "envs", "experiments", "benchmarks", "seqtasks")
 SCRIPTS = ("train_a2c", "train_ppo", "evaluate")  # the repository root's own

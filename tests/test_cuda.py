@@ -15,9 +15,9 @@ import copy
 import pytest
 import torch
 
-from agents.a2c_config import resolve_config
-from agents.ppo import PPOTrainer
-from agents.train import Trainer
+from agents.config.a2c_config import resolve_config
+from agents.learners.ppo import PPOTrainer
+from agents.learners.train import Trainer
 from tests.bfloat16 import close_bf16, roundings
 from tests.cores.test_bf16 import CORES, SMOOTH, build, case, outputs_and_gradients
 from tests.cores.test_interface import tensors

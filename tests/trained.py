@@ -2,7 +2,7 @@
 
 import torch
 
-from agents.train import Trainer
+from agents.learners.train import Trainer
 
 
 def trained_parameters(config) -> dict:

@@ -36,7 +36,7 @@ class MLPState(NamedTuple):
 
 
 class MLPCore(nn.Module):
-    sequential = False  # its steps run side by side: packing episodes would only add padding (agents/episode_packing.py)
+    sequential = False  # its steps run side by side: packing episodes would only add padding (agents/learners/episode_packing.py)
 
     def __init__(self, input_dim: int, config: MLPConfig):
         super().__init__()

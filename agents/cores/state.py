@@ -3,7 +3,7 @@
 Every core's state is a NamedTuple whose tensor fields are batch-major (dimension 0 is the env),
 beside fields shared by the whole batch (a buffer's end, a weights version, an append log).
 
-Checkpoints hold no Python objects (agents/checkpoint.py), so a state is saved as a plain dict,
+Checkpoints hold no Python objects (agents/runtime/checkpoint.py), so a state is saved as a plain dict,
 `state_to_plain`, and rebuilt by `state_from_plain` from the state types the cores register with
 `register_state`. Two fields are not carried over: the weights version (a version made in another
 process never matches one here, so None, "not made by these weights", is the same), and the

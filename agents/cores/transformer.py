@@ -68,7 +68,7 @@ class TransformerState(NamedTuple):
 
 
 class TransformerCore(nn.Module):
-    sequential = False  # its steps run side by side: packing episodes would only add padding (agents/episode_packing.py)
+    sequential = False  # its steps run side by side: packing episodes would only add padding (agents/learners/episode_packing.py)
 
     def __init__(self, input_dim: int, config: TransformerConfig):
         super().__init__()

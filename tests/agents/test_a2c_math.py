@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from agents.a2c import a2c_loss, explained_variance, gae_advantages
+from agents.learners.a2c import a2c_loss, explained_variance, gae_advantages
 from tests.float32 import approx32
 
 G = 0.9

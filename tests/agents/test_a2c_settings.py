@@ -12,8 +12,8 @@ import torch
 
 import envs
 import train_a2c
-from agents.a2c_config import A2CConfig, resolve_config
-from agents.train import Trainer
+from agents.config.a2c_config import A2CConfig, resolve_config
+from agents.learners.train import Trainer
 
 # Core sizes are the presets' own; batches are cut where the preset's would take minutes on a
 # CPU (the paper's maze: 1024 x 100). A smaller batch only makes the mean gradient noisier, and so
@@ -24,7 +24,7 @@ CUT_BATCH = {"num_envs": 16, "rollout": 20}
 # 0.31 after 10. Ten updates keep the test short while v is no longer mostly its zero start.
 UPDATES = 10
 # How much of the denominator the gradient must be. The share varies with the episodes drawn: the
-# LSTM's paper preset on the easy maze, seeds 0-4 of the env streams of agents/seeding.py, gave
+# LSTM's paper preset on the easy maze, seeds 0-4 of the env streams of agents/runtime/seeding.py, gave
 # 0.87, 0.45, 0.49, 0.87, 0.67. The mistake this guards against, the paper's epsilon 0.01 taken
 # literally on our mean losses (12,800 times the converted one), puts it near 1e-4 at those
 # gradients, so a quarter separates the two by three orders of magnitude either way.

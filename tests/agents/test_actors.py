@@ -3,7 +3,7 @@
 
 import numpy as np
 
-from agents.actors import ActorPool, LocalEnvs
+from agents.runtime.actors import ActorPool, LocalEnvs
 
 NUM_ENVS = 5
 

@@ -19,10 +19,10 @@ import torch
 
 import evaluate
 import train_a2c
-from agents.a2c_config import A2CConfig, resolve_config
-from agents.checkpoint import load_checkpoint
-from agents.encoders.image import ImageEncoder
-from agents.train import Trainer
+from agents.config.a2c_config import A2CConfig, resolve_config
+from agents.runtime.checkpoint import load_checkpoint
+from agents.model.encoders.image import ImageEncoder
+from agents.learners.train import Trainer
 from tests.trained import assert_same_parameters, trained_parameters
 
 TINY = ["--core", "lstm", "--core-opt", "hidden_size=8", "--num-envs", "4", "--rollout", "8", "--threads", "1"]

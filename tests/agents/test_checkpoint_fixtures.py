@@ -15,8 +15,8 @@ import torch
 
 import evaluate
 from agents import convert_checkpoint
-from agents.checkpoint import CheckpointError, load_checkpoint
-from agents.train import Trainer
+from agents.runtime.checkpoint import CheckpointError, load_checkpoint
+from agents.learners.train import Trainer
 from tests.float32 import close32
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "checkpoints"

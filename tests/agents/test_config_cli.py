@@ -3,7 +3,7 @@ passed on as the string; core options typed by the core's defaults."""
 
 import pytest
 
-from agents.config_cli import parse_core_options, parse_env_options
+from agents.config.config_cli import parse_core_options, parse_env_options
 from agents.cores import make_core
 
 

@@ -10,7 +10,7 @@ import torch
 
 import evaluate
 import train_a2c
-from agents.device import resolve_device
+from agents.runtime.device import resolve_device
 from seqtasks.__main__ import main as seqtasks_main
 
 NO_CUDA = "device 'cuda', but torch sees no CUDA GPU here; use --device cpu (or auto)"

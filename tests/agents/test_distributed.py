@@ -12,10 +12,10 @@ import pytest
 import torch
 
 import train_a2c
-from agents.checkpoint import load_checkpoint
-from agents import distributed
-from agents.distributed import TIMEOUT_VARIABLE, World, timeout_seconds
-from agents.train import Trainer
+from agents.runtime.checkpoint import load_checkpoint
+from agents.runtime import distributed
+from agents.runtime.distributed import TIMEOUT_VARIABLE, World, timeout_seconds
+from agents.learners.train import Trainer
 from tests.agents.test_train import SMALL, small_config
 from tests.launch import DEADLINE, start_ranks, torchrun, wait_until
 from tests.trained import trained_parameters
@@ -163,7 +163,7 @@ def test_each_process_of_a_cuda_run_needs_a_gpu_of_its_own(monkeypatch, tmp_path
 # a message. An atexit handler tells whether Python's shutdown ran.
 ENDING = """
 import atexit, sys
-from agents import distributed
+from agents.runtime import distributed
 world = distributed.init()
 value = distributed.from_main(lambda: "shared", "sharing")
 atexit.register(lambda: print("shutdown ran", flush=True))

@@ -9,14 +9,14 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from agents.encoders import make_encoder
-from agents.encoders.box import CLIP, BoxEncoder
-from agents.encoders.composite import CompositeEncoder
-from agents.encoders.discrete import DiscreteEncoder
-from agents.encoders.image import ImageEncoder
-from agents.encoders.minigrid_grid import MiniGridEncoder
-from agents.encoders.multi_discrete import MultiDiscreteEncoder
-from agents.observations import UnsupportedSpace, flat_dtype, flat_size, flatten, skipped_parts
+from agents.model.encoders import make_encoder
+from agents.model.encoders.box import CLIP, BoxEncoder
+from agents.model.encoders.composite import CompositeEncoder
+from agents.model.encoders.discrete import DiscreteEncoder
+from agents.model.encoders.image import ImageEncoder
+from agents.model.encoders.minigrid_grid import MiniGridEncoder
+from agents.model.encoders.multi_discrete import MultiDiscreteEncoder
+from agents.runtime.observations import UnsupportedSpace, flat_dtype, flat_size, flatten, skipped_parts
 from tests.float32 import close32
 
 B = 5

@@ -1,4 +1,4 @@
-"""Episodes packed side by side (agents/episode_packing.py): the plan puts every step back where
+"""Episodes packed side by side (agents/learners/episode_packing.py): the plan puts every step back where
 it was and never joins two episodes in one column; a packed call gives every core's outputs and
 gradients as the unpacked call does, from a carried state; PPO's and A2C's recomputing updates
 take the same gradients packed or not, cores whose steps run side by side are not packed, and a
@@ -15,11 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from agents.a2c_config import A2CConfig
-from agents import episode_packing
-from agents.episode_packing import call_packed, pack, plan, unpack
-from agents.ppo import PPOTrainer
-from agents.train import Trainer
+from agents.config.a2c_config import A2CConfig
+from agents.learners import episode_packing
+from agents.learners.episode_packing import call_packed, pack, plan, unpack
+from agents.learners.ppo import PPOTrainer
+from agents.learners.train import Trainer
 from tests.agents.test_learn_on_meta import learn_on_meta, meta_rollout, meta_trainer
 from tests.agents.test_ppo import recorded_gradients, small
 from tests.float32 import close32

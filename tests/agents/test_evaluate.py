@@ -18,11 +18,11 @@ from torch.utils.tensorboard import SummaryWriter
 
 import envs
 from agents import evaluation
-from agents.a2c_config import resolve_config
-from agents.checkpoint import save_checkpoint
+from agents.config.a2c_config import resolve_config
+from agents.runtime.checkpoint import save_checkpoint
 from agents.evaluation import evaluate, evaluation_seeds, load_run, render_episodes, video_format_problem
 from agents.plot_curves import draw, read_scalars, smooth
-from agents.train import Trainer
+from agents.learners.train import Trainer
 from evaluate import main
 
 ENV_OPTIONS = {"length": 4, "max_episode_steps": 12}  # short episodes keep the tests fast

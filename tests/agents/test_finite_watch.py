@@ -6,11 +6,11 @@ import math
 import pytest
 import torch
 
-import agents.train
+import agents.learners.train
 import seqtasks.train
 import train_a2c
-from agents.checkpoint import load_checkpoint
-from agents.finite_watch import FiniteWatch, NonFiniteError
+from agents.runtime.checkpoint import load_checkpoint
+from agents.runtime.finite_watch import FiniteWatch, NonFiniteError
 from seqtasks.__main__ import main as seqtasks_main
 from tests.agents.test_run_folder import FLAGS
 
@@ -47,7 +47,7 @@ def poisoned_after(update: int, loss_fn):
 def test_a2c_stops_at_a_nan_loss_naming_the_update_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch, capsys):
     train_a2c.main([*FLAGS, "--total-steps", "64", "--run-dir", str(tmp_path)])  # 2 updates, saved
     good = load_checkpoint(tmp_path, "a2c")
-    monkeypatch.setattr(agents.train, "a2c_loss", poisoned_after(2, agents.train.a2c_loss))  # update 4 of the run
+    monkeypatch.setattr(agents.learners.train, "a2c_loss", poisoned_after(2, agents.learners.train.a2c_loss))  # update 4 of the run
     with pytest.raises(SystemExit) as exit_info:
         train_a2c.main(["--resume", str(tmp_path), "--total-steps", "320"])
     message = str(exit_info.value.code)

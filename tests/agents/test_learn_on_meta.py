@@ -13,11 +13,11 @@ stay on the device: logging reads them once per update, after it (Trainer.log).
 import pytest
 import torch
 
-from agents.a2c_config import resolve_config
-from agents.ppo import PPOTrainer
-from agents.rollout import Rollout
-from agents.staging import Staging
-from agents.train import Trainer, build_optimizer
+from agents.config.a2c_config import resolve_config
+from agents.learners.ppo import PPOTrainer
+from agents.learners.rollout import Rollout
+from agents.runtime.staging import Staging
+from agents.learners.train import Trainer, build_optimizer
 
 META = torch.device("meta")
 T, B = 5, 4

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from agents.a2c_config import resolve_config
-from agents.ppo import PPOTrainer
-from agents.train import Trainer
+from agents.config.a2c_config import resolve_config
+from agents.learners.ppo import PPOTrainer
+from agents.learners.train import Trainer
 
 CORRIDOR = {"length": 8, "max_episode_steps": 32}
 SIZES = {

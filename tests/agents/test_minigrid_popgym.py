@@ -14,7 +14,7 @@ import pytest
 
 import evaluate
 import train_a2c
-from agents.checkpoint import load_checkpoint
+from agents.runtime.checkpoint import load_checkpoint
 
 SMALL = ["--num-envs", "4", "--rollout", "8", "--threads", "1", "--seed", "1"]
 FEEDBACK = ["--core", "feedback", "--core-opt", "d_model=16,n_layers=1,n_heads=2,span=8"]

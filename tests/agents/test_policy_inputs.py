@@ -5,11 +5,11 @@ import pytest
 import torch
 from gymnasium.spaces import MultiDiscrete
 
-from agents.a2c_config import A2CConfig, resolve_config
-from agents.config_cli import given_fields
-from agents.policy import Policy
+from agents.config.a2c_config import A2CConfig, resolve_config
+from agents.config.config_cli import given_fields
+from agents.model.policy import Policy
 from agents.command_line import make_parser
-from agents.train import Trainer
+from agents.learners.train import Trainer
 
 NVEC, ACTIONS, T, B = [3, 4], 3, 5, 6
 
@@ -47,7 +47,7 @@ def test_no_previous_inputs_flag_reaches_the_config():
 
 
 def test_a_checkpoint_with_the_old_embedding_name_loads_into_the_encoder():
-    """Checkpoints from before agents/encoders hold the MultiDiscrete table as obs_embed.weight:
+    """Checkpoints from before agents/model/encoders hold the MultiDiscrete table as obs_embed.weight:
     policy.py renames it on loading. Without the rename, loading fails on the missing and
     unexpected keys; a rename to the wrong place would leave the fresh table."""
     torch.manual_seed(0)

@@ -1,4 +1,4 @@
-"""PPO (agents/ppo.py, train_ppo.py): one loss path with A2C, the memory contract (acting's
+"""PPO (agents/learners/ppo.py, train_ppo.py): one loss path with A2C, the memory contract (acting's
 log-probabilities recomputed exactly from the stored start state, minibatches of whole envs that
 do not leak), exact resume, evaluate.py on its checkpoints, bad input refused naming the value."""
 
@@ -13,13 +13,13 @@ import torch
 
 import evaluate
 import train_ppo
-from agents.a2c_config import A2CConfig, resolve_config
-from agents.checkpoint import load_checkpoint
-from agents.a2c import gae_advantages
+from agents.config.a2c_config import A2CConfig, resolve_config
+from agents.runtime.checkpoint import load_checkpoint
+from agents.learners.a2c import gae_advantages
 from agents.cores import CORES
-from agents.ppo import PPOTrainer
-from agents.ppo_config import PPOConfig
-from agents.train import Trainer
+from agents.learners.ppo import PPOTrainer
+from agents.config.ppo_config import PPOConfig
+from agents.learners.train import Trainer
 from tests.float32 import close32
 from tests.trained import assert_same_parameters
 
@@ -215,9 +215,9 @@ def test_two_processes_make_the_updates_of_one(tmp_path):
 
 def test_the_ppo_update_runs_in_bfloat16(tmp_path):
     """--precision bf16: acting and every minibatch's recompute under bfloat16 autocast, the loss,
-    weights and gradients in float32 (agents/precision.py), the core's carried state in bf16, and
+    weights and gradients in float32 (agents/runtime/precision.py), the core's carried state in bf16, and
     the reference point kept while acting in float32."""
-    from agents.precision import autocast
+    from agents.runtime.precision import autocast
 
     trainer = PPOTrainer(small(tmp_path, "feedback", precision="bf16"))
     try:

@@ -11,8 +11,8 @@ import threading
 import pytest
 
 import train_a2c
-from agents import run_folder
-from agents.checkpoint import load_checkpoint
+from agents.runtime import run_folder
+from agents.runtime.checkpoint import load_checkpoint
 from seqtasks.__main__ import main as seqtasks_main
 from tests.usage import refused
 

@@ -17,10 +17,10 @@ from gymnasium.vector import AutoresetMode
 import evaluate
 import train_a2c
 from agents import convert_checkpoint
-from agents.a2c_config import resolve_config
-from agents.checkpoint import CheckpointError, load_checkpoint, tensors_to_arrays
+from agents.config.a2c_config import resolve_config
+from agents.runtime.checkpoint import CheckpointError, load_checkpoint, tensors_to_arrays
 from agents.cores.state import state_from_plain
-from agents.train import Trainer
+from agents.learners.train import Trainer
 from envs.any_env import make_vector_env
 from tests.trained import assert_same_parameters, trained_parameters
 from tests.usage import refused

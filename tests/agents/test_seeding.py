@@ -1,14 +1,14 @@
-"""Env streams (agents/seeding.py:env_seeds): no two runs, restarts or evaluations share one, and
+"""Env streams (agents/runtime/seeding.py:env_seeds): no two runs, restarts or evaluations share one, and
 a share of the batch (a torchrun rank's, an actor worker's) is seeded as the whole batch is."""
 
 import numpy as np
 import pytest
 
-from agents.a2c_config import resolve_config
-from agents.actors import LocalEnvs
+from agents.config.a2c_config import resolve_config
+from agents.runtime.actors import LocalEnvs
 from agents.evaluation import evaluation_seeds
-from agents.seeding import env_seeds
-from agents.train import Trainer
+from agents.runtime.seeding import env_seeds
+from agents.learners.train import Trainer
 
 SEEDS, NUM_ENVS = range(10), 64  # an experiment's runs
 RESTARTS = (0, 4096, 8192)  # a new run's episodes, and fresh ones started by two resumes

@@ -1,4 +1,4 @@
-"""Host arrays to the device in one copy (agents/staging.py): each comes back in its own dtype,
+"""Host arrays to the device in one copy (agents/runtime/staging.py): each comes back in its own dtype,
 shape and values, as a tensor of its own (a later copy through the same buffer leaves it alone),
 and the bytes counted are the copy's, parts padded to 8 bytes. Pinned only for CUDA."""
 
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from agents.staging import Staging
+from agents.runtime.staging import Staging
 
 DTYPES = [np.uint8, np.int64, np.float32, np.float64, np.bool_, np.int32]
 

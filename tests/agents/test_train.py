@@ -10,14 +10,14 @@ import textwrap
 import pytest
 import torch
 
-import agents.train
+import agents.learners.train
 import train_a2c
-from agents.a2c_config import resolve_config
-from agents.actors import ActorError
-from agents.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from agents.config.a2c_config import resolve_config
+from agents.runtime.actors import ActorError
+from agents.runtime.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from agents.plot_curves import read_scalars
-from agents.seeding import env_seeds
-from agents.train import Trainer
+from agents.runtime.seeding import env_seeds
+from agents.learners.train import Trainer
 from tests.ctrl_c import exit_code, press_ctrl_c_in, signal_when
 from tests.float32 import close32
 from tests.trained import assert_same_parameters, trained_parameters
@@ -86,7 +86,7 @@ def test_a_dead_worker_stops_training_with_an_error_and_a_checkpoint(tmp_path):
 def test_a_kill_during_a_checkpoint_write_leaves_the_previous_one_loadable(tmp_path):
     script = textwrap.dedent(f"""
         import os, signal, torch
-        from agents.checkpoint import save_checkpoint
+        from agents.runtime.checkpoint import save_checkpoint
         save_checkpoint({str(tmp_path / 'c.pt')!r}, "a2c", {{"n": 1}})
         os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)  # die after writing, before the rename
         save_checkpoint({str(tmp_path / 'c.pt')!r}, "a2c", {{"n": 2, "big": torch.zeros(1_000_000)}})
@@ -270,8 +270,8 @@ def unstopped_policy(tmp_path_factory):
 
 ANY_CALL = lambda *args, **kwargs: True  # noqa: E731
 PHASES = [  # where Ctrl-C is pressed, and the updates the checkpoint then holds (None: no checkpoint)
-    ("setup", agents.train, "build_policy", ANY_CALL, None),
-    ("opening the log", agents.train, "SummaryWriter", ANY_CALL, 0),
+    ("setup", agents.learners.train, "build_policy", ANY_CALL, None),
+    ("opening the log", agents.learners.train, "SummaryWriter", ANY_CALL, 0),
     ("an update", Trainer, "update", lambda trainer: trainer.updates == 1, 2),
     ("the last checkpoint write", torch, "save", ANY_CALL, 3),
 ]

@@ -1,4 +1,4 @@
-"""--bptt K (agents/window.py): the gradient of an update reaches the K - T steps before its
+"""--bptt K (agents/learners/window.py): the gradient of an update reaches the K - T steps before its
 rollout, for A2C and PPO and every core that carries memory; K = T is today's learner bit for bit;
 the window survives a checkpoint; a bad K is refused naming it."""
 
@@ -7,12 +7,12 @@ import dataclasses
 import pytest
 import torch
 
-from agents.a2c import gae_advantages
-from agents.a2c_config import A2CConfig, resolve_config
+from agents.learners.a2c import gae_advantages
+from agents.config.a2c_config import A2CConfig, resolve_config
 from agents.cores.feedback_reference import ReferenceState, reference_of
-from agents.ppo import PPOTrainer
-from agents.ppo_config import PPOConfig
-from agents.train import Trainer
+from agents.learners.ppo import PPOTrainer
+from agents.config.ppo_config import PPOConfig
+from agents.learners.train import Trainer
 from tests.float32 import close32
 from tests.trained import assert_same_parameters, trained_parameters
 

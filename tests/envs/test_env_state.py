@@ -1,5 +1,5 @@
 """Our vector envs save their whole state as numpy arrays and numbers (what a checkpoint may
-hold: agents/checkpoint.py) and continue from it bit for bit; a state that does not fit is
+hold: agents/runtime/checkpoint.py) and continue from it bit for bit; a state that does not fit is
 refused by name."""
 
 import gymnasium as gym

@@ -4,8 +4,8 @@ import pytest
 import torch
 from gymnasium.spaces import MultiDiscrete
 
-from agents.a2c_config import A2CConfig
-from agents.train import build_policy
+from agents.config.a2c_config import A2CConfig
+from agents.learners.train import build_policy
 from experiments import estimate
 from experiments.cue_memory import cue_separation, door_outputs, walk_to_doors
 from experiments.jobs import train_job

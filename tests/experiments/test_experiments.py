@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from agents.config_cli import parse_core_options
+from agents.config.config_cli import parse_core_options
 from agents.cores import CORES
 from experiments import corridor_span, head_init, mazes
 from experiments.curves import binned_curve
@@ -180,7 +180,7 @@ def test_quick_mazes_have_sizes_for_every_core_they_take():
 def test_a_quick_experiment_trains_with_ppo_into_files_of_its_own(tmp_path, monkeypatch):
     """--algo ppo: train_ppo.py runs (PPO checkpoints), the JSON says so, and the outputs and the
     runs take a _ppo suffix, so an A2C experiment's are never read or overwritten."""
-    from agents.checkpoint import load_checkpoint
+    from agents.runtime.checkpoint import load_checkpoint
 
     out = tmp_path / "out"
     argv = ["--quick", "--algo", "ppo", "--envs", "corridor", "--cores", "lstm", "--seeds", "2", "--frames", "512", "--out", str(out),

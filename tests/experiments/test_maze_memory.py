@@ -8,13 +8,13 @@ import pytest
 import torch
 
 import experiments.maze_memory as probe
-from agents.a2c_config import resolve_config
+from agents.config.a2c_config import resolve_config
 from agents.evaluation import Run, new_policy
 from envs.oracle import MazeOracle
 
 
 class OracleActor:
-    """Stands in for agents.rollout.Actor: the same `obs` and `step()` record, oracle actions."""
+    """Stands in for agents.learners.rollout.Actor: the same `obs` and `step()` record, oracle actions."""
 
     def __init__(self, pool, policy, device):
         self.pool, self.oracle = pool, MazeOracle(pool.env.rules)

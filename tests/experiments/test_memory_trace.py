@@ -9,9 +9,9 @@ import pytest
 import torch
 from gymnasium.spaces import MultiDiscrete
 
-from agents.a2c_config import A2CConfig
-from agents.checkpoint import load_checkpoint
-from agents.train import Trainer, build_policy
+from agents.config.a2c_config import A2CConfig
+from agents.runtime.checkpoint import load_checkpoint
+from agents.learners.train import Trainer, build_policy
 from experiments import memory_trace
 from experiments.cue_memory import walk_to_doors
 from experiments.memory_probes import probe

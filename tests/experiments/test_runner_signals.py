@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.checkpoint import load_checkpoint
+from agents.runtime.checkpoint import load_checkpoint
 from tests.launch import ROOT, wait_until
 
 

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from agents.checkpoint import load_checkpoint
+from agents.runtime.checkpoint import load_checkpoint
 from experiments.jobs import Job, JobFailed
 from experiments.slurm import check_slurm
 from tests.launch import DEADLINE, ROOT, wait_until

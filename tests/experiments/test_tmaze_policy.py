@@ -7,10 +7,10 @@ import dataclasses
 import pytest
 import torch
 
-from agents.a2c_config import resolve_config
+from agents.config.a2c_config import resolve_config
 from agents.evaluation import load_run
 from experiments import tmaze_policy
-from agents.train import Trainer
+from agents.learners.train import Trainer
 from experiments.tmaze_policy import ACTIONS, probabilities_along_the_path
 
 

@@ -7,9 +7,9 @@ import json
 import pytest
 import torch
 
-from agents.checkpoint import load_checkpoint
-from agents.config_cli import given_fields
-from agents.distributed import World
+from agents.runtime.checkpoint import load_checkpoint
+from agents.config.config_cli import given_fields
+from agents.runtime.distributed import World
 from seqtasks.__main__ import build_parser, make_run
 from seqtasks.config import SeqConfig, resolve_config
 from seqtasks.sequences import SequenceRegime

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import seqtasks.train
-from agents.checkpoint import CheckpointError, load_checkpoint
+from agents.runtime.checkpoint import CheckpointError, load_checkpoint
 from agents.plot_curves import read_scalars
 from seqtasks.__main__ import main
 from seqtasks.config import SeqConfig, resolve_config

@@ -2,7 +2,7 @@
 
 `Trainer(config)` builds the env pool, the policy on the learner device and the optimiser;
 `Trainer.from_checkpoint(run_dir)` rebuilds one from a saved run. `train()` loops until
-`total_steps` frames: collect T steps of B envs (agents/rollout.py), get the rollout's logits and
+`total_steps` frames: collect T steps of B envs (agents/learners/rollout.py), get the rollout's logits and
 values with gradients, take one optimiser step, log. The gradients come from the graph kept
 while acting (feedback: its steps are sequential anyway, so acting is the learning pass's
 forward), or from running the policy over the chunk again from the rollout's starting core state
@@ -11,8 +11,8 @@ faster as measured by benchmarks/a2c.py (see KEEPS_ACTING_GRAPH). Checkpoints ho
 the next update depends on (weights, optimiser, counters, random generators, the envs, the core
 state and the actor's carry), so a resumed run makes the same updates as one never stopped.
 
-Under torchrun (agents/distributed.py) each rank steps its share of the `num_envs` envs (rank r:
-envs r B/N .. (r + 1) B/N - 1, seeded as one process seeds them: agents/seeding.py:env_seeds keys
+Under torchrun (agents/runtime/distributed.py) each rank steps its share of the `num_envs` envs (rank r:
+envs r B/N .. (r + 1) B/N - 1, seeded as one process seeds them: agents/runtime/seeding.py:env_seeds keys
 each env's stream by its index in the whole batch) with its own actor workers, and
 the ranks' gradients are summed so that N ranks take exactly the update one process would take on
 the whole batch (to float rounding): the loss divides by the valid steps of all ranks, the
@@ -41,21 +41,21 @@ from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 import envs
-from agents import distributed
-from agents.a2c import a2c_loss, gae_advantages
-from agents.a2c_config import EPISODE, KEEPS_ACTING_GRAPH, A2CConfig
-from agents.actors import ActorError, make_env_pool
-from agents.checkpoint import (CheckpointError, arrays_to_tensors, checkpoint_path, load_checkpoint, run_checkpoint, save_checkpoint,
+from agents.runtime import distributed
+from agents.learners.a2c import a2c_loss, gae_advantages
+from agents.config.a2c_config import EPISODE, KEEPS_ACTING_GRAPH, A2CConfig
+from agents.runtime.actors import ActorError, make_env_pool
+from agents.runtime.checkpoint import (CheckpointError, arrays_to_tensors, checkpoint_path, load_checkpoint, run_checkpoint, save_checkpoint,
                                tensors_to_arrays)
-from agents.device import resolve_device
-from agents.finite_watch import FiniteWatch, NonFiniteError, total_norm
+from agents.runtime.device import resolve_device
+from agents.runtime.finite_watch import FiniteWatch, NonFiniteError, total_norm
 from durable.interrupt import StopOnInterrupt
-from agents.policy import Policy
-from agents.precision import autocast
+from agents.model.policy import Policy
+from agents.runtime.precision import autocast
 from durable.records import write_json
-from agents.rollout import Actor, Episodes, Rollout
-from agents.seeding import env_seeds, rng_states, seed_everything, set_rng_states
-from agents.window import GradientWindow
+from agents.learners.rollout import Actor, Episodes, Rollout
+from agents.runtime.seeding import env_seeds, rng_states, seed_everything, set_rng_states
+from agents.learners.window import GradientWindow
 
 KIND = "a2c"
 RECENT_EPISODES = 100  # the progress bar's mean return is over this many last episodes
@@ -88,7 +88,7 @@ def config_from_checkpoint(config_class: type, payload: dict[str, Any], env_modu
 
 
 class Trainer:
-    """A2C: one optimiser step per rollout. agents/ppo.py:PPOTrainer changes only `learn`."""
+    """A2C: one optimiser step per rollout. agents/learners/ppo.py:PPOTrainer changes only `learn`."""
 
     kind = KIND  # the checkpoint's kind
     config_class = A2CConfig
@@ -144,7 +144,7 @@ class Trainer:
         self.recent_returns: list[float] = []
 
     def gradient_window(self) -> GradientWindow:
-        """The window --bptt asks for: K - T steps, or each running episode's (agents/window.py),
+        """The window --bptt asks for: K - T steps, or each running episode's (agents/learners/window.py),
         which needs episodes of bounded length or a cap (--bptt-max)."""
         c = self.config
         if c.bptt != EPISODE:
@@ -272,7 +272,7 @@ class Trainer:
 
     def save(self, with_envs: bool = True) -> Path | None:
         """Write the checkpoint (on rank 0; under torchrun every rank must call this); a
-        NonFiniteError instead if an update since the start was not finite (agents/finite_watch.py),
+        NonFiniteError instead if an update since the start was not finite (agents/runtime/finite_watch.py),
         which every rank raises alike (the gradients and losses it watches are summed over ranks)."""
         self.finite.check_run(self.config.run_dir)
         payload = self.state_dict(with_envs)

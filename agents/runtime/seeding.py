@@ -54,7 +54,7 @@ def seed_everything(seed: int) -> None:
 
 def rng_states() -> dict[str, Any]:
     """The states of the global generators, to store in a checkpoint: tensors, numbers, strings
-    and containers of them only (agents/checkpoint.py), so numpy's key is a list of ints."""
+    and containers of them only (agents/runtime/checkpoint.py), so numpy's key is a list of ints."""
     numpy_state = np.random.get_state(legacy=False)
     numpy_state["state"]["key"] = numpy_state["state"]["key"].tolist()
     states = {"python": random.getstate(), "numpy": numpy_state, "torch": torch.get_rng_state()}

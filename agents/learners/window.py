@@ -44,8 +44,8 @@ import numpy as np
 import torch
 
 from agents.cores.state import move_state, select_envs, state_from_plain, state_to_plain
-from agents.episode_packing import call_packed
-from agents.rollout import Rollout
+from agents.learners.episode_packing import call_packed
+from agents.learners.rollout import Rollout
 
 
 class WindowInputs(NamedTuple):
@@ -69,7 +69,7 @@ class WindowInputs(NamedTuple):
 
     def call(self, policy, packed: bool) -> tuple[torch.Tensor, torch.Tensor]:
         """policy's (logits, values) over these inputs; with `packed`, the episodes side by side
-        where that shortens the call (agents/episode_packing.py)."""
+        where that shortens the call (agents/learners/episode_packing.py)."""
         return call_packed(policy, self.obs, self.prev_action, self.prev_reward, self.first, self.start_state,
                            self.starts if packed else None)
 

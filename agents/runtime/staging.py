@@ -12,7 +12,7 @@ to have finished (an event recorded after it): the only wait, and a short one, s
 its actions back anyway. `bytes_to_device` counts what crossed (benchmarks/a2c.py reports it per
 frame).
 
-This module is the learner's: actor workers (agents/actors.py) import no torch.
+This module is the learner's: actor workers (agents/runtime/actors.py) import no torch.
 """
 
 from __future__ import annotations

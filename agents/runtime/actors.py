@@ -1,11 +1,11 @@
 """Stepping the batch of envs: in the learner process, or sharded over CPU actor workers.
 
 Both pools step one vector env of `num_envs` envs under NEXT_STEP autoreset, env i reset with
-`seeds[i]` (the trainer derives them with agents/seeding.py:env_seeds; a new list set before
+`seeds[i]` (the trainer derives them with agents/runtime/seeding.py:env_seeds; a new list set before
 `reset` restarts the episodes from it). They give the same trajectories for the same actions
 (envs/any_env.py makes them: our envs natively batched, any other id through
 `gymnasium.make_vec`, sync, as the worker processes are the parallelism). Observations leave a pool flattened to (B, N)
-(agents/observations.py), so one buffer holds any supported space. `ActorPool` splits the envs into contiguous shards, one per worker process; observations, actions, rewards, episode
+(agents/runtime/observations.py), so one buffer holds any supported space. `ActorPool` splits the envs into contiguous shards, one per worker process; observations, actions, rewards, episode
 ends and info metrics travel through shared memory, and a pipe per worker carries only the
 command ("step") and its acknowledgement. A worker that dies or fails raises `ActorError` in the
 learner (never a hang): the learner checks each worker's liveness while it waits.
@@ -24,7 +24,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from durable.interrupt import ignore_stop_signals, stop_signals_ignored
-from agents.observations import check_space, flat_dtype, flat_size, flatten
+from agents.runtime.observations import check_space, flat_dtype, flat_size, flatten
 from envs.any_env import make_vector_env, metric_keys, metric_values
 from envs.vector import GridVectorEnv
 

@@ -1,6 +1,6 @@
 """Dict and Tuple: each part encoded by its own encoder, the encodings concatenated.
 
-Parts without columns (text, see agents/observations.py) have no encoder and are left out.
+Parts without columns (text, see agents/runtime/observations.py) have no encoder and are left out.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from agents.encoders.base import Encoder
+from agents.model.encoders.base import Encoder
 
 
 class CompositeEncoder(Encoder):

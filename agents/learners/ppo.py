@@ -1,4 +1,4 @@
-"""PPO for memory cores: the A2C trainer (agents/train.py) with a clipped, multi-epoch update.
+"""PPO for memory cores: the A2C trainer (agents/learners/train.py) with a clipped, multi-epoch update.
 
 The memory contract, which recurrent PPO implementations often leave implicit:
 
@@ -9,14 +9,14 @@ The memory contract, which recurrent PPO implementations often leave implicit:
   recomputed over the whole rollout from those envs' stored start state with the current weights,
   episode starts inside the rollout honoured by `first` (memory is reset there): full truncated
   BPTT over the rollout, no stale states. The episodes inside it run side by side
-  (agents/episode_packing.py: the same outputs in fewer sequential steps; --no-pack-episodes
+  (agents/learners/episode_packing.py: the same outputs in fewer sequential steps; --no-pack-episodes
   runs each env's column whole). With --bptt K > T each minibatch starts K
-  steps back instead (agents/window.py): the stored steps before the rollout are a burn-in that
+  steps back instead (agents/learners/window.py): the stored steps before the rollout are a burn-in that
   carries gradient, their outputs no loss. One minibatch's loss reads only its own
   envs, so changing one env's rollout changes no other env's gradient.
 - The Feedback core's recompute is its fused forward and hand-written backward (no autograd graph
   per step), as in A2C's recompute learner; the extra epochs cost what its learning pass costs.
-- The loss is A2C's (agents/a2c.py:a2c_loss) with PPO's `Clip`: at the first minibatch of the
+- The loss is A2C's (agents/learners/a2c.py:a2c_loss) with PPO's `Clip`: at the first minibatch of the
   first epoch the ratio is 1 and the gradient is A2C's policy gradient on the same advantages.
 
 Logged under CleanRL's keys: losses/approx_kl, losses/clipfrac, losses/explained_variance,
@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import torch
 
-from agents import distributed
-from agents.a2c import Clip, a2c_loss, gae_advantages
-from agents.ppo_config import PPOConfig
-from agents.precision import autocast
-from agents.rollout import Rollout
-from agents.train import Trainer
-from agents.window import WindowInputs
+from agents.runtime import distributed
+from agents.learners.a2c import Clip, a2c_loss, gae_advantages
+from agents.config.ppo_config import PPOConfig
+from agents.runtime.precision import autocast
+from agents.learners.rollout import Rollout
+from agents.learners.train import Trainer
+from agents.learners.window import WindowInputs
 
 KIND = "ppo"
 

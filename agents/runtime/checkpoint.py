@@ -13,7 +13,7 @@ so asks to be told the file is trusted.
 
 Writing goes through durable/records.py:atomic_file (temporary file, fsync, rename, folder
 fsync, stop signals held back): a crash at any moment leaves either the previous checkpoint or
-the new one, never a torn file. Both trainers (agents/train.py and seqtasks) use this module.
+the new one, never a torn file. Both trainers (agents/learners/train.py and seqtasks) use this module.
 """
 
 from __future__ import annotations

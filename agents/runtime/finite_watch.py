@@ -15,7 +15,7 @@ import os
 
 import torch
 
-from agents.checkpoint import run_checkpoint
+from agents.runtime.checkpoint import run_checkpoint
 
 
 class NonFiniteError(RuntimeError):

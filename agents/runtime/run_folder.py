@@ -25,8 +25,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import IO
 
-from agents import distributed
-from agents.checkpoint import FILE_NAME
+from agents.runtime import distributed
+from agents.runtime.checkpoint import FILE_NAME
 
 LOCK_NAME = "run.lock"
 DONE_NAME = "train.done.json"  # what experiments/jobs.py writes beside a finished run

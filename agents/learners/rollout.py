@@ -2,11 +2,11 @@
 
 `Actor` holds what carries from one step to the next: the current observation, whether it begins
 an episode (`first`) or is the last observation of an ended one (`valid` False: NEXT_STEP
-autoreset shows it for one step, see agents/a2c.py), the previous action and reward, the core
+autoreset shows it for one step, see agents/learners/a2c.py), the previous action and reward, the core
 state, and the running return and length of each env's episode. `collect` fills a `Rollout` of T
 steps for the learner; evaluate.py calls `step` directly.
 
-Letters: T steps, B envs, N flat observation columns (agents/observations.py).
+Letters: T steps, B envs, N flat observation columns (agents/runtime/observations.py).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import numpy as np
 import torch
 
 from agents.cores.state import move_state, state_from_plain, state_to_plain
-from agents.policy import Policy
-from agents.staging import Staging
+from agents.model.policy import Policy
+from agents.runtime.staging import Staging
 
 # The host arrays that carry from one step to the next (and into a checkpoint), beside the core state.
 CARRIED_ARRAYS = ("obs", "first", "valid", "prev_action", "prev_reward", "episode_return", "episode_length")
@@ -30,7 +30,7 @@ class Rollout:
     """T steps of B envs on the learner device; index T of the (T + 1) tensors is the
     observation after the last step (for the bootstrap value)."""
 
-    obs: torch.Tensor  # (T + 1, B, N) in the flat array's dtype (agents/observations.py)
+    obs: torch.Tensor  # (T + 1, B, N) in the flat array's dtype (agents/runtime/observations.py)
     prev_action: torch.Tensor  # (T + 1, B) long
     prev_reward: torch.Tensor  # (T + 1, B)
     first: torch.Tensor  # (T + 1, B) bool
@@ -40,7 +40,7 @@ class Rollout:
     terminated: torch.Tensor  # (T, B) bool
     truncated: torch.Tensor  # (T, B) bool
     start_state: Any  # the core state before step 0
-    # (T + 1, B) bool: `first`'s values on the host, for packing episodes (agents/episode_packing.py);
+    # (T + 1, B) bool: `first`'s values on the host, for packing episodes (agents/learners/episode_packing.py);
     # whatever changes `first` must change these too (or set them None: the learner then runs unpacked).
     starts: np.ndarray | None = None
     # When acting kept the graph (Actor.collect(keep_graph=True)), the policy's outputs:
@@ -76,7 +76,7 @@ class Actor:
         self.pool, self.policy, self.device = pool, policy, device
         self.num_envs = pool.num_envs
         self.first_slot, self.total_envs = slots or (0, pool.num_envs)
-        self.staging = Staging(device)  # each step's inputs cross in one copy (agents/staging.py)
+        self.staging = Staging(device)  # each step's inputs cross in one copy (agents/runtime/staging.py)
         self.bytes_to_host = 0  # the actions read back
         self.restart()
 
@@ -158,7 +158,7 @@ class Actor:
         as PPO's reference point.
 
         What the rollout holds of the steps' inputs and actions is what already crossed to the
-        device for acting (one copy per step, agents/staging.py); the rewards and ends cross
+        device for acting (one copy per step, agents/runtime/staging.py); the rewards and ends cross
         once at the end, in one more copy."""
         start_state = self.state
         run = self.policy.open(self.state, steps) if keep_graph else None

@@ -49,7 +49,7 @@ def gae_advantages(
 
 @dataclass
 class Clip:
-    """PPO's clipping (agents/ppo.py): the log-probabilities and values the policy had when it
+    """PPO's clipping (agents/learners/ppo.py): the log-probabilities and values the policy had when it
     acted, and how far from them an update may move before its gradient stops."""
 
     old_logprob: torch.Tensor  # (T, B)

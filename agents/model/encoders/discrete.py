@@ -6,7 +6,7 @@ import gymnasium as gym
 import torch
 from torch import nn
 
-from agents.encoders.base import Encoder
+from agents.model.encoders.base import Encoder
 
 
 class DiscreteEncoder(Encoder):

@@ -11,7 +11,7 @@ import gymnasium as gym
 import torch
 from torch import nn
 
-from agents.encoders.base import Encoder
+from agents.model.encoders.base import Encoder
 
 WIDTH = 64  # the encoding's size
 MAX_CHANNELS = 4

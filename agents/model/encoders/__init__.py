@@ -2,28 +2,28 @@
 
     encoder = make_encoder(space, embed_dim)   # encoder(x (..., N)) -> (..., encoder.output_dim)
 
-x is an observation flattened by agents/observations.py. By space:
+x is an observation flattened by agents/runtime/observations.py. By space:
 - Discrete: an embedding (discrete.py);
 - MultiDiscrete of any shape: one embedding per feature, concatenated (multi_discrete.py);
 - Box of uint8 pixels (H, W, C <= 4) or (H, W): a small CNN (image.py);
 - any other Box: running normalisation and a linear layer (box.py);
 - MiniGrid's symbolic view (its Dict's 'image'): per-channel embeddings (minigrid_grid.py);
 - Dict and Tuple: the parts' encodings concatenated, text parts skipped (composite.py).
-Anything else raises agents.observations.UnsupportedSpace naming the space and what is supported.
+Anything else raises agents.runtime.observations.UnsupportedSpace naming the space and what is supported.
 """
 
 from __future__ import annotations
 
 import gymnasium as gym
 
-from agents.encoders.base import Encoder
-from agents.encoders.box import BoxEncoder
-from agents.encoders.composite import CompositeEncoder
-from agents.encoders.discrete import DiscreteEncoder
-from agents.encoders.image import ImageEncoder, is_image
-from agents.encoders.minigrid_grid import MiniGridEncoder, is_minigrid_view
-from agents.encoders.multi_discrete import MultiDiscreteEncoder
-from agents.observations import SUPPORTED, UnsupportedSpace, check_space, flat_size, is_text, parts
+from agents.model.encoders.base import Encoder
+from agents.model.encoders.box import BoxEncoder
+from agents.model.encoders.composite import CompositeEncoder
+from agents.model.encoders.discrete import DiscreteEncoder
+from agents.model.encoders.image import ImageEncoder, is_image
+from agents.model.encoders.minigrid_grid import MiniGridEncoder, is_minigrid_view
+from agents.model.encoders.multi_discrete import MultiDiscreteEncoder
+from agents.runtime.observations import SUPPORTED, UnsupportedSpace, check_space, flat_size, is_text, parts
 
 
 def make_encoder(space: gym.Space, embed_dim: int) -> Encoder:

@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from agents.cores.state import select_envs
-from agents.staging import Staging
+from agents.runtime.staging import Staging
 
 FIXED_WIDTH = 3  # a step's fixed cost in columns of arithmetic, for deciding whether to pack
 

@@ -13,7 +13,7 @@ import gymnasium as gym
 import torch
 from torch import nn
 
-from agents.encoders.base import Encoder
+from agents.model.encoders.base import Encoder
 
 VOCABULARIES = (11, 6, 3)  # object type, colour, state
 WIDTH = 64  # the encoding's size

@@ -5,7 +5,7 @@
 torchrun sets RANK, WORLD_SIZE and LOCAL_RANK in each process; `init()` joins them into one
 process group. Without those variables (a plain `python train_a2c.py`) nothing happens: the
 world is one process and every helper here is the identity, so single-process behaviour is
-unchanged. Both trainers (agents/train.py and seqtasks/train.py) use this module and nothing else
+unchanged. Both trainers (agents/learners/train.py and seqtasks/train.py) use this module and nothing else
 from torch.distributed directly.
 
 Backends: gloo on CPU; on a machine with CUDA, "cpu:gloo,cuda:nccl", so CUDA tensors (gradients)

@@ -1,6 +1,6 @@
 """What every observation encoder is: a module from an observation's flat columns to a vector.
 
-`forward(x)`: x (..., N) holds one part's columns as agents/observations.py:flatten lays them out
+`forward(x)`: x (..., N) holds one part's columns as agents/runtime/observations.py:flatten lays them out
 (int64 or float32) -> (..., output_dim) float. `observe(x, mask)` updates statistics the encoder
 keeps about its inputs (the Box encoder's running normalisation) with the rows where mask (...)
 is True (all without one); the trainer calls it after each update with the rollout's

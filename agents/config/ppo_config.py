@@ -1,4 +1,4 @@
-"""PPO's hyperparameters: A2C's (agents/a2c_config.py: the env, core, presets, optimiser, ...)
+"""PPO's hyperparameters: A2C's (agents/config/a2c_config.py: the env, core, presets, optimiser, ...)
 and the update's own, under CleanRL's names.
 
 Defaults are CleanRL's `ppo_trxl` (its Transformer-XL recipe for MiniGrid Memory and Memory
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agents.a2c_config import A2CConfig
+from agents.config.a2c_config import A2CConfig
 from agents.cores.checks import check_bool, check_float
 
 

@@ -1,7 +1,7 @@
 """Any supported observation space as one flat array per env, so storage need not know the space.
 
 The env pools hand the learner (B, N) arrays whatever the env's space: rollouts stack them,
-actor workers share one (B, N) buffer, checkpoints store them; only the encoder (agents/encoders)
+actor workers share one (B, N) buffer, checkpoints store them; only the encoder (agents/model/encoders)
 knows how to take them apart again, in the same order as `flatten` lays them out:
 - Discrete: 1 column (the value, start offset kept); MultiDiscrete of any shape and Box: their
   values in C order; Dict: its parts in the space's key order; Tuple: its parts in order;

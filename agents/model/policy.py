@@ -1,7 +1,7 @@
 """The agent: observation encoder, memory core, actor and critic heads.
 
-Input per step: the env's observation, flattened (agents/observations.py) and encoded by the
-encoder its space calls for (agents/encoders: for our envs' `MultiDiscrete`, one embedding per
+Input per step: the env's observation, flattened (agents/runtime/observations.py) and encoded by the
+encoder its space calls for (agents/model/encoders: for our envs' `MultiDiscrete`, one embedding per
 feature), the previous action (its own embedding, with an extra "none" entry used at episode
 starts) and the previous reward (a scalar, clipped to [-1, 1]); with `previous_inputs=False`
 the observation only (an agent that sees its own last action can carry a cue in its behaviour
@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from agents.cores import make_core
-from agents.encoders import make_encoder
+from agents.model.encoders import make_encoder
 
 # How the actor and critic heads start. "pytorch" (the default): nn.Linear's own init, as
 # TorchBeast's A2C / IMPALA nets (the paper's code base) have it; a fresh policy is a confident

@@ -19,8 +19,8 @@ import torch
 import envs
 from agents.cores import CORES, core_options
 from agents.cores.checks import check_bool, check_float
-from agents.policy import HEAD_INITS
-from agents.precision import PRECISIONS, check_precision
+from agents.model.policy import HEAD_INITS
+from agents.runtime.precision import PRECISIONS, check_precision
 
 OPTIMIZERS = ("adam", "rmsprop")
 # How the learner gets the rollout's outputs with gradients: "recompute" runs the policy over the
@@ -77,7 +77,7 @@ class A2CConfig:
     rollout: int = field(default=32, metadata={"help": "T: steps per update"})
     bptt: int | str = field(
         default=0,
-        metadata={"help": "K: steps the gradient reaches back, >= rollout (agents/window.py: the rollout's loss through the K - T steps before it); "
+        metadata={"help": "K: steps the gradient reaches back, >= rollout (agents/learners/window.py: the rollout's loss through the K - T steps before it); "
                           "0: the rollout; episode: every step's back to its episode's start (needs episodes of bounded length, or --bptt-max)",
                   "parse": parse_bptt},
     )
@@ -101,10 +101,10 @@ class A2CConfig:
     pack_episodes: bool = field(
         default=True,
         metadata={"help": "recomputing, run the episodes inside a chunk side by side (the same outputs, fewer sequential steps: "
-                          "agents/episode_packing.py); --no-pack-episodes: each env's column whole"},
+                          "agents/learners/episode_packing.py); --no-pack-episodes: each env's column whole"},
     )
     embed_dim: int = field(default=16, metadata={"help": "embedding width per observation feature"})
-    head_init: str = field(default="pytorch", metadata={"help": f"one of {HEAD_INITS}: how the actor and critic heads start (agents/policy.py)"})
+    head_init: str = field(default="pytorch", metadata={"help": f"one of {HEAD_INITS}: how the actor and critic heads start (agents/model/policy.py)"})
     previous_inputs: bool = field(
         default=True,
         metadata={"help": "feed the core the previous action and reward; --no-previous-inputs: the observation only, so memory is the only way to carry a cue"},
@@ -169,7 +169,7 @@ class A2CConfig:
     @property
     def window(self) -> int:
         """K - T: the steps before each rollout that its gradient reaches (0: the rollout alone;
-        with bptt 'episode', the steps vary: see agents/window.py)."""
+        with bptt 'episode', the steps vary: see agents/learners/window.py)."""
         return 0 if self.bptt == EPISODE else max(0, self.bptt - self.rollout)
 
     @property
@@ -225,7 +225,7 @@ def preset_values(env: str, core: str, preset: str) -> tuple[dict[str, Any], dic
 
 def resolve_config(given: dict[str, Any], config_class: type[A2CConfig] = A2CConfig) -> A2CConfig:
     """Defaults, then the preset, then `given` (fields typed on the command line, core options
-    from --core-opt merged over the preset's). `config_class`: A2CConfig or agents/ppo_config.py's
+    from --core-opt merged over the preset's). `config_class`: A2CConfig or agents/config/ppo_config.py's
     PPOConfig, whose extra fields the presets leave alone."""
     base = config_class(**{key: given[key] for key in ("env", "core", "preset") if key in given})
     preset = base.preset

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from agents.encoders.base import Encoder
+from agents.model.encoders.base import Encoder
 
 
 class MultiDiscreteEncoder(Encoder):
