@@ -1,7 +1,7 @@
 """Whether bfloat16 would pay in the compiled Feedback step on this CPU: its matrix products,
 timed in float32 and in bfloat16 in one run.
 
-The compiled step (agents/cores/csrc/feedback_step.cpp) computes in float32 or float64; a bf16
+The compiled step (agents/cores/feedback/csrc/feedback_step.cpp) computes in float32 or float64; a bf16
 call runs the Python step instead (docs/cores.md). Its products are one step's, a few dozen rows
 (B envs) each, and the learning pass's per-call products (T B rows). For each shape, at the A2C
 CPU preset's sizes (d_model 64, feed-forward 256, B 64, T 32) and Table 9's (d 256, ff 1024,

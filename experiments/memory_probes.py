@@ -11,7 +11,7 @@ every step, so episodes differ only in the cue and the door order) and we read:
   episodes); `value_gradient_to_cue` the same for the critic's value. 1e-7 means the learning
   signal of the door choice never gets back to the cue;
 
-and for the Feedback core (m_t = sum_l softmax(w)_l x_t^l, feedback_reference.py):
+and for the Feedback core (m_t = sum_l softmax(w)_l x_t^l, feedback/reference.py):
 
 - `layer_weights`: softmax(w), l = 0 the input embedding;
 - `memory_gap`: per step, |mean m_t (blue cue) - mean m_t (green cue)|, the cue-dependent part
@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from agents.cores.feedback_reference import FeedbackReference
+from agents.cores.feedback.reference import FeedbackReference
 from agents.model.policy import Policy
 from experiments.cue_memory import CorridorWalk, door_outputs, separation, walk_inputs
 

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from torch import nn
 
-from agents.cores.feedback import FeedbackConfig, FeedbackCore
+from agents.cores.feedback.core import FeedbackConfig, FeedbackCore
 from agents.cores.gru import GRUCore
 from agents.cores.lstm import LSTMCore
 from agents.cores.mlp import MLPConfig, MLPCore

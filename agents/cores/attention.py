@@ -67,7 +67,7 @@ def attend(
     (H, N, E), always visible, no position term; dropout: applied to the attention weights, the
     persistent vectors' included (Fan et al.). Returns (B, H, Q, E). A query that sees nothing
     gets a zero vector, never NaN. (The Feedback core's steps do the same by hand:
-    feedback_step.py.)
+    feedback/step.py.)
     """
     scores = (q @ k.transpose(-1, -2)).add_(position_scores)  # (B, H, Q, K)
     scores.masked_fill_(~visible[:, None], masked_score(scores.dtype))

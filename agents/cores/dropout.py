@@ -6,7 +6,7 @@ that nn.Dropout uses (about 9 ms against 23 ms for 2 M entries, one thread, 2-co
 dropout masks were 7-11 % of an update of the paper's toy-task models.
 
 The Feedback core's step loop draws the masks of all its steps at once with `draw_keep`
-(feedback.py), in the order the layers use them, and keeps them as bool (a quarter of float32's
+(feedback/core.py), in the order the layers use them, and keeps them as bool (a quarter of float32's
 memory; each step scales its own); the Transformer applies `Dropout` modules.
 """
 

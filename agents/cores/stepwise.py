@@ -1,4 +1,4 @@
-"""The order a core call fed a step at a time (core.open: feedback.py, lstm.py) must keep.
+"""The order a core call fed a step at a time (core.open: feedback/core.py, lstm.py) must keep.
 
     run = core.open(state, steps)
     y_t = run.step(x_t, first_t)   # up to `steps` times

@@ -9,7 +9,7 @@ import torch
 
 from agents.learners.a2c import gae_advantages
 from agents.config.a2c_config import A2CConfig, resolve_config
-from agents.cores.feedback_reference import ReferenceState, reference_of
+from agents.cores.feedback.reference import ReferenceState, reference_of
 from agents.learners.ppo import PPOTrainer
 from agents.config.ppo_config import PPOConfig
 from agents.learners.train import Trainer
@@ -180,7 +180,7 @@ def test_a_bad_window_is_refused_naming_it(tmp_path, fields, message):
 def test_the_feedback_cores_window_gradient_equals_the_reference_models(tmp_path, algo):
     """K = 2T with the Feedback core on its default path (compiled, on the CPU in float32): the
     update's gradient, reaching back through the window's stored steps and the episode starts in
-    them, equals the one its reference model (feedback_reference.py) gives from the same rollouts."""
+    them, equals the one its reference model (feedback/reference.py) gives from the same rollouts."""
     trainer = LEARNERS[algo][0](small(tmp_path / "fast", "feedback", algo, bptt=2 * STEPS, learner="recompute"))
     previous, current = two_rollouts(trainer)
     assert previous.first[1:-1].any() or current.first[1:-1].any(), "no episode starts inside the window"

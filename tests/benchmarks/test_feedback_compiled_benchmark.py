@@ -7,7 +7,9 @@ import re
 import pytest
 import torch
 
-from agents.cores import feedback_compiled, make_core
+from agents.cores.feedback import compiled as feedback_compiled
+
+from agents.cores import make_core
 from benchmarks import feedback_compiled as benchmark
 
 

@@ -1,7 +1,7 @@
 """A naive Transformer, straight from the equations, for checking the real core (same weights: it
 reads the parameters of the core it is given) and as a baseline of benchmarks/cores.py; and
 its attention layer, which checks AttentionBlock. (The Feedback core's reference is a model of
-the package: agents/cores/feedback_reference.py.)
+the package: agents/cores/feedback/reference.py.)
 
 It steps one time step at a time, keeps its memory as a tensor grown with `torch.cat`, and
 recomputes every key and value from it at every step. The layer equations are written out here,

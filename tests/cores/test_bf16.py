@@ -9,7 +9,7 @@ Gradients are compared with float32 only where a core has no ReLU. A ReLU has no
 in the other, and its whole share of the gradient moves, not a rounding of it (one such unit in
 32 moved a gradient by 40 % at a batch of 3). The all-attention variants (persistent vectors in
 place of the ReLU feed-forward sublayer), the LSTM and GRU, the echo-state core and the MLP (tanh)
-are smooth. The same holds against the Feedback reference model (feedback_reference.py), whose
+are smooth. The same holds against the Feedback reference model (feedback/reference.py), whose
 forward rounds differently: the Feedback core's hand-written backward is compared with it under
 autocast for the smooth variants only; with the ReLU sublayer, it is compared with the
 reference in float32 and float64 (test_feedback_paths.py) and its outputs here.
@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from agents.cores import cpu_kernels, make_core
 from agents.cores.dtypes import masked_score
-from agents.cores.feedback_reference import reference_of
+from agents.cores.feedback.reference import reference_of
 from tests.bfloat16 import close_bf16, roundings
 
 INPUT_DIM, BATCH = 5, 3

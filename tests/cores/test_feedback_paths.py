@@ -1,6 +1,6 @@
-"""The Feedback core's fast paths against the reference model (feedback_reference.py): the
-Python fused step (steps outside autograd, backward by hand: feedback_step.py) and the compiled
-one (C++: feedback_compiled.py). Outputs, the carried state and every gradient (the inputs' and
+"""The Feedback core's fast paths against the reference model (feedback/reference.py): the
+Python fused step (steps outside autograd, backward by hand: feedback/step.py) and the compiled
+one (C++: feedback/compiled.py). Outputs, the carried state and every gradient (the inputs' and
 each parameter's) agree for every variant, with memory carried in from earlier calls, episode
 starts anywhere, calls cut into chunks and dropout; and the step code traces whole under
 torch.compile."""
@@ -10,9 +10,11 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agents.cores import feedback_compiled, make_core
-from agents.cores.feedback_reference import reference_of
-from agents.cores.feedback_step import layer_backward, layer_forward
+from agents.cores.feedback import compiled as feedback_compiled
+
+from agents.cores import make_core
+from agents.cores.feedback.reference import reference_of
+from agents.cores.feedback.step import layer_backward, layer_forward
 from tests.float32 import close32
 
 INPUT_DIM = 5

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from agents.cores import make_core
-from agents.cores.feedback_reference import reference_of
+from agents.cores.feedback.reference import reference_of
 
 META = torch.device("meta")
 INPUT_DIM, BATCH, STEPS = 5, 3, 4

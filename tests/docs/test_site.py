@@ -45,7 +45,7 @@ def test_the_site_has_every_page_figure_and_table(site):
     mazes = (site / "experiments" / "mazes" / "index.html").read_text()
     assert "5.50 [5.25, 5.66]" in mazes, "assets/mazes.md's table is not on the mazes page"
     feedback_api = (site / "api" / "feedback" / "index.html").read_text()
-    assert "FeedbackCore" in feedback_api, "mkdocstrings did not render agents.cores.feedback"
+    assert "FeedbackCore" in feedback_api, "mkdocstrings did not render agents.cores.feedback.core"
 
 
 @pytest.mark.parametrize("table", TABLES, ids=[t.name for t in TABLES])

@@ -1,6 +1,6 @@
-// The Feedback core's step loop and its backward in C++ (feedback_compiled.py builds and loads it).
+// The Feedback core's step loop and its backward in C++ (compiled.py builds and loads it).
 //
-// The same arithmetic as feedback_step.py's layer_forward / layer_backward and feedback.py's
+// The same arithmetic as step.py's layer_forward / layer_backward and core.py's
 // FeedbackRun._advance / _backward, op for op, but called from C++ below autograd: a step's
 // ~170 tensor operations cost their ATen kernel, not a Python call, an autograd check and a
 // dispatch each. Products go through ATen (BLAS); the tape is kept here, in C++, between the

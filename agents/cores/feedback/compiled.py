@@ -3,7 +3,7 @@
 On the CPU a Feedback step is ~170 small tensor operations forward and backward; from Python
 each costs a call, an autograd check and a dispatch, about as much as its arithmetic at the CPU
 preset's sizes. The C++ file runs a call's steps and their backward with the same operations
-called from C++ below autograd (feedback.py hands it the run's buffers and keeps its tape).
+called from C++ below autograd (core.py hands it the run's buffers and keeps its tape).
 
 Built with torch.utils.cpp_extension.load (ninja and the machine's C++ compiler) into a cache
 directory (TORCH_EXTENSIONS_DIR, by default ~/.cache/torch_extensions), once per machine, torch

@@ -1,12 +1,12 @@
 """One step of the Feedback Transformer's layers as plain tensor code, and its backward by hand.
 
-The Feedback core (feedback.py) runs its steps one after another. Built from modules under
+The Feedback core (core.py) runs its steps one after another. Built from modules under
 autograd, a step is about a hundred small operations and as many autograd nodes, and on a CPU (or
 as kernel launches on a GPU) their count, not their arithmetic, sets the speed. Here a step is a
 few dozen ATen calls on tensors the caller hands in:
 
 - `layer_forward` runs one layer for one step and returns what its backward needs (a
-  `LayerTape`); the model it computes is feedback_reference.py's;
+  `LayerTape`); the model it computes is reference.py's;
 - `layer_backward` walks the same layer back: input gradient by formula (layer norm and softmax
   backward by ATen's own kernels), the key and value windows' gradients added in place into the
   call's gradient buffers, each weight's gradient added in place into an accumulator (one

@@ -1,14 +1,14 @@
-"""The Feedback Transformer core: the model of feedback_reference.py (read that first), run fast.
+"""The Feedback Transformer core: the model of reference.py (read that first), run fast.
 
 FeedbackCore inherits the reference's parameters and computes the same function (outputs, every
 gradient, the carried state: tests/cores/test_feedback_paths.py), but its steps, sequential by
 nature, are kept cheap:
 
-- a call's steps run without autograd (feedback_step.py: a step is a few dozen tensor
+- a call's steps run without autograd (step.py: a step is a few dozen tensor
   operations), keeping what the backward pass needs; one autograd node (`_Call`) hands the
   outputs to autograd, and its backward walks the steps in reverse by hand, adding each step's
   share of every weight's gradient into one accumulator. On the CPU in float32 (or float64) the
-  steps and the backward run in C++ where a compiler is (feedback_compiled.py says which
+  steps and the backward run in C++ where a compiler is (compiled.py says which
   variants and how to turn it off; `run.compiled` says whether a run does);
 - keys and values are projected once per step from m_t (shared by all layers by default;
   `shared_kv=False` gives each layer its own projection) and written into a preallocated
@@ -36,12 +36,12 @@ from typing import NamedTuple
 
 import torch
 
-from agents.cores import feedback_compiled
+from agents.cores.feedback import compiled as feedback_compiled
 from agents.cores.append_log import AppendLog, capacity_for
 from agents.cores.dtypes import compute_dtype, exact, masked_score
-from agents.cores.feedback_reference import FeedbackConfig, FeedbackReference
+from agents.cores.feedback.reference import FeedbackConfig, FeedbackReference
 from agents.cores.stepwise import StepwiseRun
-from agents.cores.feedback_step import (
+from agents.cores.feedback.step import (
     GroupWeights, LayerTape, LayerWeights, layer_backward, layer_forward, layer_norm_input_grad, project,
     projection_gradients,
 )
@@ -193,7 +193,7 @@ class FeedbackRun(StepwiseRun):
         self.group_keys, self.group_values = [keys[:, :, g] for g in groups], [values[:, :, g] for g in groups]  # (B, H, E, capacity), (B, H, capacity, E)
         self.compiled = feedback_compiled.applies(like.device, self.dtype, self.master[0].dtype, c.persistent) and feedback_compiled.extension()
         self.rows = self.recording and not self.compiled
-        if self.rows:  # the Python backward reads keys as rows and values transposed (feedback_step.py)
+        if self.rows:  # the Python backward reads keys as rows and values transposed (step.py)
             self.key_rows, self.value_columns = torch.empty_like(values), torch.empty_like(keys)
             self.group_key_rows, self.group_value_columns = [self.key_rows[:, :, g] for g in groups], [self.value_columns[:, :, g] for g in groups]
         if not extend:  # the carried window's keys and values

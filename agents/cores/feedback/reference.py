@@ -1,8 +1,8 @@
 """The Feedback Transformer (Fan et al., section 3.3), as the paper writes it, in plain autograd.
 
-This file is the model. FeedbackCore (feedback.py) is the same model run fast: it inherits these
+This file is the model. FeedbackCore (core.py) is the same model run fast: it inherits these
 parameters and replaces `forward` with steps outside autograd and a backward written by hand
-(feedback_step.py), compiled to C++ where a compiler is (feedback_compiled.py). Every fast path
+(step.py), compiled to C++ where a compiler is (compiled.py). Every fast path
 is tested equal to `FeedbackReference.forward` (tests/cores/test_feedback_paths.py).
 
 At step t the input x_t is embedded, x_t^0, and goes up the L layers. Layer l attends to the
