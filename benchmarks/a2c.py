@@ -55,7 +55,7 @@ import torch  # noqa: E402
 
 from agents.cores import CORES as CORE_CLASSES  # noqa: E402
 from durable.records import write_text  # noqa: E402
-from benchmarks.machine import cpu_model, load_line  # noqa: E402
+from experiments.frame.machine import cpu_model, load_line  # noqa: E402
 from benchmarks.targets import Verdict, interleaved, ratio_target, report  # noqa: E402
 
 ATTENTION = {"d_model": 256, "n_layers": 2, "n_heads": 4, "span": 200}

@@ -30,7 +30,7 @@ import torch  # noqa: E402
 
 from agents.config.a2c_config import resolve_config  # noqa: E402
 from agents.learners.train import Trainer  # noqa: E402
-from benchmarks.machine import cpu_model, load_line  # noqa: E402
+from experiments.frame.machine import cpu_model, load_line  # noqa: E402
 from benchmarks.targets import interleaved  # noqa: E402
 
 

@@ -8,7 +8,7 @@ The cores, built as in the paper's maze runs (input_dim 256, float32):
   mlp                     hidden_size 256, n_layers 2
   naive-feedback,         step by step under plain autograd (memory grown with torch.cat, every
   naive-transformer       key and value recomputed each step): the Feedback reference model
-                          (agents/cores/feedback/reference.py) and tests/cores/naive_cores.py's
+                          (agents/cores/feedback/reference.py) and benchmarks/naive_cores.py's
                           Transformer, sized as above: the baselines
   feedback-cpu, lstm-cpu  the A2C CPU preset's cores (feedback: 2 layers, d_model 64, 4 heads,
                           span 64; lstm: 1 x 128), learning calls of T = 32 (the preset's rollout)
@@ -76,10 +76,10 @@ import torch  # noqa: E402
 
 from agents.cores import make_core  # noqa: E402
 from durable.records import write_text  # noqa: E402
-from benchmarks.machine import cpu_model  # noqa: E402
+from experiments.frame.machine import cpu_model  # noqa: E402
 from benchmarks.targets import Verdict, ratio_target, report  # noqa: E402
 from agents.cores.feedback.reference import ReferenceState, reference_of  # noqa: E402
-from tests.cores.naive_cores import NaiveTransformer  # noqa: E402
+from benchmarks.naive_cores import NaiveTransformer  # noqa: E402
 
 INPUT_DIM = 256
 LEARN_STEPS = 100  # T of a learning call (the paper's rollout) ...

@@ -43,7 +43,7 @@ if __package__ in (None, ""):
 import torch  # noqa: E402
 
 from agents.runtime import distributed  # noqa: E402
-from benchmarks.machine import cpu_model, load_line  # noqa: E402
+from experiments.frame.machine import cpu_model, load_line  # noqa: E402
 from benchmarks.targets import Verdict, interleaved, ratio_target, report  # noqa: E402
 
 SMALL = {"d_model": 64, "n_layers": 2, "n_heads": 4, "span": 64}

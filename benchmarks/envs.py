@@ -48,7 +48,7 @@ import numpy as np  # noqa: E402
 import envs  # noqa: E402
 from envs.cli import env_seed  # noqa: E402
 from durable.records import write_text  # noqa: E402
-from benchmarks.machine import cpu_model, load_line  # noqa: E402
+from experiments.frame.machine import cpu_model, load_line  # noqa: E402
 from benchmarks.targets import Verdict, ratio_target, report  # noqa: E402
 
 TARGET_ENV, TARGET_N = "maze", 1024

@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agents.cores.feedback import compiled as feedback_compiled  # noqa: E402
 
 from agents.cores import make_core  # noqa: E402
-from benchmarks.machine import cpu_model  # noqa: E402
+from experiments.frame.machine import cpu_model  # noqa: E402
 from benchmarks.targets import interleaved  # noqa: E402
 
 INPUT_DIM, BATCH, LEARN_STEPS = 32, 64, 32

@@ -45,7 +45,7 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.machine import cpu_model, load_line  # noqa: E402
+from experiments.frame.machine import cpu_model, load_line  # noqa: E402
 from benchmarks.targets import Verdict, interleaved, ratio_target, report  # noqa: E402
 from seqtasks.ffattn import DEFAULT_CHUNK, FeedForwardAttention, dense_pool  # noqa: E402
 from seqtasks.tasks.long_term import LongTermTask  # noqa: E402

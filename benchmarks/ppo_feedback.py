@@ -19,7 +19,7 @@ within one run are the result; the absolute figures are this machine's.
 
 from __future__ import annotations
 
-from experiments.estimate import seconds_per_frame
+from experiments.frame.estimate import seconds_per_frame
 from experiments.ppo_peers import ENV, RECIPE, ours_args
 
 SETTINGS = [(3, 8), (3, 1), (1, 1), (1, 8)]  # (epochs, minibatches); (3, 8) is the recipe

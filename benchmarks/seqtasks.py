@@ -40,7 +40,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.machine import cpu_model, load_line  # noqa: E402
+from experiments.frame.machine import cpu_model, load_line  # noqa: E402
 from benchmarks.targets import Verdict, interleaved, ratio_target, report  # noqa: E402
 from seqtasks.config import SeqConfig  # noqa: E402
 from seqtasks.train import Run  # noqa: E402

@@ -35,13 +35,13 @@ from agents.plot_curves import save_figure
 from agents.config.ppo_config import PPOConfig
 from durable.records import write_json, write_text
 from envs.cli import non_negative_float, positive_int
-from experiments.cli import Distinct, QUICK_ALGO, QUICK_FRAMES, add_algo_argument, add_minibatches_argument, add_output_arguments, frames_or_quick, minibatch_args, runs_folder
+from experiments.frame.flags import Distinct, QUICK_ALGO, QUICK_FRAMES, add_algo_argument, add_minibatches_argument, add_output_arguments, frames_or_quick, minibatch_args, runs_folder
 from experiments.cue_memory import run_cue_separation
-from experiments.curves import training_seconds
-from experiments.estimate import print_expected_time
-from experiments.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, train_job
-from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
-from experiments.stats import format_interval, iqm_interval, seed_count, solved_interval
+from experiments.frame.curves import training_seconds
+from experiments.frame.estimate import print_expected_time
+from experiments.frame.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, train_job
+from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
+from experiments.frame.stats import format_interval, iqm_interval, seed_count, solved_interval
 
 LAYERS = 2
 SOLVED = 0.95  # greedy success at which a run counts as having solved the corridor (a run that has not: 0.5 or less)

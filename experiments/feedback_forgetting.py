@@ -29,12 +29,12 @@ import numpy as np
 from agents.plot_curves import save_figure
 from durable.records import read_record, write_json, write_text
 from envs.cli import positive_int
-from experiments.cli import Distinct, QUICK_ALGO, add_algo_argument, add_minibatches_argument, add_output_arguments, frames_or_quick, minibatch_args, runs_folder
-from experiments.curves import training_seconds
-from experiments.estimate import print_expected_time
-from experiments.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, train_job
-from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
-from experiments.stats import seed_count, solved_interval
+from experiments.frame.flags import Distinct, QUICK_ALGO, add_algo_argument, add_minibatches_argument, add_output_arguments, frames_or_quick, minibatch_args, runs_folder
+from experiments.frame.curves import training_seconds
+from experiments.frame.estimate import print_expected_time
+from experiments.frame.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, train_job
+from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
+from experiments.frame.stats import seed_count, solved_interval
 
 LENGTH, LAYERS, ENTROPY = 8, 2, 0.01
 SOLVED = 0.95  # greedy success at which a run counts as having solved the corridor

@@ -34,8 +34,8 @@ import torch.nn.functional as F
 
 from durable.records import write_json, write_text
 from envs.cli import positive_int
-from experiments.cli import Distinct
-from experiments.jobs import ROOT, machine
+from experiments.frame.flags import Distinct
+from experiments.frame.jobs import ROOT, machine
 from seqtasks.config import resolve_config
 from seqtasks.ffattn import FeedForwardAttention
 from seqtasks.tasks.long_term import LongTermTask

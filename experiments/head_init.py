@@ -23,12 +23,12 @@ from pathlib import Path
 import numpy as np
 
 from durable.records import write_json, write_text
-from experiments.cli import Distinct
-from experiments.curves import binned_curve, draw_curves, training_seconds
-from experiments.estimate import print_expected_time
-from experiments.jobs import ROOT, train_job
-from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
-from experiments.stats import format_interval, iqm_interval, seed_count
+from experiments.frame.flags import Distinct
+from experiments.frame.curves import binned_curve, draw_curves, training_seconds
+from experiments.frame.estimate import print_expected_time
+from experiments.frame.jobs import ROOT, train_job
+from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
+from experiments.frame.stats import format_interval, iqm_interval, seed_count
 
 # task -> (train_a2c.py arguments, frames, the curve compared, its name, baselines (random, oracle))
 TASKS = {

@@ -35,13 +35,13 @@ import envs
 from agents.cores import CORES
 from durable.records import write_json, write_text
 from envs.cli import env_name, positive_int
-from experiments.cli import Distinct, QUICK_ALGO, QUICK_FRAMES, add_algo_argument, add_output_arguments, frames_or_quick, runs_folder
-from experiments.curves import binned_curve, draw_curves, training_seconds
-from experiments.estimate import print_expected_time
-from experiments.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, train_job
-from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
+from experiments.frame.flags import Distinct, QUICK_ALGO, QUICK_FRAMES, add_algo_argument, add_output_arguments, frames_or_quick, runs_folder
+from experiments.frame.curves import binned_curve, draw_curves, training_seconds
+from experiments.frame.estimate import print_expected_time
+from experiments.frame.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, train_job
+from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
 from experiments.maze_memory import FAR, WINDOW, memory_probe
-from experiments.stats import format_interval, iqm_interval, seed_count
+from experiments.frame.stats import format_interval, iqm_interval, seed_count
 
 ENVS = ("maze", "maze_easy", "water_maze")
 CORE_NAMES = ("feedback", "transformer", "lstm", "mlp")

@@ -51,13 +51,13 @@ from agents.config.a2c_config import preset_values
 from agents.plot_curves import save_figure
 from durable.records import write_json, write_text
 from envs.cli import non_negative_float, positive_float, positive_int
-from experiments.cli import Distinct, QUICK_ALGO, add_algo_argument, add_minibatches_argument, add_output_arguments, minibatch_args, run_frames, runs_folder
-from experiments.curves import training_seconds
-from experiments.estimate import print_expected_time
-from experiments.jobs import ROOT, evaluate_job, evaluation, train_job
-from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
+from experiments.frame.flags import Distinct, QUICK_ALGO, add_algo_argument, add_minibatches_argument, add_output_arguments, minibatch_args, run_frames, runs_folder
+from experiments.frame.curves import training_seconds
+from experiments.frame.estimate import print_expected_time
+from experiments.frame.jobs import ROOT, evaluate_job, evaluation, train_job
+from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
 from experiments import tmaze_policy
-from experiments.stats import format_interval, iqm_interval, seed_count, solved_interval
+from experiments.frame.stats import format_interval, iqm_interval, seed_count, solved_interval
 
 SOLVED = 0.95  # greedy success at which a run counts as having solved a length
 LAYERS = 2

@@ -44,12 +44,12 @@ import numpy as np
 
 from durable.records import atomic_file, write_json, write_text
 from envs.cli import positive_int
-from experiments.cli import Distinct, add_output_arguments, runs_folder
-from experiments.estimate import print_expected_time
-from experiments.jobs import ROOT, seq_flags, seq_job, seq_results
-from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
-from experiments.seq_history import value_at
-from experiments.stats import format_interval, iqm_interval, seed_count
+from experiments.frame.flags import Distinct, add_output_arguments, runs_folder
+from experiments.frame.estimate import print_expected_time
+from experiments.frame.jobs import ROOT, seq_flags, seq_job, seq_results
+from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
+from experiments.frame.seq_history import value_at
+from experiments.frame.stats import format_interval, iqm_interval, seed_count
 
 LAYERS = 2
 TASKS = {  # name -> (seqtasks flags at the CPU scale, the metric scored)

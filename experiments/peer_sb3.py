@@ -8,7 +8,7 @@ shared_lstm, no critic LSTM of its own), linear heads on it (net_arch []), the o
 flattened into it. Envs are `gymnasium.make` copies stepped in a loop (sb3's DummyVecEnv), as
 our trainer and CleanRL step a Gymnasium id that is not ours. Every finished episode's return is
 written to RUN_DIR's TensorBoard as `charts/episodic_return` at the frames done, our trainers' tag,
-so experiments/curves.py bins both alike. The last line printed is a JSON of the frames and the
+so experiments/frame/curves.py bins both alike. The last line printed is a JSON of the frames and the
 seconds spent in `learn`. A run stopped before its end starts again from zero (RecurrentPPO
 saves no rollout state to resume from); its old events are removed first.
 """

@@ -45,12 +45,12 @@ import numpy as np
 from durable.records import write_json, write_text
 from envs import env_id
 from envs.cli import positive_int
-from experiments.cli import Distinct, QUICK_FRAMES, add_output_arguments, frames_or_quick, runs_folder
-from experiments.curves import binned_curve, draw_curves
-from experiments.estimate import print_expected, seconds_per_frame, spread_over
-from experiments.jobs import ROOT, Job, run_jobs
-from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
-from experiments.stats import format_interval, iqm_interval, seed_count
+from experiments.frame.flags import Distinct, QUICK_FRAMES, add_output_arguments, frames_or_quick, runs_folder
+from experiments.frame.curves import binned_curve, draw_curves
+from experiments.frame.estimate import print_expected, seconds_per_frame, spread_over
+from experiments.frame.jobs import ROOT, Job, run_jobs
+from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
+from experiments.frame.stats import format_interval, iqm_interval, seed_count
 
 ENV = "experiments.peer_envs:SymbolicMemoryS9-v0"  # the default task
 AGENTS = ("lstm", "sb3_lstm", "transformer", "feedback", "cleanrl_trxl")

@@ -38,13 +38,13 @@ import numpy as np
 
 from durable.records import write_json, write_text
 from envs.cli import positive_int
-from experiments.curves import draw_curves
-from experiments.estimate import print_expected_time
-from experiments.cli import add_output_arguments, runs_folder
-from experiments.jobs import ROOT, seq_flags, seq_job, seq_results
-from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
-from experiments.seq_history import aucc, seconds_to_reach, time_curve, value_at
-from experiments.stats import format_interval, iqm_interval, seed_count
+from experiments.frame.curves import draw_curves
+from experiments.frame.estimate import print_expected_time
+from experiments.frame.flags import add_output_arguments, runs_folder
+from experiments.frame.jobs import ROOT, seq_flags, seq_job, seq_results
+from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
+from experiments.frame.seq_history import aucc, seconds_to_reach, time_curve, value_at
+from experiments.frame.stats import format_interval, iqm_interval, seed_count
 
 D_MODEL = 32
 TASK = dict(task="random_walk", grid_size=4, walk_length=8)

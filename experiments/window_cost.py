@@ -20,7 +20,7 @@ third makes 32 / (L + 2) as many updates per frame, each over L + 3 steps.
 Each run trains the CPU preset's LSTM with chrono initialisation (gate_init=chrono, T_max twice
 the episode: the initialisation that reached these lengths on the recall task in the issue's
 one-seed probe), on the observation only, for the length's frames. The measure is its training time to solve: the training seconds (acting and
-learning, from the frames per second logged at every update: experiments/curves.py) until the
+learning, from the frames per second logged at every update: experiments/frame/curves.py) until the
 success rate of the episodes that ended over the last 4 (L + 2) x B frames first reaches 0.95.
 Writes NAME.json (per-seed seconds, frames and updates to solve, seconds per update, commands,
 machine) and NAME.md.
@@ -40,11 +40,11 @@ from agents.config.a2c_config import preset_values
 from agents.plot_curves import read_scalars
 from durable.records import write_json, write_text
 from envs.cli import positive_int
-from experiments.cli import Distinct, add_output_arguments, run_frames, runs_folder
-from experiments.estimate import print_expected_time
-from experiments.jobs import ROOT, train_job
-from experiments.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
-from experiments.stats import iqm_interval, seed_count
+from experiments.frame.flags import Distinct, add_output_arguments, run_frames, runs_folder
+from experiments.frame.estimate import print_expected_time
+from experiments.frame.jobs import ROOT, train_job
+from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
+from experiments.frame.stats import iqm_interval, seed_count
 
 SOLVED = 0.95  # training success over the recent episodes at which a run counts as solved
 RECENT_EPISODES_PER_ENV = 4  # the success rate is over the episodes of the last 4 (L + 2) x B frames

@@ -29,7 +29,7 @@ from agents.runtime import distributed
 from agents.runtime.checkpoint import FILE_NAME
 
 LOCK_NAME = "run.lock"
-DONE_NAME = "train.done.json"  # what experiments/jobs.py writes beside a finished run
+DONE_NAME = "train.done.json"  # what experiments/frame/jobs.py writes beside a finished run
 EVENTS_GLOB = "events.out.tfevents.*"
 # What a run writes in its folder: what --overwrite deletes (experiments add logs and records).
 RUN_FILES = (FILE_NAME, "config.json", "results.json", DONE_NAME)

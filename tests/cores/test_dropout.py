@@ -7,8 +7,6 @@ from the global generator, so the same seed and the same shapes, in the same ord
 same masks. The Feedback core with dropout is checked against its reference model in
 test_feedback_paths.py."""
 
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -17,8 +15,7 @@ from agents.cores import make_core
 from agents.cores.attention import AttentionBlock, split_heads
 from agents.cores.dropout import Dropout, draw_masks
 
-sys.path.insert(0, str(Path(__file__).parent))
-from naive_cores import attention_layer  # noqa: E402
+from benchmarks.naive_cores import attention_layer
 
 B, H, D, FF, KEYS, P = 2, 2, 8, 12, 5, 0.4
 INPUT_DIM = 5

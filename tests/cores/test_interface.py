@@ -3,8 +3,6 @@ chunking, episode isolation, batch independence, gradients and detached state; p
 Transformer against a naive step-by-step reference (the Feedback core's against its reference
 model: test_feedback_paths.py)."""
 
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -14,8 +12,7 @@ from hypothesis import strategies as st
 from agents.cores import CORES, core_options, make_core
 from agents.cores.state import select_envs, state_from_plain, state_to_plain
 
-sys.path.insert(0, str(Path(__file__).parent))
-from naive_cores import NaiveTransformer  # noqa: E402
+from benchmarks.naive_cores import NaiveTransformer
 
 INPUT_DIM = 5
 ATOL = 1e-5

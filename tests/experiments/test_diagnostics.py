@@ -6,9 +6,9 @@ from gymnasium.spaces import MultiDiscrete
 
 from agents.config.a2c_config import A2CConfig
 from agents.learners.train import build_policy
-from experiments import estimate
+from experiments.frame import estimate
 from experiments.cue_memory import cue_separation, door_outputs, walk_to_doors
-from experiments.jobs import train_job
+from experiments.frame.jobs import train_job
 from tests.experiments.cue_bounds import MEMORY_ABOVE, NO_MEMORY_BELOW
 
 CORRIDOR = {"length": 5, "max_episode_steps": 20}

@@ -11,8 +11,8 @@ import pytest
 from agents.config.config_cli import parse_core_options
 from agents.cores import CORES
 from experiments import corridor_span, head_init, mazes
-from experiments.curves import binned_curve
-from experiments.stats import iqm_interval, solved_interval
+from experiments.frame.curves import binned_curve
+from experiments.frame.stats import iqm_interval, solved_interval
 from tests.experiments.cue_bounds import MEMORY_ABOVE, NO_MEMORY_BELOW
 
 
@@ -278,7 +278,7 @@ def test_quick_runs_go_to_a_folder_of_their_own(tmp_path):
     would be carried on with its tiny model. So --quick runs go beside, and --runs-dir wins."""
     import argparse
 
-    from experiments.cli import runs_folder
+    from experiments.frame.flags import runs_folder
 
     default = tmp_path / "runs" / "corridor_span"
     assert runs_folder(argparse.Namespace(runs_dir=None, quick=False), default) == default

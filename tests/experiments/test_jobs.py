@@ -1,4 +1,4 @@
-"""The experiment runner's records (experiments/jobs.py, experiments/slurm.py): a record that is
+"""The experiment runner's records (experiments/frame/jobs.py, experiments/frame/slurm.py): a record that is
 cut off or not JSON, as a crash or a full disk may leave one, counts as no record, so the job runs
 again instead of the experiment crashing on it."""
 
@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from experiments.jobs import Job, JobFailed, refuse_smaller_budget, run_jobs, seq_job, train_job
-from experiments.slurm import reattach, slurm_record
+from experiments.frame.jobs import Job, JobFailed, refuse_smaller_budget, run_jobs, seq_job, train_job
+from experiments.frame.slurm import reattach, slurm_record
 
 TRAIN_ARGS = ["--env", "corridor", "--core", "mlp", "--seed", "0"]
 UNREADABLE = {"cut off": b'{"target": "10', "empty": b"", "not JSON": b"done", "not an object": b'["1000 frames"]',

@@ -8,8 +8,10 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from experiments import corridor_span, launch, mazes
-from experiments.cli import QUICK_FRAMES, frames_or_quick
+from experiments import corridor_span, mazes
+
+from experiments.frame import launch
+from experiments.frame.flags import QUICK_FRAMES, frames_or_quick
 
 
 def parse(*flags: str) -> argparse.Namespace:
@@ -58,7 +60,7 @@ def test_sbatch_values_with_control_characters_are_refused_naming_them(flag, val
 
 
 def test_other_sbatch_options_pass_through_as_submitit_parameters():
-    from experiments.slurm import SlurmSettings
+    from experiments.frame.slurm import SlurmSettings
 
     args = parse("--slurm-option", "account=lab", "--slurm-option", "mem-per-cpu=4G")
     settings = SlurmSettings(options=dict(args.slurm_option))

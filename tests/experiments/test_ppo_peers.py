@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from experiments import peer_envs, ppo_peers
-from experiments.jobs import ROOT
+from experiments.frame.jobs import ROOT
 
 ENV = ppo_peers.ENV
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from experiments import ffattn_diagnostics, long_sequences, memory_reach, seq_variants
-from experiments.seq_history import aucc, seconds_to_reach, time_curve, value_at
+from experiments.frame.seq_history import aucc, seconds_to_reach, time_curve, value_at
 
 HISTORY = [  # validations at updates 10, 20, 30, after 1, 3 and 4 training seconds
     {"update": 10, "seconds": 1.0, "accuracy": 0.2},

@@ -14,8 +14,8 @@ import sys
 import pytest
 
 from agents.runtime.checkpoint import load_checkpoint
-from experiments.jobs import Job, JobFailed
-from experiments.slurm import check_slurm
+from experiments.frame.jobs import Job, JobFailed
+from experiments.frame.slurm import check_slurm
 from tests.launch import DEADLINE, ROOT, wait_until
 
 
@@ -128,7 +128,7 @@ def test_a_job_stopped_as_slurm_stops_it_saves_requeues_and_finishes(tmp_path):
 
 
 def test_a_failing_job_is_reported_with_its_log_tail_and_the_others_finish(tmp_path):
-    from experiments.slurm import SlurmSettings, run_jobs_slurm
+    from experiments.frame.slurm import SlurmSettings, run_jobs_slurm
 
     def job(name: str, code: str) -> Job:
         return Job(name, lambda: [sys.executable, "-c", code], tmp_path / name / "job.log", tmp_path / name / "job.done.json", "once")

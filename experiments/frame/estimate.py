@@ -19,7 +19,7 @@ from typing import Callable
 
 import torch
 
-from experiments.jobs import Job
+from experiments.frame.jobs import Job
 
 LONG_UPDATE = 10.0  # seconds
 

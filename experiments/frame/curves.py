@@ -3,7 +3,7 @@
 Each run logs `charts/episodic_return` whenever episodes end, at its own frame counts. To
 aggregate seeds, every run's points are averaged within the same bins of frames (`grid`), so
 each seed gives one value per bin; the figure shows the IQM over seeds per bin and its bootstrap
-95% interval as a band (experiments/stats.py), with the random and oracle returns as lines.
+95% interval as a band (experiments/frame/stats.py), with the random and oracle returns as lines.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from agents.plot_curves import read_scalars, save_figure
-from experiments.stats import iqm_interval
+from experiments.frame.stats import iqm_interval
 
 
 def binned_curve(run_dir: Path, tag: str, frames: int, bins: int) -> np.ndarray:

@@ -20,8 +20,8 @@ waits for them and exits with the same code; nothing is left running. Commands r
 sessions, so a Ctrl-C typed at the terminal reaches them only through the runner, once. A second
 signal is passed on too (a second Ctrl-C stops the trainers at once, still saving).
 
-`run_stages` runs the stages here (the local launcher) or as Slurm jobs (experiments/slurm.py),
-as the experiment's `--launcher` flag says (experiments/launch.py).
+`run_stages` runs the stages here (the local launcher) or as Slurm jobs (experiments/frame/slurm.py),
+as the experiment's `--launcher` flag says (experiments/frame/launch.py).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from tqdm import tqdm
 from durable.interrupt import STOP_SIGNALS, signal_of, stop_signals_raise
 from durable.records import read_record, write_json
 
-ROOT = Path(__file__).resolve().parent.parent  # the repository root, where the commands run
+ROOT = Path(__file__).resolve().parents[2]  # the repository root, where the commands run
 ALGOS = ("a2c", "ppo")  # the learners an RL experiment can train with: train_a2c.py, train_ppo.py
 EVAL_SEED = 10_000  # evaluate.py --seed: evaluation streams, never training's (agents/runtime/seeding.py), nor its default 0's
 
@@ -159,7 +159,7 @@ def evaluation(job: Job) -> dict[str, dict[str, float]]:
 
 def machine(workers: int) -> str:
     """The machine and how the runs shared it, for an experiment's JSON."""
-    from benchmarks.machine import cpu_model
+    from experiments.frame.machine import cpu_model
 
     return f"{cpu_model()}, {os.cpu_count()} cores; {workers} runs at once, 1 thread each"
 

@@ -1,5 +1,5 @@
 """Where an experiment's jobs run: here (`--launcher local`, the default: `--jobs` processes at
-once) or as Slurm jobs (`--launcher slurm`, experiments/slurm.py), with the flags every
+once) or as Slurm jobs (`--launcher slurm`, experiments/frame/slurm.py), with the flags every
 experiment takes for it (`add_launcher_arguments`) and the stage runner they all call.
 """
 
@@ -11,7 +11,7 @@ import re
 import sys
 
 from envs.cli import positive_int
-from experiments.jobs import Job, JobFailed, machine, run_jobs
+from experiments.frame.jobs import Job, JobFailed, machine, run_jobs
 
 
 def slurm_minutes(text: str) -> int:
@@ -74,7 +74,7 @@ def where_runs_go(args: argparse.Namespace) -> str:
 def launcher_description(args: argparse.Namespace) -> str:
     """How the runs shared their machines, for an experiment's JSON."""
     if args.launcher == "slurm":
-        from benchmarks.machine import cpu_model
+        from experiments.frame.machine import cpu_model
 
         return (f"Slurm jobs ({args.slurm_partition or 'default partition'}), {args.slurm_cpus_per_job} CPU(s) and "
                 f"{args.slurm_gpus_per_job} GPU(s) each, 1 thread per run; submitted from {cpu_model()}")
@@ -90,7 +90,7 @@ def run_stages(stages: dict[str, list[Job]], args: argparse.Namespace) -> None:
             for what, jobs in stages.items():
                 run_jobs(jobs, args.jobs, what)
             return
-        from experiments.slurm import (
+        from experiments.frame.slurm import (
             SlurmSettings,
             check_slurm,
             job_folder,

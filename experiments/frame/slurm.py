@@ -1,6 +1,6 @@
 """An experiment's jobs as Slurm jobs, through submitit (`--launcher slurm`).
 
-Each job (experiments/jobs.py: a training run, an evaluation) becomes one Slurm job running the
+Each job (experiments/frame/jobs.py: a training run, an evaluation) becomes one Slurm job running the
 same command the local launcher runs (`run_job`: its output appended to the job's log in its run
 folder, its record written when it ends well), so results do not depend on the launcher. A
 stage's jobs go in as one array (`--slurm-max-parallel` at once); submitit's own logs go to
@@ -35,7 +35,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from durable.records import write_json
-from experiments.jobs import Job, JobFailed, job_record, run_job
+from experiments.frame.jobs import Job, JobFailed, job_record, run_job
 
 SIGNAL_DELAY_S = 120  # how long before its time limit a job is told to save: several updates at the paper's sizes
 SAVE_SECONDS = 90  # how long SlurmTask.checkpoint waits for the trainer to save before asking it again

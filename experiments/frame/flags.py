@@ -48,7 +48,7 @@ class Distinct(argparse.Action):
 def add_output_arguments(parser: argparse.ArgumentParser, quick: str = "tiny models and runs") -> None:
     """--out, --no-estimate and --quick (`quick`: what its runs are), which every experiment that
     trains runs takes."""
-    from experiments.jobs import ROOT
+    from experiments.frame.jobs import ROOT
 
     parser.add_argument("--out", type=Path, default=ROOT / "assets", help="where results go (default: assets/)")
     parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
@@ -66,7 +66,7 @@ def runs_folder(args: argparse.Namespace, default: Path) -> Path:
 
 def add_algo_argument(parser: argparse.ArgumentParser) -> None:
     """--algo: the learner of an RL experiment's runs, train_a2c.py (default) or train_ppo.py."""
-    from experiments.jobs import ALGOS
+    from experiments.frame.jobs import ALGOS
 
     parser.add_argument("--algo", choices=ALGOS, default="a2c",
                         help="the learner: a2c (train_a2c.py, default) or ppo (train_ppo.py); ppo's outputs and runs take a _ppo suffix")
