@@ -16,7 +16,7 @@ Letters: T steps, B envs, I input width, U units, D d_model (the readout width).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple, Protocol
 
 import torch
 import torch.nn.functional as F
@@ -24,8 +24,17 @@ from torch import nn
 
 from agents.cores.state import register_state
 
-if TYPE_CHECKING:
-    from agents.cores.reservoir import ReservoirConfig
+
+class EchoStateOptions(Protocol):
+    """What the echo-state core reads of its config (reservoir.py's ReservoirConfig has them, and
+    builds this core for kind "esn"; naming the fields here keeps esn.py from importing it back)."""
+
+    d_model: int
+    units: int
+    spectral_radius: float
+    leak_rate: float
+    input_scaling: float
+    density: float
 
 
 @register_state
@@ -36,7 +45,7 @@ class EchoState(NamedTuple):
 class EchoStateCore(nn.Module):
     sequential = True  # its steps run one after another: packing episodes side by side shortens a learning call
 
-    def __init__(self, input_dim: int, config: ReservoirConfig):
+    def __init__(self, input_dim: int, config: EchoStateOptions):
         super().__init__()
         c = self.config = config
         self.output_dim = c.d_model
