@@ -15,9 +15,11 @@ alike.
 from __future__ import annotations
 
 import argparse
+import io
 import pickle
 import shutil
 import sys
+import types
 from typing import Any
 
 import numpy as np
@@ -29,6 +31,29 @@ from agents.cores.state import STATE_TYPES, state_to_plain
 from envs.vector import GridVectorEnv
 
 KINDS = ("a2c", "ppo", "seqtasks")
+# Format-1 pickles name the modules of their classes as they were when the file was written; these
+# have moved since (agents/ by role and the Feedback core as a package, 2026-11-27).
+MOVED = {
+    "agents.cores.feedback": "agents.cores.feedback.core",
+    "agents.cores.feedback_reference": "agents.cores.feedback.reference",
+    "agents.cores.feedback_step": "agents.cores.feedback.step",
+    **{f"agents.{name}": f"agents.learners.{name}" for name in ("a2c", "ppo", "train", "window", "episode_packing", "rollout")},
+    **{f"agents.{name}": f"agents.config.{name}" for name in ("a2c_config", "ppo_config", "config_cli")},
+    "agents.policy": "agents.model.policy",
+    **{f"agents.{name}": f"agents.runtime.{name}" for name in (
+        "observations", "actors", "staging", "distributed", "checkpoint", "seeding", "device", "precision")},
+}
+
+
+class MovedModulesUnpickler(pickle.Unpickler):
+    """The full unpickler, finding each class where it lives now (MOVED)."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        return super().find_class(MOVED.get(module, module), name)
+
+
+# torch.load's pickle_module: the pickle module with the unpickler above.
+moved_pickle = types.SimpleNamespace(**{**vars(pickle), "Unpickler": MovedModulesUnpickler})
 
 
 def convert(payload: dict[str, Any]) -> dict[str, Any]:
@@ -60,7 +85,7 @@ def plain_envs(saved: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     states = []
     for blob in saved["state"]:
-        env = pickle.loads(blob)
+        env = MovedModulesUnpickler(io.BytesIO(blob)).load()
         if not isinstance(env, GridVectorEnv):
             return None
         states.append(env.get_state())
@@ -86,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         path = existing_checkpoint(args.run)
-        payload = torch.load(path, map_location="cpu", weights_only=False)
+        payload = torch.load(path, map_location="cpu", weights_only=False, pickle_module=moved_pickle)
         if not isinstance(payload, dict) or payload.get("kind") not in KINDS:
             raise CheckpointError(f"{str(path)!r} is not a feedback-rl checkpoint (kind one of {list(KINDS)})")
         if payload.get("format") != 1:
