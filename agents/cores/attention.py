@@ -59,28 +59,25 @@ def attend(
     visible: torch.Tensor,
     persistent: tuple[torch.Tensor, torch.Tensor] | None = None,
     dropout: Dropout | None = None,
+    keep: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Dot-product attention with relative-position scores and optional persistent vectors.
 
     q: (B, H, Q, E), already scaled by 1 / sqrt(E); k, v: (B, H, K, E); position_scores:
     (B, H, Q, K) q . p(distance); visible: (B, Q, K) bool; persistent: keys and values
-    (H, N, E), always visible, no position term; dropout: applied to the attention weights, the
-    persistent vectors' included (Fan et al.). Returns (B, H, Q, E). A query that sees nothing
-    gets a zero vector, never NaN. (The Feedback core's steps do the same by hand:
-    feedback/step.py.)
+    (H, N, E), always visible, no position term; dropout and keep: dropout on the attention
+    weights, the persistent vectors' included (Fan et al.), as `dropped` applies it. Returns
+    (B, H, Q, E). A query that sees nothing gets a zero vector, never NaN. (The Feedback core's
+    steps do the same by hand: feedback/step.py.)
     """
     scores = (q @ k.transpose(-1, -2)).add_(position_scores)  # (B, H, Q, K)
     scores.masked_fill_(~visible[:, None], masked_score(scores.dtype))
     if persistent is None:
         weights = torch.softmax(scores, dim=-1) * visible.any(dim=-1)[:, None, :, None]
-        if dropout is not None:
-            weights = dropout(weights)
-        return weights @ v
+        return dropped(weights, dropout, keep) @ v
     pk, pv = persistent
     persistent_scores = torch.einsum("bhqe,hne->bhqn", q, pk)  # (B, H, Q, N)
-    weights = torch.softmax(torch.cat([scores, persistent_scores], dim=-1), dim=-1)  # (B, H, Q, K + N)
-    if dropout is not None:
-        weights = dropout(weights)
+    weights = dropped(torch.softmax(torch.cat([scores, persistent_scores], dim=-1), dim=-1), dropout, keep)  # (B, H, Q, K + N)
     context = weights[..., : k.shape[-2]] @ v
     return context + torch.einsum("bhqn,hne->bhqe", weights[..., k.shape[-2] :], pv)
 
@@ -105,6 +102,15 @@ def maybe_dropout(p: float) -> Dropout | None:
     return Dropout(p) if p > 0 else None
 
 
+def dropped(x: torch.Tensor, dropout: Dropout | None, keep: torch.Tensor | None) -> torch.Tensor:
+    """x after dropout: by `keep`, bool masks drawn beforehand (True: kept; the Feedback
+    reference draws a call's all at once, as its fast paths do), else by `dropout`'s own draw;
+    unchanged without dropout or in eval mode."""
+    if keep is not None:
+        return x * keep * (1.0 / (1.0 - dropout.p))
+    return x if dropout is None else dropout(x)
+
+
 class FeedForward(nn.Module):
     """The position-wise sublayer: Linear(D, F) -> ReLU -> dropout -> Linear(F, D); dropout
     on the ReLU activations, as Fan et al."""
@@ -115,11 +121,11 @@ class FeedForward(nn.Module):
         self.fc2 = nn.Linear(d_ff, d_model)
         self.dropout = maybe_dropout(dropout)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
+        """x (..., D) -> (..., D); keep: the ReLU activations' dropout masks (..., F), bool, drawn
+        beforehand, or None (the module draws its own)."""
         hidden = F.relu(self.fc1(x), inplace=True)  # (..., F)
-        if self.dropout is not None:
-            hidden = self.dropout(hidden)
-        return self.fc2(hidden)
+        return self.fc2(dropped(hidden, self.dropout, keep))
 
 
 VALUE_INITS = ("pytorch", "orthogonal")
@@ -186,9 +192,14 @@ class AttentionBlock(nn.Module):
         """What the attention reads: the normalised input under pre-norm, the input itself under post-norm."""
         return self.norm_attn(h) if self.pre_norm else h
 
-    def forward(self, h: torch.Tensor, k: torch.Tensor, v: torch.Tensor, distance: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+    def forward(self, h: torch.Tensor, k: torch.Tensor, v: torch.Tensor, distance: torch.Tensor, visible: torch.Tensor,
+                keep: tuple | None = None) -> torch.Tensor:
         """h: (B, Q, D) layer input at the query steps; k, v: (B, H, K, E); distance: (Q, K) long,
-        clipped to [0, P - 1] (where not visible, any value); visible: (B, Q, K). -> (B, Q, D)."""
+        clipped to [0, P - 1] (where not visible, any value); visible: (B, Q, K). -> (B, Q, D).
+
+        Dropout: the block's modules draw their masks as they go (the Transformer), unless `keep`
+        gives them, drawn beforehand (step_masks, one step's: the Feedback reference), bool:
+        attention weights (B, H, Q, K [+ N]), ReLU activations (B, Q, F) or None."""
         batch, queries, width = h.shape
         q = split_heads(self.query(self.attention_input(h)), self.heads)  # (B, H, Q, E)
         q = q * q.shape[-1] ** -0.5
@@ -197,7 +208,8 @@ class AttentionBlock(nn.Module):
         else:
             position_scores = (q @ self.position.T).gather(-1, distance.expand(batch, self.heads, *distance.shape))
         persistent = self.persistent() if self.persistent is not None else None
-        context = attend(q, k, v, position_scores, visible, persistent, self.attention_dropout)  # (B, H, Q, E)
+        keep_attention, keep_relu = (None, None) if keep is None else keep
+        context = attend(q, k, v, position_scores, visible, persistent, self.attention_dropout, keep_attention)  # (B, H, Q, E)
         context = context.transpose(1, 2).reshape(batch, queries, width)
         h = h + self.out(context)
         if not self.pre_norm:
@@ -205,5 +217,5 @@ class AttentionBlock(nn.Module):
         if self.ff is None:
             return h
         if self.pre_norm:
-            return h + self.ff(self.norm_ff(h))
-        return self.norm_ff(h + self.ff(h))
+            return h + self.ff(self.norm_ff(h), keep_relu)
+        return self.norm_ff(h + self.ff(h, keep_relu))

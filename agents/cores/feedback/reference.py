@@ -20,11 +20,13 @@ m_t; under pre-norm it is normalised as it is read (unless `read_norm` is off). 
 episode: an episode start (`first`) hides everything before it, and a step that sees nothing
 reads a zero vector from the attention.
 
-Each layer: multi-head attention with a learned position embedding per distance added to the
-keys (relative positions, shared by the heads), then the feed-forward sublayer (or, with
-`persistent` vectors, N learned keys and values per head join the attention in its place:
-Sukhbaatar et al.); pre-norm or post-norm; dropout on the attention weights and on the ReLU
-activations (drawn as agents/cores/dropout.py says, so the fast paths drop the same entries).
+Each layer is an AttentionBlock (agents/cores/attention.py, the layer the Transformer core runs
+too), called here with one query step: multi-head attention with a learned position embedding
+per distance added to the keys (relative positions, shared by the heads), then the
+feed-forward sublayer (or, with `persistent` vectors, N learned keys and values per head join
+the attention in its place: Sukhbaatar et al.); pre-norm or post-norm; dropout on the attention
+weights and on the ReLU activations, a call's masks drawn before its steps (step_masks, as
+agents/cores/dropout.py says), so the fast paths drop the same entries.
 
 Letters: T steps, B envs, S span, L layers, D d_model, H heads, E head width (D / H), N
 persistent vectors per head, F feed-forward width.
@@ -32,15 +34,13 @@ persistent vectors per head, F feed-forward width.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from agents.cores.attention import AttentionBlock, init_value_path
+from agents.cores.attention import AttentionBlock, init_value_path, split_heads
 from agents.cores.checks import check_bool
 from agents.cores.transformer import TransformerConfig
 from agents.cores.state import register_state
@@ -103,21 +103,20 @@ class FeedbackReference(nn.Module):
         steps, batch, _ = x.shape
         masks = [block.step_masks(steps, batch, c.span, x.device) for block in self.blocks]  # per layer: (T, ...) each, or None
         memory, valid = state.memory.to(x.dtype), state.valid
-        distance = torch.arange(c.span, 0, -1, device=x.device)  # memory slot s is S - s steps back
+        distance = torch.arange(c.span, 0, -1, device=x.device)[None, :]  # (1, S): memory slot s is S - s steps back
         outputs = []
         for t in range(steps):
             valid = valid & ~first[t][:, None]  # an episode start hides the memory before it
             kv = [project(self.memory_norm[g], self.kv[g], memory) for g in range(self.groups)]  # (B, S, 2 D) each
-            h = self.embed(x[t])  # (B, D) x_t^0
+            h = self.embed(x[t])[:, None]  # (B, 1, D) x_t^0, the one query step
             m = self.layer_weights[0] * h
             for layer, block in enumerate(self.blocks):
-                keys, values = kv[0 if c.shared_kv else layer].chunk(2, dim=-1)  # (B, S, D) each
-                keep = None if masks[layer] is None else [None if mask is None else mask[t] for mask in masks[layer]]
-                h = attention_layer(block, h, keys, values, distance, valid, keep, c)
+                keys, values = (split_heads(half, c.n_heads) for half in kv[0 if c.shared_kv else layer].chunk(2, dim=-1))  # (B, H, S, E) each
+                h = block(h, keys, values, distance, valid[:, None], step_keep(masks[layer], t))
                 m = m + self.layer_weights[layer + 1] * h
-            memory = torch.cat([memory[:, 1:], m[:, None]], dim=1)  # (B, S, D): m_t in, the oldest out
+            memory = torch.cat([memory[:, 1:], m], dim=1)  # (B, S, D): m_t in, the oldest out
             valid = torch.cat([valid[:, 1:], torch.ones_like(valid[:, :1])], dim=1)
-            outputs.append(self.norm_out(h))
+            outputs.append(self.norm_out(h[:, 0]))
         return torch.stack(outputs), ReferenceState(memory.detach(), valid)
 
 
@@ -126,37 +125,13 @@ def project(norm: nn.Module, kv: nn.Linear, memory: torch.Tensor) -> torch.Tenso
     return kv(norm(memory))
 
 
-def attention_layer(block: AttentionBlock, h, keys, values, distance, valid, masks, c: FeedbackConfig) -> torch.Tensor:
-    """One layer for one step: h (B, D) its input; keys, values (B, S, D) of the memory; distance
-    (S,) steps back of each slot; valid (B, S); masks: dropout's keep masks, bool, (attention
-    (B, H, S [+ N]), ReLU (B, F) or None), or None without dropout -> (B, D)."""
-    batch, width = h.shape
-    heads, e = c.n_heads, width // c.n_heads
-    keep = 1.0 / (1.0 - c.dropout)
-    a = block.norm_attn(h) if c.pre_norm else h
-    q = block.query(a).view(batch, heads, e) / math.sqrt(e)  # (B, H, E)
-    k = keys.view(batch, -1, heads, e) + block.position[distance][:, None, :]  # (B, S, H, E): position on keys
-    v = values.view(batch, -1, heads, e)
-    scores = torch.einsum("bhe,bshe->bhs", q, k).masked_fill(~valid[:, None, :], float("-inf"))  # (B, H, S)
-    if block.persistent is not None:  # always visible, no position term
-        pk, pv = block.persistent()  # (H, N, E) each
-        scores = torch.cat([scores, torch.einsum("bhe,hne->bhn", q, pk)], dim=-1)  # (B, H, S + N)
-    p = torch.nan_to_num(torch.softmax(scores, dim=-1), nan=0.0)  # a step that sees nothing reads nothing
-    if masks is not None:
-        p = p * masks[0] * keep
-    context = torch.einsum("bhs,bshe->bhe", p[..., : c.span], v)  # (B, H, E)
-    if block.persistent is not None:
-        context = context + torch.einsum("bhn,hne->bhe", p[..., c.span :], pv)
-    z = h + block.out(context.reshape(batch, width))
-    h = z if c.pre_norm else block.norm_attn(z)
-    if block.ff is None:
-        return h
-    f = block.norm_ff(h) if c.pre_norm else h
-    u = F.relu(block.ff.fc1(f))  # (B, F)
-    if masks is not None:
-        u = u * masks[1] * keep
-    z = h + block.ff.fc2(u)
-    return z if c.pre_norm else block.norm_ff(z)
+def step_keep(masks: tuple | None, t: int) -> tuple | None:
+    """Step t's dropout masks of one layer, shaped for its one query: attention (B, H, 1, S [+ N]),
+    ReLU (B, 1, F) or None; None without dropout."""
+    if masks is None:
+        return None
+    attention, relu = masks
+    return attention[t][:, :, None], None if relu is None else relu[t][:, None]
 
 
 def reference_of(core: FeedbackReference) -> FeedbackReference:
