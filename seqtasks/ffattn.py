@@ -117,7 +117,7 @@ class _ChunkedPool(torch.autograd.Function):
                 h = _hidden(x[:, start : start + chunk], weight, bias, slope, work)  # (B, K, D)
                 e[:, start : start + chunk] = torch.tanh(h @ score_weight.T + score_bias).squeeze(-1)
                 scores = e[:, start : start + chunk].masked_fill(~real[:, start : start + chunk], float("-inf"))  # (B, K)
-                m_new = torch.maximum(m, scores.amax(dim=1))  # not max(dim=): ~15 ms a call at 2 threads here
+                m_new = torch.maximum(m, scores.amax(dim=1))  # amax, not max(dim=): max also finds the indices, which is slower
                 # -inf while a row has seen only padding: shift by 0 there, so exp gives 0, not NaN
                 shift = m_new.masked_fill(m_new == float("-inf"), 0.0)
                 scale = torch.exp(m - shift)  # (B,) rescales what was summed under the old max
