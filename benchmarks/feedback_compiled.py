@@ -138,9 +138,9 @@ def split_acting(core, state, x, first, calls: int = 640) -> None:
     compiled, inside = feedback_compiled.extension(), [0.0]
     forward_steps = compiled.forward_steps
 
-    def timed_steps(*args):
+    def timed_steps(**arguments):  # (the steps take keywords only)
         began = time.perf_counter()
-        tops = forward_steps(*args)
+        tops = forward_steps(**arguments)
         inside[0] += time.perf_counter() - began
         return tops
 

@@ -203,27 +203,29 @@ class FeedbackRun(StepwiseRun):
                         keys[:, :, g, :, :span], values[:, :, g, :span] = state.keys[:, :, g, :, window], state.values[:, :, g, window]
                     else:  # recomputed with the current weights
                         self._write(g, memory[:, :span], 0)
-        if self.compiled:  # the weights, masks and buffers as flat lists (absent ones empty), the tape in C++
-            none = like.new_empty(0)
-            self.flat_layers, self.flat_groups = self._flat_weights(none)
-            self.flat_masks = [none if mask is None else mask for pair in self.masks for mask in pair]
+        if self.compiled:  # the weights as the C++ step's structs, the tape in C++
+            self.compiled_layers, self.compiled_groups = self._compiled_weights()
             self.tape = self.compiled.Tape() if self.recording else None
         self.inputs: list[torch.Tensor] = []  # what step() was given, for outputs()
         self.tops: list[torch.Tensor] = []  # (B, D) the top layer's output per step, before the final norm
         self.tapes: list[StepTape] = []
         self.zero, self.neg_inf = like.new_zeros(()), like.new_full((), masked_score(self.dtype))
 
-    def _flat_weights(self, none: torch.Tensor) -> list[list[torch.Tensor]]:
-        """The layers' and the groups' weights as the compiled step takes them: two flat lists,
-        detached, `none` for an absent one. Kept beside call_weights' cache for the acting calls
-        that reuse its weights (the same objects while the weights_version holds)."""
-        kept = self.core.__dict__.get("_flat_weights")
+    def _compiled_weights(self) -> tuple[list, list]:
+        """The layers' and the groups' weights as the compiled step takes them: its LayerWeights and
+        GroupWeights, built by keyword from step.py's, detached. Kept beside call_weights' cache
+        for the acting calls that reuse its weights (the same objects while the weights_version holds)."""
+        kept = self.core.__dict__.get("_compiled_weights")
         if kept is not None and kept[0] is self.master:
             return kept[1]
-        flat = [[none if x is None else x.detach() for w in ws for x in w] for ws in (self.layers, self.groups)]
+        built = ([self.compiled.LayerWeights(**detached(w)) for w in self.layers], [self.compiled.GroupWeights(**detached(w)) for w in self.groups])
         if not self.recording and self.layers is self.master[1]:  # call_weights' cached weights, used as they are
-            self.core.__dict__["_flat_weights"] = (self.master, flat)
-        return flat
+            self.core.__dict__["_compiled_weights"] = (self.master, built)
+        return built
+
+    def _compiled_masks(self) -> dict:
+        """Dropout's bool masks as the compiled step takes them: per layer, attention's and the ReLU's (none without dropout)."""
+        return dict(attention_masks=[attention for attention, _ in self.masks], relu_masks=[relu for _, relu in self.masks])
 
     def _draw_masks(self, batch: int, steps: int, like: torch.Tensor) -> list:
         """Per layer, the dropout masks of all steps, (attention (T, B, H, S [+ N]), ReLU (T, B, F)),
@@ -291,8 +293,9 @@ class FeedbackRun(StepwiseRun):
         """Steps from embeddings (n, B, D) and first (n, B) in C++ -> their tops (n, B, D)."""
         c, steps = self.core.config, first.shape[0]
         tops = self.compiled.forward_steps(
-            embedded.detach(), first, self.episode_start, self.t, self.start, self.mix.detach(), self.flat_layers, self.flat_groups,
-            self.memory, self.group_keys, self.group_values, self.flat_masks, 1.0 / (1.0 - c.dropout), c.pre_norm, self.tape,
+            embedded=embedded.detach(), first=first, episode_start=self.episode_start, t0=self.t, start=self.start, mix=self.mix.detach(),
+            layer_weights=self.compiled_layers, group_weights=self.compiled_groups, memory=self.memory, keys=self.group_keys,
+            values=self.group_values, **self._compiled_masks(), keep_scale=1.0 / (1.0 - c.dropout), pre_norm=c.pre_norm, tape=self.tape,
         )
         self.tops.extend(tops.unbind(0))
         self.t += steps
@@ -368,9 +371,9 @@ class FeedbackRun(StepwiseRun):
         d_layers = [LayerWeights(*(None if x is None else torch.zeros_like(x) for x in w)) for w in master_layers]
         if self.compiled:
             d_embedded, d_mix = self.compiled.backward_steps(
-                grad_y, torch.stack(self.tops), self.tape, self.mix.detach(), self.flat_layers, self.flat_groups, self.group_keys,
-                self.group_values, grad_kv, self.flat_masks, 1.0 / (1.0 - c.dropout), c.pre_norm,
-                [grad_y.new_empty(0) if x is None else x for w in d_layers for x in w],
+                grad_y=grad_y, tops=torch.stack(self.tops), tape=self.tape, mix=self.mix.detach(), layer_weights=self.compiled_layers,
+                group_weights=self.compiled_groups, keys=self.group_keys, values=self.group_values, grad_kv=grad_kv, **self._compiled_masks(),
+                keep_scale=1.0 / (1.0 - c.dropout), pre_norm=c.pre_norm, acc_layers=[self.compiled.LayerWeights(**w._asdict()) for w in d_layers],
             )
         else:
             d_embedded, d_mix = self._backward_steps(grad_y, grad_kv, d_layers)
@@ -409,6 +412,11 @@ class FeedbackRun(StepwiseRun):
                 dh = torch.addcmul(dh, dm, mix[layer])
             d_embedded[t] = dh
         return d_embedded, torch.stack(d_mix[::-1])
+
+
+def detached(weights: LayerWeights | GroupWeights) -> dict:
+    """weights' fields by name, detached (None where absent)."""
+    return {name: None if x is None else x.detach() for name, x in weights._asdict().items()}
 
 
 class _Call(torch.autograd.Function):

@@ -15,36 +15,89 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
+#include <utility>
 #include <vector>
 
+namespace py = pybind11;
 using at::Tensor;
 using TensorList = std::vector<Tensor>;
 
+// One layer's weights, field for field step.LayerWeights, and one key/value projection's,
+// step.GroupWeights: Python builds them by keyword (LayerWeights(**weights._asdict())), so what
+// crosses is matched by name, never by position. An absent weight (None) is an undefined Tensor.
+struct LayerWeights {
+  Tensor norm_attn_w, norm_attn_b, query_w, query_b, out_w, out_b, positions, persistent_k, persistent_v, norm_ff_w, norm_ff_b,
+      fc1_w, fc1_b, fc2_w, fc2_b;
+};
+
+struct GroupWeights {
+  Tensor norm_w, norm_b, kv_w, kv_b;
+};
+
+template <class T>
+using Fields = std::vector<std::pair<const char*, Tensor T::*>>;
+
+const Fields<LayerWeights> LAYER_WEIGHTS = {
+    {"norm_attn_w", &LayerWeights::norm_attn_w}, {"norm_attn_b", &LayerWeights::norm_attn_b}, {"query_w", &LayerWeights::query_w},
+    {"query_b", &LayerWeights::query_b}, {"out_w", &LayerWeights::out_w}, {"out_b", &LayerWeights::out_b},
+    {"positions", &LayerWeights::positions}, {"persistent_k", &LayerWeights::persistent_k},
+    {"persistent_v", &LayerWeights::persistent_v}, {"norm_ff_w", &LayerWeights::norm_ff_w}, {"norm_ff_b", &LayerWeights::norm_ff_b},
+    {"fc1_w", &LayerWeights::fc1_w}, {"fc1_b", &LayerWeights::fc1_b}, {"fc2_w", &LayerWeights::fc2_w}, {"fc2_b", &LayerWeights::fc2_b},
+};
+
+const Fields<GroupWeights> GROUP_WEIGHTS = {
+    {"norm_w", &GroupWeights::norm_w}, {"norm_b", &GroupWeights::norm_b}, {"kv_w", &GroupWeights::kv_w}, {"kv_b", &GroupWeights::kv_b},
+};
+
+// A T from keyword arguments, each field by its name: one missing, or one T has no field of,
+// is a TypeError naming it.
+template <class T>
+T from_fields(const char* type, const Fields<T>& fields, const py::kwargs& given) {
+  std::string names;
+  for (const auto& field : fields) names += std::string(names.empty() ? "" : ", ") + field.first;
+  for (const auto& item : given) {
+    const auto key = py::cast<std::string>(item.first);
+    if (std::none_of(fields.begin(), fields.end(), [&](const auto& field) { return key == field.first; }))
+      throw py::type_error(std::string(type) + "() got an unknown field '" + key + "'; its fields are " + names);
+  }
+  T value;
+  for (const auto& [name, member] : fields) {
+    if (!given.contains(name)) throw py::type_error(std::string(type) + "() is missing the field '" + name + "'; its fields are " + names);
+    const py::handle field = given[name];
+    value.*member = field.is_none() ? Tensor() : py::cast<Tensor>(field);
+  }
+  return value;
+}
+
+template <class T>
+void bind_fields(py::module_& m, const char* type, const Fields<T>& fields, const char* doc) {
+  py::class_<T> bound(m, type, doc);
+  bound.def(py::init([type, &fields](const py::kwargs& given) { return from_fields<T>(type, fields, given); }));
+  for (const auto& [name, member] : fields) bound.def_readwrite(name, member);
+}
+
 namespace {
 
-constexpr double EPS = 1e-5;  // nn.LayerNorm's default, as feedback_step.EPS
-constexpr int LAYER_FIELDS = 15;  // feedback_step.LayerWeights
-constexpr int GROUP_FIELDS = 4;  // feedback_step.GroupWeights
+constexpr double EPS = 1e-5;  // nn.LayerNorm's default, as step.EPS
 
 bool absent(const Tensor& t) { return !t.defined() || t.numel() == 0; }
 
-struct Layer {  // one layer's weights, in LayerWeights' order (the persistent pair unused here)
-  Tensor norm_attn_w, norm_attn_b, query_w, query_b, out_w, out_b, positions, norm_ff_w, norm_ff_b, fc1_w, fc1_b, fc2_w, fc2_b;
-  bool ff;
+struct Layer : LayerWeights {  // one layer's weights as the steps read them
+  bool ff;  // a feed-forward sublayer (none with persistent vectors, which the compiled step does not run)
   Tensor positions_t;  // (E, S) contiguous: the attention loops run along the slots
 };
 
-std::vector<Layer> layers_of(const TensorList& flat) {
+std::vector<Layer> layers_of(const std::vector<LayerWeights>& weights) {
   std::vector<Layer> layers;
-  for (size_t i = 0; i + LAYER_FIELDS <= flat.size(); i += LAYER_FIELDS) {
-    const Tensor* w = &flat[i];
-    layers.push_back({w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[9], w[10], w[11], w[12], w[13], w[14], !absent(w[11]),
-                      absent(w[6]) ? w[6] : w[6].t().contiguous()});
+  for (const auto& w : weights) {
+    TORCH_CHECK(absent(w.persistent_k) && absent(w.persistent_v), "the compiled Feedback step has no persistent vectors (step='python' runs them)");
+    layers.push_back({w, !absent(w.fc1_w), absent(w.positions) ? w.positions : w.positions.t().contiguous()});
   }
   return layers;
 }
 
-// What one layer's step keeps for its backward: the fields of feedback_step.LayerTape (a norm's
+// What one layer's step keeps for its backward: the fields of step.LayerTape (a norm's
 // statistics as mean and rstd), undefined where the variant has no such value.
 struct LayerTape {
   Tensor h, mean_a, rstd_a, a, q, p, pd, c, z, mean_z, rstd_z, h_mid, f, mean_f, rstd_f, u, ud, z2, mean_z2, rstd_z2;
@@ -223,7 +276,7 @@ _Pragma("omp simd reduction(+ : acc)")
   return {dq, ds};
 }
 
-// One layer, one step (feedback_step.layer_forward): h (B, D); k_t (B, H, E, S) keys transposed,
+// One layer, one step (step.layer_forward): h (B, D); k_t (B, H, E, S) keys transposed,
 // v (B, H, S, E); episode_start, t: which slots are visible (attend); mask_a (B, H, S) bool or
 // undefined, kept entries scaled by `keep`; mask_r (B, F): the scaled ReLU mask or undefined ->
 // the layer output (B, D), its tape filled when `tape` is given.
@@ -249,7 +302,7 @@ Tensor layer_forward(const Tensor& h, const Tensor& k_t, const Tensor& v, const 
   return out;
 }
 
-// layer_forward backwards (feedback_step.layer_backward): grad (B, D) at the output -> at the
+// layer_forward backwards (step.layer_backward): grad (B, D) at the output -> at the
 // input; k_t, v, mask_a, keep, mask_r as layer_forward's; the window's key and value gradients
 // added into grad_k_t, grad_v_t (B, H, E, S), the weights' into acc.
 Tensor layer_backward(const Tensor& grad, const Tensor& k_t, const Tensor& v, const Tensor& grad_k_t, const Tensor& grad_v_t,
@@ -282,24 +335,33 @@ Tensor layer_backward(const Tensor& grad, const Tensor& k_t, const Tensor& v, co
 }
 
 // A step's dropout masks of one layer: the attention's as drawn (bool (B, H, S)), the ReLU's
-// scaled (mask * keep_scale, (B, F)); undefined without dropout.
-std::pair<Tensor, Tensor> step_masks(const TensorList& masks, size_t layer, int64_t t, double keep_scale, at::ScalarType dtype) {
-  if (masks.empty()) return {};
-  const Tensor& relu = masks[2 * layer + 1];
-  return {masks[2 * layer][t], absent(relu) ? Tensor() : relu[t].to(dtype).mul_(keep_scale)};
+// scaled (mask * keep_scale, (B, F)); undefined without dropout (no masks given).
+std::pair<Tensor, Tensor> step_masks(const TensorList& attention_masks, const TensorList& relu_masks, size_t layer, int64_t t,
+                                     double keep_scale, at::ScalarType dtype) {
+  if (attention_masks.empty()) return {};
+  return {attention_masks[layer][t], relu_masks[layer][t].to(dtype).mul_(keep_scale)};
+}
+
+void check_masks(const TensorList& attention_masks, const TensorList& relu_masks, size_t layers) {
+  TORCH_CHECK(attention_masks.size() == relu_masks.size() && (attention_masks.empty() || attention_masks.size() == layers),
+              "dropout masks: attention_masks and relu_masks hold one per layer (", layers, ") or none, got ", attention_masks.size(),
+              " and ", relu_masks.size());
 }
 
 }  // namespace
 
 // Steps [t0, t0 + n) of a run (FeedbackRun._advance, n times): embedded (n, B, D), first (n, B)
 // bool; episode_start (B,) long, updated in place; the window of step t is buffer slots
-// [start + t - S, start + t), its memory vector and keys and values go to slot start + t.
-// Returns the tops (n, B, D), before the final norm; appends each step's tape to `tape` when given.
+// [start + t - S, start + t), its memory vector and keys and values go to slot start + t; per
+// layer, dropout's bool masks of all the run's steps (attention (T, B, H, S), ReLU (T, B, F)), or
+// none. Returns the tops (n, B, D), before the final norm; appends each step's tape to `tape` when given.
 Tensor forward_steps(const Tensor& embedded, const Tensor& first, const Tensor& episode_start, int64_t t0, int64_t start, const Tensor& mix,
-                     const TensorList& layer_weights, const TensorList& group_weights, const Tensor& memory, const TensorList& keys,
-                     const TensorList& values, const TensorList& masks, double keep_scale, bool pre_norm, Tape* tape) {
+                     const std::vector<LayerWeights>& layer_weights, const std::vector<GroupWeights>& group_weights, const Tensor& memory,
+                     const TensorList& keys, const TensorList& values, const TensorList& attention_masks, const TensorList& relu_masks,
+                     double keep_scale, bool pre_norm, Tape* tape) {
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   const auto layers = layers_of(layer_weights);
+  check_masks(attention_masks, relu_masks, layers.size());
   const int64_t steps = embedded.size(0), span = layers[0].positions.size(0), groups = keys.size();  // positions: (S, E)
   const bool shared = groups == 1;
   Tensor tops = at::empty_like(embedded);
@@ -312,7 +374,7 @@ Tensor forward_steps(const Tensor& embedded, const Tensor& first, const Tensor& 
     Tensor m = mix[0] * h;
     for (size_t l = 0; l < layers.size(); ++l) {
       const int64_t g = shared ? 0 : l;
-      auto [mask_a, mask_r] = step_masks(masks, l, t, keep_scale, h.scalar_type());
+      auto [mask_a, mask_r] = step_masks(attention_masks, relu_masks, l, t, keep_scale, h.scalar_type());
       h = layer_forward(h, keys[g].narrow(-1, lo, span), values[g].narrow(2, lo, span), episode_start, t, layers[l], mask_a, keep_scale,
                         mask_r, pre_norm, tape ? &step.layers[l] : nullptr);
       m = at::addcmul(m, mix[l + 1], h);
@@ -320,10 +382,10 @@ Tensor forward_steps(const Tensor& embedded, const Tensor& first, const Tensor& 
     const int64_t at_slot = start + t;
     memory.select(1, at_slot).copy_(m);
     for (int64_t g = 0; g < groups; ++g) {
-      const Tensor* w = &group_weights[g * GROUP_FIELDS];
+      const GroupWeights& w = group_weights[g];
       Tensor normed = m, mean, rstd;
-      if (!absent(w[0])) std::tie(normed, mean, rstd) = layer_norm(m, w[0], w[1]);  // read through a norm (pre-norm, read_norm)
-      Tensor kv = at::addmm(w[3], normed, w[2].t()).view({m.size(0), 2, keys[g].size(1), keys[g].size(2)});  // (B, 2, H, E)
+      if (!absent(w.norm_w)) std::tie(normed, mean, rstd) = layer_norm(m, w.norm_w, w.norm_b);  // read through a norm (pre-norm, read_norm)
+      Tensor kv = at::addmm(w.kv_b, normed, w.kv_w.t()).view({m.size(0), 2, keys[g].size(1), keys[g].size(2)});  // (B, 2, H, E)
       Tensor k = kv.select(1, 0), v = kv.select(1, 1);
       keys[g].select(-1, at_slot).copy_(k);
       values[g].select(2, at_slot).copy_(v);
@@ -343,16 +405,18 @@ Tensor forward_steps(const Tensor& embedded, const Tensor& first, const Tensor& 
 
 // The steps of a recorded run in reverse (FeedbackRun._backward's loop): grad_y (T, B, D) at the
 // tops -> the gradients at the embedded inputs (T, B, D) and at softmax(w) per step (T, L + 1);
-// the weights' gradients are added into acc_layers (LayerWeights' fields, flat), every slot's
-// key and value gradients into grad_kv (per group (B, 2, H, E, S + T)); keys (B, H, E, S + T) and
-// values (B, H, S + T, E) per group, the buffers the forward wrote.
-std::vector<Tensor> backward_steps(const Tensor& grad_y, const Tensor& tops, const Tape& tape, const Tensor& mix,
-                                   const TensorList& layer_weights, const TensorList& group_weights, const TensorList& keys,
-                                   const TensorList& values, const TensorList& grad_kv, const TensorList& masks, double keep_scale,
-                                   bool pre_norm, const TensorList& acc_layers) {
+// the weights' gradients are added into acc_layers (shaped like layer_weights), every slot's key
+// and value gradients into grad_kv (per group (B, 2, H, E, S + T)); keys (B, H, E, S + T) and
+// values (B, H, S + T, E) per group, the buffers the forward wrote; the masks as forward_steps'.
+std::tuple<Tensor, Tensor> backward_steps(const Tensor& grad_y, const Tensor& tops, const Tape& tape, const Tensor& mix,
+                                          const std::vector<LayerWeights>& layer_weights, const std::vector<GroupWeights>& group_weights,
+                                          const TensorList& keys, const TensorList& values, const TensorList& grad_kv,
+                                          const TensorList& attention_masks, const TensorList& relu_masks, double keep_scale, bool pre_norm,
+                                          const std::vector<LayerWeights>& acc_layers) {
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   at::NoGradGuard no_grad;
   const auto layers = layers_of(layer_weights), acc = layers_of(acc_layers);
+  check_masks(attention_masks, relu_masks, layers.size());
   const int64_t steps = grad_y.size(0), batch = grad_y.size(1), width = grad_y.size(2), groups = keys.size();
   const int64_t span = grad_kv[0].size(-1) - steps;
   const bool shared = groups == 1;
@@ -362,9 +426,9 @@ std::vector<Tensor> backward_steps(const Tensor& grad_y, const Tensor& tops, con
     const StepTape& step = tape.steps[t];
     Tensor dm;
     for (int64_t g = 0; g < groups; ++g) {
-      const Tensor* w = &group_weights[g * GROUP_FIELDS];
-      Tensor d_normed = at::mm(grad_kv[g].select(-1, span + t).reshape({batch, 2 * width}), w[2]);  // keys' then values' (B, 2 D)
-      Tensor dg = !absent(w[0]) ? layer_norm_input_grad(d_normed, step.m, step.mean[g], step.rstd[g], w[0]) : d_normed;
+      const GroupWeights& w = group_weights[g];
+      Tensor d_normed = at::mm(grad_kv[g].select(-1, span + t).reshape({batch, 2 * width}), w.kv_w);  // keys' then values' (B, 2 D)
+      Tensor dg = !absent(w.norm_w) ? layer_norm_input_grad(d_normed, step.m, step.mean[g], step.rstd[g], w.norm_w) : d_normed;
       dm = dm.defined() ? dm + dg : dg;
     }
     TensorList outs;
@@ -374,7 +438,7 @@ std::vector<Tensor> backward_steps(const Tensor& grad_y, const Tensor& tops, con
     Tensor dh = at::addcmul(grad_y[t], dm, mix[n_layers]);
     for (int64_t l = n_layers - 1; l >= 0; --l) {
       const int64_t g = shared ? 0 : l;
-      auto [mask_a, mask_r] = step_masks(masks, l, t, keep_scale, grad_y.scalar_type());
+      auto [mask_a, mask_r] = step_masks(attention_masks, relu_masks, l, t, keep_scale, grad_y.scalar_type());
       Tensor grad_k_t = grad_kv[g].select(1, 0).narrow(-1, t, span), grad_v_t = grad_kv[g].select(1, 1).narrow(-1, t, span);
       dh = layer_backward(dh, keys[g].narrow(-1, t, span), values[g].narrow(2, t, span), grad_k_t, grad_v_t, layers[l], step.layers[l],
                           mask_a, keep_scale, mask_r, pre_norm, acc[l]);
@@ -385,11 +449,17 @@ std::vector<Tensor> backward_steps(const Tensor& grad_y, const Tensor& tops, con
   return {d_embedded, d_mix};
 }
 
+// Every argument by keyword (py::kw_only): a call names what it passes.
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  pybind11::class_<Tape>(m, "Tape").def(pybind11::init<>());
-  m.def("forward_steps", &forward_steps, "steps of a Feedback run", pybind11::arg("embedded"), pybind11::arg("first"),
-        pybind11::arg("episode_start"), pybind11::arg("t0"), pybind11::arg("start"), pybind11::arg("mix"), pybind11::arg("layer_weights"),
-        pybind11::arg("group_weights"), pybind11::arg("memory"), pybind11::arg("keys"), pybind11::arg("values"), pybind11::arg("masks"),
-        pybind11::arg("keep_scale"), pybind11::arg("pre_norm"), pybind11::arg("tape").none(true));
-  m.def("backward_steps", &backward_steps, "a recorded Feedback run's steps in reverse");
+  py::class_<Tape>(m, "Tape").def(py::init<>());
+  bind_fields(m, "LayerWeights", LAYER_WEIGHTS, "One layer's weights, by keyword: step.LayerWeights' fields (None for an absent one).");
+  bind_fields(m, "GroupWeights", GROUP_WEIGHTS, "A key/value projection's weights, by keyword: step.GroupWeights' fields.");
+  m.def("forward_steps", &forward_steps, "steps of a Feedback run", py::kw_only(), py::arg("embedded"), py::arg("first"),
+        py::arg("episode_start"), py::arg("t0"), py::arg("start"), py::arg("mix"), py::arg("layer_weights"), py::arg("group_weights"),
+        py::arg("memory"), py::arg("keys"), py::arg("values"), py::arg("attention_masks"), py::arg("relu_masks"), py::arg("keep_scale"),
+        py::arg("pre_norm"), py::arg("tape").none(true));
+  m.def("backward_steps", &backward_steps, "a recorded Feedback run's steps in reverse", py::kw_only(), py::arg("grad_y"),
+        py::arg("tops"), py::arg("tape"), py::arg("mix"), py::arg("layer_weights"), py::arg("group_weights"), py::arg("keys"),
+        py::arg("values"), py::arg("grad_kv"), py::arg("attention_masks"), py::arg("relu_masks"), py::arg("keep_scale"),
+        py::arg("pre_norm"), py::arg("acc_layers"));
 }
