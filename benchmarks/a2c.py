@@ -127,8 +127,8 @@ def acting_graph_update(trainer) -> float:
     started = time.perf_counter()
     total = 0.0
     for _ in range(trainer.config.rollout):
-        obs, prev_action, prev_reward, first = actor.inputs()
-        logits, value, actor.state = policy(obs, prev_action, prev_reward, first, actor.state)
+        inputs, _ = actor.staged()
+        logits, value, actor.state = policy(inputs, actor.state)
         actor._act(logits[0].detach(), greedy=False)  # sample, step the envs, move on
         total = total + logits.logsumexp(-1).mean() + value.mean()  # stands in for the A2C loss
     trainer.optimizer.zero_grad(set_to_none=True)

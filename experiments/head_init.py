@@ -113,7 +113,7 @@ def gradient_norms(env_args: list[str], core: str, head_init: str, seed: int) ->
     trainer = make_trainer(Trainer, args, parser)
     try:
         c, rollout = trainer.config, trainer.actor.collect(trainer.config.rollout)[0]
-        logits, values, _ = trainer.policy(rollout.obs, rollout.prev_action, rollout.prev_reward, rollout.first, rollout.start_state)
+        logits, values, _ = trainer.policy(rollout.inputs, rollout.start_state)
         advantages = gae_advantages(rollout.reward, values, rollout.terminated, rollout.truncated, rollout.valid, c.gamma, c.gae_lambda)
         parts = {}
         for name, (value_coef, policy_on) in {"policy": (0.0, True), "value": (c.value_coef, False)}.items():

@@ -30,6 +30,7 @@ import torch
 
 import envs
 from agents.evaluation import Run, load_run
+from agents.model.step_inputs import StepInputs
 from envs.oracle import make_oracle
 
 ACTIONS = ("right", "up", "left", "down")
@@ -60,10 +61,10 @@ def episodes(run: Run, length: int, follow_oracle: bool, goal_seed: int = 0) -> 
         state = run.policy.initial_state(1, "cpu")
         prev_action, prev_reward, probabilities, seen = run.policy.num_actions, 0.0, [], []
         for t in range(length + 1):
-            inputs = (torch.as_tensor(obs)[None, None], torch.tensor([[prev_action]]), torch.tensor([[prev_reward]]),
-                      torch.tensor([[t == 0]]))
+            inputs = StepInputs(torch.as_tensor(obs)[None, None], torch.tensor([[prev_action]]), torch.tensor([[prev_reward]]),
+                                torch.tensor([[t == 0]]))
             with torch.no_grad():
-                logits, _, state = run.policy(*inputs, state)
+                logits, _, state = run.policy(inputs, state)
             probabilities.append(torch.softmax(logits[0, 0].float(), -1).tolist())
             prev_action = int(oracle()[0]) if follow_oracle else int(np.argmax(probabilities[-1]))
             obs, prev_reward, _, _, _ = env.step(prev_action)

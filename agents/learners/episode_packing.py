@@ -22,7 +22,7 @@ a packed call would be about as long and twice as wide (every env starting an ep
 chunk's last step), it is not packed: measured, the LSTM's update at the paper preset on the easy
 maze (128 envs, 101 steps packed as 256 columns of 100) took 3.8 s against 2.2-2.3 s unpacked.
 
-The plan needs the episode starts on the host (the rollout keeps them there, `Rollout.starts`):
+The plan needs the episode starts on the host (the rollout keeps them there, `StepInputs.starts`):
 it is data-dependent and read nowhere from the device; its indices cross to the device in one
 asynchronous copy. Only cores whose steps run one after another pack (`core.sequential`: the
 Feedback core, the LSTM, the GRU, the echo-state reservoir); for the Transformer and the MLP,
@@ -40,6 +40,7 @@ import numpy as np
 import torch
 
 from agents.cores.state import select_envs
+from agents.model.step_inputs import StepInputs
 from agents.runtime.staging import Staging
 
 FIXED_WIDTH = 3  # a step's fixed cost in columns of arithmetic, for deciding whether to pack
@@ -91,18 +92,18 @@ def unpack(p: Packing, tensor: torch.Tensor, envs: int) -> torch.Tensor:
     return tensor.flatten(0, 1)[p.put].unflatten(0, (-1, envs))
 
 
-def call_packed(policy, obs: torch.Tensor, prev_action: torch.Tensor, prev_reward: torch.Tensor, first: torch.Tensor,
-                state: Any, starts: np.ndarray | None) -> tuple[torch.Tensor, torch.Tensor]:
+def call_packed(policy, inputs: StepInputs, state: Any) -> tuple[torch.Tensor, torch.Tensor]:
     """policy's (logits, values) over (L, K) inputs from `state`, as policy(...) gives them, run
-    packed where `starts` ((L, K) bool on the host, `first`'s values) shortens the call; the
-    unpacked call where it does not or `starts` is None. The state after the call is not given:
-    a packed call has none that is the columns'."""
-    p = None if starts is None else plan(starts, first.device)
+    packed where the inputs' `starts` shorten the call; the unpacked call where they do not or
+    `starts` is None. The state after the call is not given: a packed call has none that is the
+    columns'."""
+    p = None if inputs.starts is None else plan(inputs.starts, inputs.first.device)
     if p is None:
-        logits, values, _ = policy(obs, prev_action, prev_reward, first, state)
+        logits, values, _ = policy(inputs, state)
         return logits, values
-    obs, prev_action, prev_reward, first_packed = (pack(p, tensor) for tensor in (obs, prev_action, prev_reward, first))
     # Padding begins no episode: a reset there would cut the LSTM's fused pass (agents/cores/recurrent.py) at every step.
-    logits, values, _ = policy(obs, prev_action, prev_reward, first_packed & p.real, select_envs(state, p.env))
-    envs = first.shape[1]
+    packed = StepInputs(pack(p, inputs.obs), pack(p, inputs.prev_action), pack(p, inputs.prev_reward),
+                        pack(p, inputs.first) & p.real)  # (L', N, ...)
+    logits, values, _ = policy(packed, select_envs(state, p.env))
+    envs = inputs.first.shape[1]
     return unpack(p, logits, envs), unpack(p, values, envs)

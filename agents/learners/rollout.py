@@ -19,6 +19,7 @@ import torch
 
 from agents.cores.state import move_state, state_from_plain, state_to_plain
 from agents.model.policy import Policy
+from agents.model.step_inputs import StepInputs
 from agents.runtime.staging import Staging
 
 # The host arrays that carry from one step to the next (and into a checkpoint), beside the core state.
@@ -30,19 +31,15 @@ class Rollout:
     """T steps of B envs on the learner device; index T of the (T + 1) tensors is the
     observation after the last step (for the bootstrap value)."""
 
-    obs: torch.Tensor  # (T + 1, B, N) in the flat array's dtype (agents/runtime/observations.py)
-    prev_action: torch.Tensor  # (T + 1, B) long
-    prev_reward: torch.Tensor  # (T + 1, B)
-    first: torch.Tensor  # (T + 1, B) bool
+    # (T + 1, B, ...): obs, prev_action, prev_reward, first, and `starts` (first on the host, for
+    # packing episodes: agents/learners/episode_packing.py; None where not kept: the learner then runs unpacked)
+    inputs: StepInputs
     valid: torch.Tensor  # (T, B) bool
     action: torch.Tensor  # (T, B) long
     reward: torch.Tensor  # (T, B)
     terminated: torch.Tensor  # (T, B) bool
     truncated: torch.Tensor  # (T, B) bool
     start_state: Any  # the core state before step 0
-    # (T + 1, B) bool: `first`'s values on the host, for packing episodes (agents/learners/episode_packing.py);
-    # whatever changes `first` must change these too (or set them None: the learner then runs unpacked).
-    starts: np.ndarray | None = None
     # When acting kept the graph (Actor.collect(keep_graph=True)), the policy's outputs:
     logits: torch.Tensor | None = None  # (T, B, A) with gradients
     values: torch.Tensor | None = None  # (T + 1, B): with gradients, and the bootstrap value last
@@ -92,20 +89,19 @@ class Actor:
         self.episode_length = np.zeros(B, dtype=np.int64)
         self.state = self.policy.initial_state(B, self.device)
 
-    def staged(self) -> list[torch.Tensor]:
-        """The current step's obs (B, N) in the flat array's dtype, prev_action (B,), prev_reward
-        (B,), first (B,) and valid (B,) on the device, moved in one copy."""
-        return self.staging.to_device([self.obs, self.prev_action, self.prev_reward, self.first, self.valid])
-
-    def inputs(self) -> tuple[torch.Tensor, ...]:
-        """The policy's inputs for the current step, (1, B, ...) on the device."""
-        return tuple(tensor[None] for tensor in self.staged()[:4])
+    def staged(self) -> tuple[StepInputs, torch.Tensor]:
+        """The current step's policy inputs, (1, B, ...) on the device with `first` also on the
+        host, and valid (B,) on the device; what crosses to the device crosses in one copy."""
+        obs, prev_action, prev_reward, first, valid = self.staging.to_device(
+            [self.obs, self.prev_action, self.prev_reward, self.first, self.valid])
+        return StepInputs(obs[None], prev_action[None], prev_reward[None], first[None], self.first[None]), valid
 
     def step(self, greedy: bool = False) -> tuple[dict[str, np.ndarray], Episodes]:
         """One step of every env. Returns the step's record (numpy, (B,) each) and the episodes
         that ended on it."""
+        inputs, _ = self.staged()
         with torch.no_grad():
-            logits, _, self.state = self.policy(*self.inputs(), self.state)
+            logits, _, self.state = self.policy(inputs, self.state)
         record, ended, _ = self._act(logits[0], greedy)
         return record, ended
 
@@ -162,45 +158,44 @@ class Actor:
         once at the end, in one more copy."""
         start_state = self.state
         run = self.policy.open(self.state, steps) if keep_graph else None
-        inputs, actions, records, episodes = [], [], [], Episodes()
+        inputs, valid, actions, records, episodes = [], [], [], [], Episodes()
         logprobs, values = [], []
         for _ in range(steps):
-            staged = self.staged()  # obs, prev_action, prev_reward, first, valid (B, ...) each
+            step_inputs, step_valid = self.staged()  # (1, B, ...) and (B,)
             if run is None:
                 with torch.no_grad():
-                    logits, value, self.state = self.policy(*(tensor[None] for tensor in staged[:4]), self.state)
+                    logits, value, self.state = self.policy(step_inputs, self.state)
                 logits = logits[0]
             else:
-                logits, _ = run.step(*staged[:4])
+                logits, _ = run.step(step_inputs)
             record, ended, chosen = self._act(logits, greedy=False)
             if keep_outputs:
                 logprobs.append(torch.log_softmax(logits.float(), -1).gather(-1, chosen[:, None])[:, 0])
                 values.append(value[0].float())
-            inputs.append(staged)
+            inputs.append(step_inputs)
+            valid.append(step_valid)
             actions.append(chosen)
             records.append(record)
             for key, ended_values in ended.values.items():
                 episodes.add(key, ended_values)
-        last = self.staged()  # the observation after the last step: the bootstrap value's
-        stacked = [torch.stack(parts) for parts in zip(*inputs, last)]  # (T + 1, B, ...) each
+        last, _ = self.staged()  # the observation after the last step: the bootstrap value's
         reward, terminated, truncated = self.staging.to_device([
             np.stack([r["reward"] for r in records]).astype(np.float32), np.stack([r["terminated"] for r in records]),
             np.stack([r["truncated"] for r in records]),
         ])
         rollout = Rollout(
-            obs=stacked[0], prev_action=stacked[1], prev_reward=stacked[2], first=stacked[3], valid=stacked[4][:-1],
-            action=torch.stack(actions), reward=reward, terminated=terminated, truncated=truncated, start_state=start_state,
-            starts=np.stack([r["first"] for r in records] + [self.first]),
+            inputs=StepInputs.cat([*inputs, last]), valid=torch.stack(valid), action=torch.stack(actions), reward=reward,
+            terminated=terminated, truncated=truncated, start_state=start_state,
         )
         if run is not None:
             rollout.logits, values = run.outputs()
             self.state = run.finish()
             with torch.no_grad():  # the bootstrap value; the state it makes is not kept
-                _, bootstrap, _ = self.policy(*(tensor[None] for tensor in last[:4]), self.state)
+                _, bootstrap, _ = self.policy(last, self.state)
             rollout.values = torch.cat([values, bootstrap])
         elif keep_outputs:
             with torch.no_grad():  # the bootstrap value; the state it makes is not kept
-                _, bootstrap, _ = self.policy(*(tensor[None] for tensor in last[:4]), self.state)
+                _, bootstrap, _ = self.policy(last, self.state)
             rollout.logprob, rollout.values = torch.stack(logprobs), torch.stack([*values, bootstrap[0].float()])
         return rollout, episodes
 

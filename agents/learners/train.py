@@ -228,7 +228,7 @@ class Trainer:
     def observe(self, r: Rollout) -> None:
         """The encoders' running statistics take in the rollout's observations: after the step,
         so acting on this rollout and learning from it saw the same statistics."""
-        obs, valid = r.obs[:-1], r.valid
+        obs, valid = r.inputs.obs[:-1], r.valid
         if self.gathers_observations:  # every rank's, in the order of one process's batch
             shares = distributed.all_gather((obs.cpu(), valid.cpu()), "gathering observations")
             obs, valid = (torch.cat(tensors, dim=1).to(self.device) for tensors in zip(*shares))

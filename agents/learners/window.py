@@ -38,7 +38,8 @@ Letters: T rollout steps, H stored steps (<= K - T), B envs, N flat observation 
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import torch
@@ -46,32 +47,26 @@ import torch
 from agents.cores.state import move_state, select_envs, state_from_plain, state_to_plain
 from agents.learners.episode_packing import call_packed
 from agents.learners.rollout import Rollout
+from agents.model.step_inputs import StepInputs
 
 
-class WindowInputs(NamedTuple):
+@dataclass(frozen=True)
+class WindowInputs:
     """The learning call's inputs: H stored steps, then the rollout's."""
 
-    obs: torch.Tensor  # (H + T [+ 1], B, N)
-    prev_action: torch.Tensor  # (H + T [+ 1], B)
-    prev_reward: torch.Tensor  # (H + T [+ 1], B)
-    first: torch.Tensor  # (H + T [+ 1], B) bool
+    inputs: StepInputs  # (H + T [+ 1], B, ...)
     start_state: Any  # the core state before the first stored step
     skip: int  # H: outputs before this step are the stored steps', which carry no loss
-    starts: np.ndarray | None = None  # (H + T [+ 1], B) bool: `first` on the host, where the rollout kept it
 
-    def select(self, index: torch.Tensor, on_device: torch.Tensor) -> "WindowInputs":
+    def select(self, index: torch.Tensor, on_device: torch.Tensor) -> WindowInputs:
         """The inputs of envs `index` ((K,) long on the host; `on_device` the same on the inputs'
         device), for PPO's minibatches."""
-        pick = lambda tensor: tensor[:, on_device]  # noqa: E731  (L, B, ...) -> (L, K, ...)
-        starts = None if self.starts is None else self.starts[:, index.numpy()]
-        return WindowInputs(pick(self.obs), pick(self.prev_action), pick(self.prev_reward), pick(self.first),
-                            select_envs(self.start_state, on_device), self.skip, starts)
+        return WindowInputs(self.inputs.select_envs(index, on_device), select_envs(self.start_state, on_device), self.skip)
 
     def call(self, policy, packed: bool) -> tuple[torch.Tensor, torch.Tensor]:
         """policy's (logits, values) over these inputs; with `packed`, the episodes side by side
         where that shortens the call (agents/learners/episode_packing.py)."""
-        return call_packed(policy, self.obs, self.prev_action, self.prev_reward, self.first, self.start_state,
-                           self.starts if packed else None)
+        return call_packed(policy, self.inputs if packed else replace(self.inputs, starts=None), self.start_state)
 
 
 class GradientWindow:
@@ -84,31 +79,26 @@ class GradientWindow:
             raise ValueError(f"a gradient window stores K - T >= 0 steps (None: no cap, following episodes), got {stored}")
         self.stored = stored  # the most it keeps (following episodes, None: no cap)
         self.episodes = episodes
-        self.inputs: list[torch.Tensor] | None = None  # obs, prev_action, prev_reward, first: (H, B, ...) each
+        self.inputs: StepInputs | None = None  # (H, B, ...), `starts` kept where the rollouts kept them
         self.start_state: Any = None
-        self.starts: np.ndarray | None = None  # (H, B) bool: the stored `first` on the host
 
     @classmethod
-    def following_episodes(cls, cap: int | None = None) -> "GradientWindow":
+    def following_episodes(cls, cap: int | None = None) -> GradientWindow:
         """A window that keeps each running episode's steps (see the module docstring), at most
         `cap` of them (None: no cap)."""
         return cls(cap, episodes=True)
 
     def __len__(self) -> int:
         """H: the steps stored now."""
-        return 0 if self.inputs is None else self.inputs[0].shape[0]
+        return 0 if self.inputs is None else len(self.inputs)
 
     def learning_inputs(self, r: Rollout, bootstrap: bool) -> WindowInputs:
         """The stored steps followed by the rollout's T steps (and its observation after the last
         step when `bootstrap`, for A2C's bootstrap value), from the state before the stored steps."""
-        end = None if bootstrap else -1
-        rollout = [r.obs[:end], r.prev_action[:end], r.prev_reward[:end], r.first[:end]]
-        starts = None if r.starts is None else r.starts[:end]
+        rollout = r.inputs.steps(stop=None if bootstrap else -1)
         if not len(self):
-            return WindowInputs(*rollout, r.start_state, 0, starts)
-        joined = [torch.cat([stored, new]) for stored, new in zip(self.inputs, rollout)]
-        starts = None if starts is None or self.starts is None else np.concatenate([self.starts, starts])
-        return WindowInputs(*joined, self.start_state, len(self), starts)
+            return WindowInputs(rollout, r.start_state, 0)
+        return WindowInputs(StepInputs.cat([self.inputs, rollout]), self.start_state, len(self))
 
     def advance(self, policy: torch.nn.Module, r: Rollout) -> None:
         """Append the rollout's T steps and drop the oldest beyond what is kept, moving the start
@@ -116,33 +106,32 @@ class GradientWindow:
         under the run's autocast)."""
         if not self.stored and not self.episodes:
             return
-        new = [r.obs[:-1], r.prev_action[:-1], r.prev_reward[:-1], r.first[:-1]]
-        new_starts = r.starts  # (T + 1, B) on the host, where the rollout kept it
-        if new_starts is None and self.episodes:  # following episodes needs them: read them back
-            new_starts = r.first.cpu().numpy()
+        rollout = r.inputs  # (T + 1, B, ...)
+        if rollout.starts is None and self.episodes:  # following episodes needs them: read them back
+            rollout = replace(rollout, starts=rollout.first.cpu().numpy())
+        new = rollout.steps(stop=-1)
         if not len(self):
             self.inputs, self.start_state = new, r.start_state
-            self.starts = None if new_starts is None else new_starts[:-1]
         else:
-            self.inputs = [torch.cat([stored, steps]) for stored, steps in zip(self.inputs, new)]
-            self.starts = None if self.starts is None or new_starts is None else np.concatenate([self.starts, new_starts[:-1]])
+            self.inputs = StepInputs.cat([self.inputs, new])
         keep, needed = self.stored, None
         if self.episodes:
-            needed = episode_steps(self.starts, new_starts[-1])  # (B,)
+            needed = episode_steps(self.inputs.starts, rollout.starts[-1])  # (B,)
             keep = int(needed.max()) if self.stored is None else min(int(needed.max()), self.stored)
         dropped = len(self) - keep
         if dropped > 0:
             if needed is not None and (needed <= keep).all():  # every running episode begins in what is kept
-                self.start_state = policy.initial_state(r.first.shape[1], r.first.device)
+                self.start_state = policy.initial_state(rollout.first.shape[1], rollout.first.device)
             else:
                 with torch.no_grad():
-                    _, _, self.start_state = policy(*(tensor[:dropped] for tensor in self.inputs), self.start_state)
-            self.inputs = [tensor[dropped:] for tensor in self.inputs]
-            self.starts = None if self.starts is None else self.starts[dropped:]
+                    _, _, self.start_state = policy(self.inputs.steps(stop=dropped), self.start_state)
+            self.inputs = self.inputs.steps(start=dropped)
 
     def state_dict(self) -> dict[str, Any]:
-        """The stored steps and start state on the CPU, for a checkpoint."""
-        inputs = None if self.inputs is None else [tensor.cpu() for tensor in self.inputs]
+        """The stored steps and start state on the CPU, for a checkpoint. The steps are saved as
+        format 2 lays them out: a list [obs, prev_action, prev_reward, first] ((H, B, ...) each)."""
+        inputs = None if self.inputs is None else [tensor.cpu() for tensor in (
+            self.inputs.obs, self.inputs.prev_action, self.inputs.prev_reward, self.inputs.first)]
         start = None if self.start_state is None else state_to_plain(move_state(self.start_state, "cpu"))
         return {"stored": self.stored, "episodes": self.episodes, "inputs": inputs, "start_state": start}
 
@@ -150,13 +139,16 @@ class GradientWindow:
         if (saved["stored"], saved.get("episodes", False)) != (self.stored, self.episodes):
             raise ValueError(f"the checkpoint's gradient window (stores {saved['stored']} steps, following episodes: "
                              f"{saved.get('episodes', False)}) is not this run's ({self.stored}, {self.episodes})")
-        self.inputs = None if saved["inputs"] is None else [tensor.to(device) for tensor in saved["inputs"]]
-        self.starts = None if saved["inputs"] is None else saved["inputs"][3].cpu().numpy()
+        if saved["inputs"] is None:
+            self.inputs = None
+        else:
+            obs, prev_action, prev_reward, first = saved["inputs"]
+            self.inputs = StepInputs(obs, prev_action, prev_reward, first, first.cpu().numpy()).to(device)
         self.start_state = None if saved["start_state"] is None else move_state(state_from_plain(saved["start_state"]), device)
 
     def clear(self) -> None:
         """Forget the stored steps (episodes restart: nothing before them may matter)."""
-        self.inputs, self.start_state, self.starts = None, None, None
+        self.inputs, self.start_state = None, None
 
 
 def episode_steps(starts: np.ndarray, next_first: np.ndarray) -> np.ndarray:

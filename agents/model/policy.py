@@ -22,6 +22,7 @@ from torch import nn
 
 from agents.cores import make_core
 from agents.model.encoders import make_encoder
+from agents.model.step_inputs import StepInputs
 
 # How the actor and critic heads start. "pytorch" (the default): nn.Linear's own init, as
 # TorchBeast's A2C / IMPALA nets (the paper's code base) have it; a fresh policy is a confident
@@ -71,10 +72,10 @@ class Policy(nn.Module):
         reward = prev_reward.clamp(-1.0, 1.0).unsqueeze(-1)  # (..., 1)
         return torch.cat([features, action, reward], dim=-1)
 
-    def forward(self, obs, prev_action, prev_reward, first, state):
-        """obs (T, B, N), prev_action (T, B), prev_reward (T, B), first (T, B) bool ->
+    def forward(self, inputs: StepInputs, state):
+        """inputs of T steps of B envs (agents/model/step_inputs.py), the core state before them ->
         logits (T, B, A), value (T, B), new core state."""
-        y, state = self.core(self.encode(obs, prev_action, prev_reward), state, first)
+        y, state = self.core(self.encode(inputs.obs, inputs.prev_action, inputs.prev_reward), state, inputs.first)
         return self.actor(y), self.critic(y).squeeze(-1), state
 
     def observe(self, obs: torch.Tensor, mask: torch.Tensor) -> None:
@@ -103,9 +104,11 @@ class PolicyRun:
     def __init__(self, policy: Policy, core_run):
         self.policy, self.core_run = policy, core_run
 
-    def step(self, obs, prev_action, prev_reward, first):
-        """obs (B, N), prev_action (B,), prev_reward (B,), first (B,) -> logits (B, A), value (B,)."""
-        y = self.core_run.step(self.policy.encode(obs, prev_action, prev_reward), first)
+    def step(self, inputs: StepInputs):
+        """inputs of one step of B envs ((1, B, ...) each) -> logits (B, A), value (B,)."""
+        if len(inputs) != 1:
+            raise ValueError(f"a policy run takes one step at a time, got {len(inputs)} steps")
+        y = self.core_run.step(self.policy.encode(inputs.obs[0], inputs.prev_action[0], inputs.prev_reward[0]), inputs.first[0])
         with torch.no_grad():
             return self.policy.actor(y), self.policy.critic(y).squeeze(-1)
 

@@ -72,7 +72,7 @@ def test_a_fresh_policy_is_near_uniform_with_orthogonal_heads(tmp_path):
     try:
         rollout, _ = trainer.actor.collect(4)
         with torch.no_grad():
-            logits, values, _ = trainer.policy(rollout.obs, rollout.prev_action, rollout.prev_reward, rollout.first, rollout.start_state)
+            logits, values, _ = trainer.policy(rollout.inputs, rollout.start_state)
     finally:
         trainer.close()
     top = torch.softmax(logits, -1).max(-1).values  # 3 actions: uniform is 1/3
@@ -88,7 +88,7 @@ def test_a_fresh_policy_is_near_uniform_with_orthogonal_heads(tmp_path):
                                           rollout=4, head_init="pytorch")))
     try:
         with torch.no_grad():
-            logits, _, _ = pytorch.policy(rollout.obs, rollout.prev_action, rollout.prev_reward, rollout.first, rollout.start_state)
+            logits, _, _ = pytorch.policy(rollout.inputs, rollout.start_state)
     finally:
         pytorch.close()
     assert torch.softmax(logits, -1).max(-1).values.mean().item() > 0.45  # the default: a confident random policy

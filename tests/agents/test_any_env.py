@@ -132,7 +132,7 @@ def test_pixels_cross_to_the_device_as_bytes_in_one_copy_a_step(tmp_path):
         moved = trainer.actor.staging.bytes_to_device
     finally:
         trainer.close()
-    assert rollout.obs.dtype == torch.uint8 and rollout.obs.shape == (9, 4, 105)
+    assert rollout.inputs.obs.dtype == torch.uint8 and rollout.inputs.obs.shape == (9, 4, 105)
     pad = lambda size: -(-size // 8) * 8  # noqa: E731
     a_step = pad(4 * 105) + pad(4 * 8) + pad(4 * 4) + pad(4 * 1) + pad(4 * 1)  # obs, prev_action, prev_reward, first, valid
     ends = pad(8 * 4 * 4) + pad(8 * 4) + pad(8 * 4)  # reward (float32), terminated, truncated of all steps

@@ -5,7 +5,10 @@ format-2 checkpoint resumes to the weights it did when it was written. Moving a 
 the format must keep these loading (issue 47 moves modules; checkpoints of format 2 name none).
 
 Each fixture is a corridor run of 64 frames (4 envs, rollouts of 8), resumed here to 128; the
-weights after that resume, from the version that wrote the fixture, lie beside it."""
+weights after that resume, from the version that wrote the fixture, lie beside it.
+format2_lstm_episode_window (--bptt episode, written before the step inputs became one record,
+agents/model/step_inputs.py) holds a gradient window with 4 stored steps: its saved layout, a list
+[obs, prev_action, prev_reward, first], must keep loading into the window."""
 
 import shutil
 from pathlib import Path
@@ -55,4 +58,12 @@ def test_a_format_2_checkpoint_loads_evaluates_and_resumes_as_when_it_was_writte
     evaluate.main([str(run), "--episodes", "2"])
     assert '"core": "feedback"' in capsys.readouterr().out
     expected = torch.load(FIXTURES / "format2_feedback_resumed_to_128.pt", weights_only=True)
+    assert_close_weights(resumed_weights(run), expected)
+
+
+def test_a_format_2_gradient_window_resumes_as_when_it_was_written(tmp_path):
+    run = shutil.copytree(FIXTURES / "format2_lstm_episode_window", tmp_path / "run")
+    saved = load_checkpoint(run, "a2c")["window"]
+    assert saved["episodes"] and [tuple(t.shape) for t in saved["inputs"]] == [(4, 4, 3), (4, 4), (4, 4), (4, 4)]
+    expected = torch.load(FIXTURES / "format2_lstm_episode_window_resumed_to_128.pt", weights_only=True)
     assert_close_weights(resumed_weights(run), expected)

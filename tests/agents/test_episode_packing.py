@@ -4,6 +4,7 @@ gradients as the unpacked call does, from a carried state; PPO's and A2C's recom
 take the same gradients packed or not, cores whose steps run side by side are not packed, and a
 PPO update runs packed on the meta device."""
 
+import dataclasses
 import sys
 from pathlib import Path
 from unittest.mock import patch
@@ -20,6 +21,7 @@ from agents.learners import episode_packing
 from agents.learners.episode_packing import call_packed, pack, plan, unpack
 from agents.learners.ppo import PPOTrainer
 from agents.learners.train import Trainer
+from agents.model.step_inputs import StepInputs
 from tests.agents.test_learn_on_meta import learn_on_meta, meta_rollout, meta_trainer
 from tests.agents.test_ppo import recorded_gradients, small
 from tests.float32 import close32
@@ -60,10 +62,10 @@ def test_the_plan_keeps_every_step_and_each_episode_in_one_column(starts, fixed_
 
 
 def as_policy(core):
-    """A policy-shaped call over a core: every input reaches the outputs."""
-    def policy(x, prev_action, prev_reward, first, state):
-        y, state = core(x, state, first)
-        y = y + prev_action[..., None] + prev_reward[..., None]
+    """A policy-shaped call over a core: every input reaches the outputs (`obs` is the core's input)."""
+    def policy(inputs, state):
+        y, state = core(inputs.obs, state, inputs.first)
+        y = y + inputs.prev_action[..., None] + inputs.prev_reward[..., None]
         return y, y.sum(-1), state
     return policy
 
@@ -84,7 +86,7 @@ def test_a_packed_call_gives_the_calls_outputs_and_gradients(name, data):
     for starts in (None, first.numpy()):
         x_in = x.clone().requires_grad_()
         with patch.object(episode_packing, "FIXED_WIDTH", 1e9):  # packed wherever that shortens the call
-            logits, values = call_packed(policy, x_in, prev_action, prev_reward, first, state, starts)
+            logits, values = call_packed(policy, StepInputs(x_in, prev_action, prev_reward, first, starts), state)
         core.zero_grad()
         ((logits * weight).sum() + values.sum()).backward()
         results.append([logits, values, x_in.grad] + [p.grad for p in core.parameters() if p.grad is not None])
@@ -136,7 +138,8 @@ def test_the_ppo_update_runs_packed_on_meta(tmp_path):
     trainer = meta_trainer(tmp_path, "corridor", "feedback", {"d_model": 8, "n_heads": 2, "n_layers": 2, "span": 4}, PPOTrainer,
                            update_epochs=2, num_minibatches=2)
     rollout = meta_rollout(trainer)
-    rollout.starts = np.zeros((rollout.first.shape[0], rollout.first.shape[1]), dtype=bool)
-    rollout.starts[2, :] = True  # an episode start inside every env's rollout
-    assert plan(rollout.starts[:-1, :2], torch.device("meta")) is not None
+    starts = np.zeros(tuple(rollout.inputs.first.shape), dtype=bool)
+    starts[2, :] = True  # an episode start inside every env's rollout
+    rollout.inputs = dataclasses.replace(rollout.inputs, starts=starts)
+    assert plan(starts[:-1, :2], torch.device("meta")) is not None
     learn_on_meta(trainer, rollout)

@@ -18,6 +18,7 @@ from torch.utils.tensorboard import SummaryWriter
 
 import envs
 from agents import evaluation
+from agents.model.step_inputs import StepInputs
 from agents.config.a2c_config import resolve_config
 from agents.runtime.checkpoint import save_checkpoint
 from agents.evaluation import evaluate, evaluation_seeds, load_run, render_episodes, video_format_problem
@@ -57,9 +58,9 @@ def hand_loop(run, episodes, seed):
             state, first = run.policy.initial_state(1, "cpu"), True
             prev_action, prev_reward, total, length, done = run.policy.num_actions, 0.0, 0.0, 0, False
             while not done:
-                logits, _, state = run.policy(
-                    torch.as_tensor(obs)[None], torch.tensor([[prev_action]]), torch.tensor([[prev_reward]]), torch.tensor([[first]]), state
-                )
+                inputs = StepInputs(torch.as_tensor(obs)[None], torch.tensor([[prev_action]]), torch.tensor([[prev_reward]]),
+                                    torch.tensor([[first]]))
+                logits, _, state = run.policy(inputs, state)
                 prev_action = int(logits[0, 0].argmax())
                 obs, reward, terminated, truncated, _ = env.step(np.array([prev_action]))
                 prev_reward, first = float(reward[0]), False
@@ -72,7 +73,7 @@ def hand_loop(run, episodes, seed):
 def test_evaluation_matches_a_hand_loop_that_resets_memory_each_episode(run, monkeypatch):
     firsts = []  # the `first` flag the policy is given at each step: where the core forgets
     forward = run.policy.forward
-    monkeypatch.setattr(run.policy, "forward", lambda obs, a, r, first, state: firsts.append(bool(first)) or forward(obs, a, r, first, state))
+    monkeypatch.setattr(run.policy, "forward", lambda inputs, state: firsts.append(bool(inputs.first)) or forward(inputs, state))
     results = evaluate(run, episodes=20, seed=1, num_envs=1, greedy=True)
     monkeypatch.undo()
     pairs = list(zip(results["return"], results["length"]))

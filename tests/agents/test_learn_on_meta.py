@@ -16,6 +16,7 @@ import torch
 from agents.config.a2c_config import resolve_config
 from agents.learners.ppo import PPOTrainer
 from agents.learners.rollout import Rollout
+from agents.model.step_inputs import StepInputs
 from agents.runtime.staging import Staging
 from agents.learners.train import Trainer, build_optimizer
 
@@ -42,21 +43,20 @@ def meta_rollout(trainer: Trainer) -> Rollout:
     columns = trainer.actor.obs.shape[1]
     obs_dtype = torch.int64 if trainer.actor.obs.dtype.kind == "i" else torch.float32
     steps = lambda extra=0, dtype=torch.bool: torch.empty(T + extra, B, dtype=dtype, device=META)  # noqa: E731
+    inputs = StepInputs(torch.empty(T + 1, B, columns, dtype=obs_dtype, device=META), steps(1, torch.int64),
+                        steps(1, torch.float32), steps(1))  # no `starts`: meta has no values to copy to the host
     rollout = Rollout(
-        obs=torch.empty(T + 1, B, columns, dtype=obs_dtype, device=META), prev_action=steps(1, torch.int64),
-        prev_reward=steps(1, torch.float32), first=steps(1), valid=steps(), action=steps(0, torch.int64),
-        reward=steps(0, torch.float32), terminated=steps(), truncated=steps(),
-        start_state=trainer.policy.initial_state(B, META),
+        inputs=inputs, valid=steps(), action=steps(0, torch.int64), reward=steps(0, torch.float32), terminated=steps(),
+        truncated=steps(), start_state=trainer.policy.initial_state(B, META),
     )
     if trainer.keep_graph:
         run = trainer.policy.open(rollout.start_state, T)
         for t in range(T):
-            logits, _ = run.step(rollout.obs[t], rollout.prev_action[t], rollout.prev_reward[t], rollout.first[t])
+            logits, _ = run.step(inputs.steps(t, t + 1))
             assert trainer.actor.choose(logits, greedy=False).device == META
         rollout.logits, values = run.outputs()
         with torch.no_grad():
-            _, bootstrap, _ = trainer.policy(rollout.obs[T:], rollout.prev_action[T:], rollout.prev_reward[T:], rollout.first[T:],
-                                             run.finish())
+            _, bootstrap, _ = trainer.policy(inputs.steps(T), run.finish())
         rollout.values = torch.cat([values, bootstrap])
     if trainer.keeps_acting_outputs:  # PPO's reference point, as Actor.collect(keep_outputs=True) keeps it
         rollout.logprob, rollout.values = steps(0, torch.float32), steps(1, torch.float32)
@@ -104,7 +104,7 @@ def test_updates_with_a_gradient_window_run_on_meta(tmp_path, trainer_class):
     assert not trainer.keep_graph
     for _ in range(2):
         trainer.window.advance(trainer.policy, meta_rollout(trainer))
-    assert len(trainer.window) == 2 * T and trainer.window.inputs[0].device == META
+    assert len(trainer.window) == 2 * T and trainer.window.inputs.obs.device == META
     learn_on_meta(trainer)
 
 
@@ -114,7 +114,7 @@ def test_an_acting_step_runs_on_meta_up_to_the_actions(tmp_path):
         state = trainer.policy.initial_state(B, META)
         with torch.no_grad():
             for _ in range(3):
-                logits, _, state = trainer.policy(*trainer.actor.inputs(), state)
+                logits, _, state = trainer.policy(trainer.actor.staged()[0], state)
                 for greedy in (False, True):
                     assert trainer.actor.choose(logits[0], greedy).device == META
     finally:

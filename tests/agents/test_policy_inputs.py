@@ -8,6 +8,7 @@ from gymnasium.spaces import MultiDiscrete
 from agents.config.a2c_config import A2CConfig, resolve_config
 from agents.config.config_cli import given_fields
 from agents.model.policy import Policy
+from agents.model.step_inputs import StepInputs
 from agents.command_line import make_parser
 from agents.learners.train import Trainer
 
@@ -18,7 +19,7 @@ def outputs(policy: Policy, prev_action, prev_reward):
     obs = torch.randint(0, 3, (T, B, len(NVEC)), generator=torch.Generator().manual_seed(1))
     first = torch.zeros(T, B, dtype=torch.bool)
     first[0] = True
-    logits, values, _ = policy(obs, prev_action, prev_reward, first, policy.initial_state(B, "cpu"))
+    logits, values, _ = policy(StepInputs(obs, prev_action, prev_reward, first), policy.initial_state(B, "cpu"))
     return logits, values
 
 

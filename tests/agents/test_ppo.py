@@ -83,9 +83,9 @@ def test_acting_log_probabilities_and_values_are_what_the_recompute_gives(tmp_pa
         trainer.policy.eval()
         trainer.actor.collect(STEPS, keep_outputs=True)  # a first rollout: the second starts with memory
         r, _ = trainer.actor.collect(STEPS, keep_outputs=True)
-        assert r.first[1:-1].any() and not r.first[0].all()  # resets inside, memory carried in
+        assert r.inputs.first[1:-1].any() and not r.inputs.first[0].all()  # resets inside, memory carried in
         with torch.no_grad():
-            logits, values, _ = trainer.policy(r.obs[:-1], r.prev_action[:-1], r.prev_reward[:-1], r.first[:-1], r.start_state)
+            logits, values, _ = trainer.policy(r.inputs.steps(stop=-1), r.start_state)
         logprob = torch.log_softmax(logits, -1).gather(-1, r.action[..., None])[..., 0]
     finally:
         trainer.close()
@@ -115,11 +115,11 @@ def test_a_minibatch_reads_only_its_own_envs(tmp_path):
 
 def changed_env_zero(r):
     """The rollout with env 0's rewards, observations and actions changed."""
-    obs, reward, action = r.obs.clone(), r.reward.clone(), r.action.clone()
+    obs, reward, action = r.inputs.obs.clone(), r.reward.clone(), r.action.clone()
     obs[:, 0] = obs[:, 0].flip(0)
     reward[:, 0] += 1.0
     action[:, 0] = (action[:, 0] + 1) % 3
-    return dataclasses.replace(r, obs=obs, reward=reward, action=action)
+    return dataclasses.replace(r, inputs=dataclasses.replace(r.inputs, obs=obs), reward=reward, action=action)
 
 
 def test_a_resumed_run_makes_the_updates_of_an_unstopped_one(tmp_path):

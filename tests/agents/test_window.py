@@ -37,9 +37,9 @@ def small(tmp_path, core="lstm", algo="a2c", updates=2, **fields):
 def cue_swapped(r, where: torch.Tensor):
     """The rollout with the corridor's colours (1 blue, 2 green) swapped in the observations at
     `where` (T, B) bool: a different cue, the same rules."""
-    obs = r.obs.clone()
+    obs = r.inputs.obs.clone()
     obs[:-1][where] = torch.where(obs[:-1][where] > 0, 3 - obs[:-1][where], obs[:-1][where])
-    return dataclasses.replace(r, obs=obs)
+    return dataclasses.replace(r, inputs=dataclasses.replace(r.inputs, obs=obs))
 
 
 def update_gradients(trainer, previous, current) -> list[torch.Tensor]:
@@ -81,7 +81,7 @@ def test_the_previous_rollout_reaches_the_gradient_only_inside_the_window(tmp_pa
         trainer = LEARNERS[algo][0](small(tmp_path / str(bptt), core, algo, bptt=bptt, learner="recompute"))
         try:
             previous, current = two_rollouts(trainer)
-            everywhere = torch.ones_like(previous.first[:-1])
+            everywhere = torch.ones_like(previous.inputs.first[:-1])
             gradients[bptt] = [update_gradients(trainer, rollout, current) for rollout in (previous, cue_swapped(previous, everywhere))]
         finally:
             trainer.close()
@@ -96,7 +96,7 @@ def test_episode_starts_inside_the_window_cut_the_gradient(tmp_path, core):
     trainer = Trainer(small(tmp_path, core, bptt=2 * STEPS, learner="recompute"))
     try:
         previous, current = two_rollouts(trainer)
-        first = previous.first[:-1]  # (T, B)
+        first = previous.inputs.first[:-1]  # (T, B)
         # later_start[t, b]: env b begins an episode at some step after t within the previous rollout
         later_start = torch.flip(torch.cummax(torch.flip(first.int(), [0]), 0).values, [0]).bool()
         before_a_start = torch.zeros_like(first)
@@ -139,7 +139,7 @@ def test_resume_keeps_the_window(tmp_path, core):
     resumed = Trainer.from_checkpoint(str(tmp_path / "split"), {"total_steps": 6 * ENVS * STEPS})
     try:
         assert len(resumed.window) == 2 * STEPS
-        assert (resumed.window.starts == resumed.window.inputs[3].cpu().numpy()).all()  # episodes pack as before the stop
+        assert (resumed.window.inputs.starts == resumed.window.inputs.first.cpu().numpy()).all()  # episodes pack as before the stop
         resumed.train()
     finally:
         resumed.close()
@@ -153,7 +153,7 @@ def test_the_window_fills_then_holds_k_minus_t_steps(tmp_path):
         for _ in range(4):
             trainer.update()
             lengths.append(len(trainer.window))
-            assert (trainer.window.starts == trainer.window.inputs[3].numpy()).all()  # the host's copy, for packing
+            assert (trainer.window.inputs.starts == trainer.window.inputs.first.numpy()).all()  # the host's copy, for packing
     finally:
         trainer.close()
     assert lengths == [8, 12, 12, 12]
@@ -183,7 +183,7 @@ def test_the_feedback_cores_window_gradient_equals_the_reference_models(tmp_path
     them, equals the one its reference model (feedback/reference.py) gives from the same rollouts."""
     trainer = LEARNERS[algo][0](small(tmp_path / "fast", "feedback", algo, bptt=2 * STEPS, learner="recompute"))
     previous, current = two_rollouts(trainer)
-    assert previous.first[1:-1].any() or current.first[1:-1].any(), "no episode starts inside the window"
+    assert previous.inputs.first[1:-1].any() or current.inputs.first[1:-1].any(), "no episode starts inside the window"
     fast = update_gradients(trainer, previous, current)
     twin = LEARNERS[algo][0](small(tmp_path / "reference", "feedback", algo, bptt=2 * STEPS, learner="recompute"))
     twin.policy.load_state_dict(trainer.policy.state_dict())
@@ -225,12 +225,12 @@ def decisions_see_their_cue(trainer) -> list[bool]:
             logits, _ = w.call(trainer.policy, packed=False)
             for t, b in torch.nonzero(r.terminated).tolist():
                 decision, cue = w.skip + t, w.skip + t - TMAZE
-                if cue < 0 or not w.first[cue, b]:
+                if cue < 0 or not w.inputs.first[cue, b]:
                     seen.append(False)
                     continue
-                obs = w.obs.clone()
+                obs = w.inputs.obs.clone()
                 obs[cue, b, 1] = 3 - obs[cue, b, 1]  # the signal: 1 up <-> 2 down
-                swapped, _ = w._replace(obs=obs).call(trainer.policy, packed=False)
+                swapped, _ = dataclasses.replace(w, inputs=dataclasses.replace(w.inputs, obs=obs)).call(trainer.policy, packed=False)
                 seen.append(not torch.equal(swapped[decision, b], logits[decision, b]))
         return w
 

@@ -56,8 +56,9 @@ class Scripted(torch.nn.Module):
     def initial_state(self, batch_size, device):
         return torch.zeros(batch_size, dtype=torch.long)  # the signal seen at the start
 
-    def forward(self, obs, prev_action, prev_reward, first, state):
-        state = torch.where(first[0], obs[0, :, 1], state)
+    def forward(self, inputs, state):
+        obs = inputs.obs
+        state = torch.where(inputs.first[0], obs[0, :, 1], state)
         action = torch.full_like(state, ACTIONS.index("right"))
         side = {"remember": torch.where(state == 1, ACTIONS.index("up"), ACTIONS.index("down")),
                 "up": torch.full_like(state, ACTIONS.index("up")), None: action}[self.turn]
