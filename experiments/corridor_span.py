@@ -35,7 +35,7 @@ from agents.plot_curves import save_figure
 from agents.config.ppo_config import PPOConfig
 from durable.records import write_json, write_text
 from envs.cli import non_negative_float, positive_int
-from experiments.frame.flags import Distinct, QUICK_ALGO, QUICK_FRAMES, add_algo_argument, add_minibatches_argument, add_output_arguments, frames_or_quick, minibatch_args, runs_folder
+from experiments.frame.flags import Distinct, QUICK_ALGO, QUICK_FRAMES, add_experiment_arguments, minibatch_args, output_name, run_frames, runs_folder
 from experiments.cue_memory import run_cue_separation
 from experiments.frame.curves import training_seconds
 from experiments.frame.estimate import print_expected_time
@@ -65,11 +65,8 @@ def make_parser() -> argparse.ArgumentParser:
                         help="entropy cost (default: 0.01, 20 x the presets': see the module docstring)")
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 (default: 3)")
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="greedy evaluation episodes (default: 100)")
-    parser.add_argument("--name", default=None, help="output file stem (default: corridor_span, or corridor_span_ppo with --algo ppo)")
-    parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/corridor_span/[paper-]L{length}-T{rollout}[-obs]-ent{entropy})")
-    add_output_arguments(parser)
-    add_algo_argument(parser)
-    add_minibatches_argument(parser)
+    add_experiment_arguments(parser, None, "output file stem (default: corridor_span, or corridor_span_ppo with --algo ppo)",
+                             "runs/experiments/corridor_span/[paper-]L{length}-T{rollout}[-obs]-ent{entropy}", algo=True, minibatches=True)
     add_launcher_arguments(parser)
     return parser
 
@@ -78,8 +75,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = make_parser()
     args = parser.parse_args(argv)
     minibatches = minibatch_args(parser, args)
-    args.frames = frames_or_quick(args, 3_000_000)
-    args.name = args.name or ("corridor_span" if args.algo == "a2c" else f"corridor_span_{args.algo}")
+    args.frames = run_frames(args, 3_000_000)
+    args.name = output_name(args, "corridor_span")
     seeds = list(range(args.seeds))
     args.rollout = args.rollout or preset_values("corridor", "feedback", args.preset)[0]["rollout"]
     inputs = "" if args.previous_inputs else "-obs"

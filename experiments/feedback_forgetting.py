@@ -29,7 +29,7 @@ import numpy as np
 from agents.plot_curves import save_figure
 from durable.records import read_record, write_json, write_text
 from envs.cli import positive_int
-from experiments.frame.flags import Distinct, QUICK_ALGO, add_algo_argument, add_minibatches_argument, add_output_arguments, frames_or_quick, minibatch_args, runs_folder
+from experiments.frame.flags import Distinct, QUICK_ALGO, add_experiment_arguments, minibatch_args, output_name, run_frames, runs_folder
 from experiments.frame.curves import training_seconds
 from experiments.frame.estimate import print_expected_time
 from experiments.frame.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, train_job
@@ -62,11 +62,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--frames", type=positive_int, default=None, help="env frames per run (default: 1,500,000)")
     parser.add_argument("--seeds", type=seed_count, default=10, help="seeds 0 .. N-1 (default: 10)")
     parser.add_argument("--eval-episodes", type=positive_int, default=100)
-    parser.add_argument("--name", default=None, help="output file stem (default: feedback_forgetting, _ppo with --algo ppo)")
-    parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/feedback_forgetting/ALGO)")
-    add_output_arguments(parser)
-    add_algo_argument(parser)
-    add_minibatches_argument(parser)
+    add_experiment_arguments(parser, None, "output file stem (default: feedback_forgetting, _ppo with --algo ppo)",
+                             "runs/experiments/feedback_forgetting/ALGO", algo=True, minibatches=True)
     add_launcher_arguments(parser)
     return parser
 
@@ -75,8 +72,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = make_parser()
     args = parser.parse_args(argv)
     minibatches = minibatch_args(parser, args)
-    frames = frames_or_quick(args, 1_500_000)
-    name = args.name or ("feedback_forgetting" if args.algo == "a2c" else f"feedback_forgetting_{args.algo}")
+    frames = run_frames(args, 1_500_000)
+    name = output_name(args, "feedback_forgetting")
     seeds = list(range(args.seeds))
     runs_dir = runs_folder(args, ROOT / "runs" / "experiments" / "feedback_forgetting" / (args.algo + (f"-mb{args.num_minibatches}" if minibatches else "")))
     shared = ["--preset", "cpu", "--no-previous-inputs", "--entropy-coef", str(ENTROPY), *minibatches,

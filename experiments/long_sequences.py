@@ -29,13 +29,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import numpy as np
 
 from durable.records import write_json, write_text
 from envs.cli import positive_int
-from experiments.frame.flags import Distinct, add_output_arguments, runs_folder
+from experiments.frame.flags import Distinct, add_experiment_arguments, runs_folder
 from experiments.frame.estimate import print_expected_time
 from experiments.frame.jobs import ROOT, seq_flags, seq_job, seq_results
 from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
@@ -68,9 +67,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--epoch-updates", type=positive_int, default=1000, help="updates per epoch, one validation each (default: 1,000)")
     parser.add_argument("--train-sequences", type=positive_int, default=10_000, help="training set size, capped at long lengths (default: 10,000)")
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 per cell (default: 3)")
-    parser.add_argument("--name", default="long_sequences", help="output file stem (default: long_sequences)")
-    parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/NAME)")
-    add_output_arguments(parser, "tiny models and data")
+    add_experiment_arguments(parser, "long_sequences", "output file stem (default: long_sequences)", quick="tiny models and data")
     add_launcher_arguments(parser)
     return parser
 

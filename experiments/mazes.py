@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from pathlib import Path
 
 import numpy as np
 
@@ -35,7 +34,7 @@ import envs
 from agents.cores import CORES
 from durable.records import write_json, write_text
 from envs.cli import env_name, positive_int
-from experiments.frame.flags import Distinct, QUICK_ALGO, QUICK_FRAMES, add_algo_argument, add_output_arguments, frames_or_quick, runs_folder
+from experiments.frame.flags import Distinct, QUICK_ALGO, QUICK_FRAMES, add_experiment_arguments, output_name, run_frames, runs_folder
 from experiments.frame.curves import binned_curve, draw_curves, training_seconds
 from experiments.frame.estimate import print_expected_time
 from experiments.frame.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, train_job
@@ -65,18 +64,16 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--preset", choices=["cpu", "paper"], default="cpu", help="train_a2c.py preset (default: cpu)")
     parser.add_argument("--train-args", default="", help='more train_a2c.py flags for every run, e.g. "--head-init orthogonal"')
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="evaluation episodes per run (default: 100)")
-    parser.add_argument("--name", default=None, help="output file stem and run folder (default: mazes, or mazes_ppo with --algo ppo)")
-    parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/NAME)")
-    add_output_arguments(parser, "tiny runs and evaluations")
-    add_algo_argument(parser)
+    add_experiment_arguments(parser, None, "output file stem and run folder (default: mazes, or mazes_ppo with --algo ppo)",
+                             quick="tiny runs and evaluations", algo=True)
     add_launcher_arguments(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
     args = make_parser().parse_args(argv)
-    args.frames = frames_or_quick(args, 2_000_000)
-    args.name = args.name or ("mazes" if args.algo == "a2c" else f"mazes_{args.algo}")
+    args.frames = run_frames(args, 2_000_000)
+    args.name = output_name(args, "mazes")
     runs_dir = runs_folder(args, ROOT / "runs" / "experiments" / args.name)
     if args.quick:
         args.eval_episodes = 2

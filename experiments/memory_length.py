@@ -51,7 +51,7 @@ from agents.config.a2c_config import preset_values
 from agents.plot_curves import save_figure
 from durable.records import write_json, write_text
 from envs.cli import non_negative_float, positive_float, positive_int
-from experiments.frame.flags import Distinct, QUICK_ALGO, add_algo_argument, add_minibatches_argument, add_output_arguments, minibatch_args, run_frames, runs_folder
+from experiments.frame.flags import Distinct, QUICK_ALGO, add_experiment_arguments, minibatch_args, output_name, run_frames, runs_folder
 from experiments.frame.curves import training_seconds
 from experiments.frame.estimate import print_expected_time
 from experiments.frame.jobs import ROOT, evaluate_job, evaluation, train_job
@@ -108,11 +108,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rollout", type=positive_int, default=None, help="steps per update (default: the CPU preset's, 32)")
     parser.add_argument("--entropy-coef", type=non_negative_float, default=None, help="entropy cost (default: the preset's)")
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="evaluation episodes per run, greedy and sampled each (default: 100)")
-    parser.add_argument("--name", default=None, help="output file stem (default: memory_length_ENV[_fixed][_ppo])")
-    parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/NAME)")
-    add_output_arguments(parser)
-    add_algo_argument(parser)
-    add_minibatches_argument(parser)
+    add_experiment_arguments(parser, None, "output file stem (default: memory_length_ENV[_fixed][_ppo])", algo=True, minibatches=True)
     parser.add_argument("--train-args", default="", metavar="'FLAGS'",
                         help="more train_a2c.py / train_ppo.py flags for every run, as one quoted string (e.g. '--learning-rate 3e-4'); "
                              "give a --name of its own so that such runs do not resume the plain ones")
@@ -143,8 +139,7 @@ def main(argv: list[str] | None = None) -> None:
     minibatches = minibatch_args(parser, args)
     if args.frames and args.frame_scale != 1.0:
         parser.error("give --frames or --frame-scale, not both")
-    args.name = args.name or "_".join(["memory_length", args.env, *(["fixed"] if args.doors == "fixed" else []),
-                                       *([] if args.algo == "a2c" else [args.algo])])
+    args.name = output_name(args, "_".join(["memory_length", args.env, *(["fixed"] if args.doors == "fixed" else [])]))
     runs_dir = runs_folder(args, ROOT / "runs" / "experiments" / args.name)
     rollout = args.rollout or preset_values(args.env, "feedback", "cpu")[0]["rollout"]
     seeds = list(range(args.seeds))

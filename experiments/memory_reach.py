@@ -44,7 +44,7 @@ import numpy as np
 
 from durable.records import atomic_file, write_json, write_text
 from envs.cli import positive_int
-from experiments.frame.flags import Distinct, add_output_arguments, runs_folder
+from experiments.frame.flags import Distinct, add_experiment_arguments, runs_folder
 from experiments.frame.estimate import print_expected_time
 from experiments.frame.jobs import ROOT, seq_flags, seq_job, seq_results
 from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
@@ -86,9 +86,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--fast-factor", type=positive_int, default=None,
                         help="the other cores train this many times --updates (default: 3; the paper preset: 1)")
     parser.add_argument("--preset", choices=["cpu", "paper"], default="cpu", help="cpu: the shrunk tasks above; paper: Table 1's sizes and Table 9's model")
-    parser.add_argument("--name", default="memory_reach", help="output file stem (default: memory_reach; the paper preset adds paper_)")
-    parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/NAME)")
-    add_output_arguments(parser, "tiny runs")
+    add_experiment_arguments(parser, "memory_reach", "output file stem (default: memory_reach; the paper preset adds paper_)", quick="tiny runs")
     add_launcher_arguments(parser)
     return parser
 

@@ -45,7 +45,7 @@ import numpy as np
 from durable.records import write_json, write_text
 from envs import env_id
 from envs.cli import positive_int
-from experiments.frame.flags import Distinct, QUICK_FRAMES, add_output_arguments, frames_or_quick, runs_folder
+from experiments.frame.flags import Distinct, QUICK_FRAMES, add_experiment_arguments, run_frames, runs_folder
 from experiments.frame.curves import binned_curve, draw_curves
 from experiments.frame.estimate import print_expected, seconds_per_frame, spread_over
 from experiments.frame.jobs import ROOT, Job, run_jobs
@@ -76,9 +76,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--frames", type=positive_int, default=None, help=f"env frames per run (default: 500,000; {QUICK_FRAMES:,} with --quick)")
     parser.add_argument("--cleanrl", type=Path, default=ROOT.parent / "cleanrl-peer",
                         help="the folder scripts/cleanrl_peer.sh made: CLEANRL/cleanrl (checkout) and CLEANRL/venv (default: %(default)s)")
-    parser.add_argument("--name", default="ppo_peers", help="output file stem and run folder (default: %(default)s)")
-    parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/NAME)")
-    add_output_arguments(parser)
+    add_experiment_arguments(parser, "ppo_peers", "output file stem and run folder (default: %(default)s)")
     add_launcher_arguments(parser)
     return parser
 
@@ -182,7 +180,7 @@ def capped_memory(recipe: dict, env: str) -> dict:
 def main(argv: list[str] | None = None) -> None:
     parser = make_parser()
     args = parser.parse_args(argv)
-    frames = frames_or_quick(args, 500_000)
+    frames = run_frames(args, 500_000)
     recipe = capped_memory(QUICK_RECIPE if args.quick else RECIPE, args.env)
     if "cleanrl_trxl" in args.agents and not (args.cleanrl / "venv" / "bin" / "python").is_file():
         parser.error(f"--cleanrl {args.cleanrl}: no CleanRL environment there; make it with scripts/cleanrl_peer.sh {args.cleanrl} "

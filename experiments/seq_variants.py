@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import numpy as np
 
@@ -40,7 +39,7 @@ from durable.records import write_json, write_text
 from envs.cli import positive_int
 from experiments.frame.curves import draw_curves
 from experiments.frame.estimate import print_expected_time
-from experiments.frame.flags import add_output_arguments, runs_folder
+from experiments.frame.flags import add_experiment_arguments, runs_folder
 from experiments.frame.jobs import ROOT, seq_flags, seq_job, seq_results
 from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
 from experiments.frame.seq_history import aucc, seconds_to_reach, time_curve, value_at
@@ -77,9 +76,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 per variant (default: 3)")
     parser.add_argument("--updates", type=positive_int, default=1500, help="updates per run (default: 1,500)")
     parser.add_argument("--level", type=float, default=0.9, help="the accuracy whose time to reach is reported (default: 0.9)")
-    parser.add_argument("--name", default=None, help="output file stem (default: the study's name)")
-    parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/NAME)")
-    add_output_arguments(parser, "tiny runs")
+    add_experiment_arguments(parser, None, "output file stem (default: the study's name)", quick="tiny runs")
     add_launcher_arguments(parser)
     return parser
 

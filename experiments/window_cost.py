@@ -40,7 +40,7 @@ from agents.config.a2c_config import preset_values
 from agents.plot_curves import read_scalars
 from durable.records import write_json, write_text
 from envs.cli import positive_int
-from experiments.frame.flags import Distinct, add_output_arguments, run_frames, runs_folder
+from experiments.frame.flags import Distinct, add_experiment_arguments, run_frames, runs_folder
 from experiments.frame.estimate import print_expected_time
 from experiments.frame.jobs import ROOT, train_job
 from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
@@ -63,9 +63,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--frames", type=positive_int, default=None,
                         help=f"env frames per run at every length (default: {', '.join(f'{k}: {v:,}' for k, v in FRAMES.items())}; "
                              "others take the longest's)")
-    parser.add_argument("--name", default=None, help="output file stem (default: window_cost_ENV)")
-    parser.add_argument("--runs-dir", type=Path, default=None, help="where runs go (default: runs/experiments/NAME)")
-    add_output_arguments(parser)
+    add_experiment_arguments(parser, None, "output file stem (default: window_cost_ENV)")
     add_launcher_arguments(parser)
     return parser
 

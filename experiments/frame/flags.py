@@ -1,5 +1,6 @@
-"""What the experiments' command lines share beyond envs/cli.py's types: list flags whose values
-must differ, and the frame budget of `--quick`.
+"""What the experiments' command lines share beyond envs/cli.py's types: the flags that end each
+experiment's own (add_experiment_arguments: its name, run folder, outputs, --quick and learner),
+list flags whose values must differ, and the frame budget of `--quick`.
 
 Each value of --envs, --cores, --spans, --lengths (and the other list flags) names runs of its
 own: a run folder, a row of the table. A value given twice would train two processes in one
@@ -45,14 +46,33 @@ class Distinct(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def add_output_arguments(parser: argparse.ArgumentParser, quick: str = "tiny models and runs") -> None:
-    """--out, --no-estimate and --quick (`quick`: what its runs are), which every experiment that
-    trains runs takes."""
-    from experiments.frame.jobs import ROOT
+def add_experiment_arguments(parser: argparse.ArgumentParser, name: str | None, name_help: str, runs_dir: str = "runs/experiments/NAME",
+                             quick: str = "tiny models and runs", algo: bool = False, minibatches: bool = False) -> None:
+    """The flags that end an experiment's own, before the launcher's (experiments/frame/launch.py):
+    --name (the output file stem: `name`, or None for main to derive it; `name_help` says which),
+    --runs-dir (`runs_dir`: where runs go without it), --out, --no-estimate and --quick (`quick`:
+    what its runs are); with `algo`, --algo (output_name adds the learner to the name), and with
+    `minibatches`, PPO's --num-minibatches too (minibatch_args checks it)."""
+    from experiments.frame.jobs import ALGOS, ROOT
 
+    if minibatches and not algo:
+        raise ValueError("minibatches=True needs algo=True: --num-minibatches is a PPO setting, chosen with --algo ppo")
+    parser.add_argument("--name", default=name, help=name_help)
+    parser.add_argument("--runs-dir", type=Path, default=None, help=f"where runs go (default: {runs_dir})")
     parser.add_argument("--out", type=Path, default=ROOT / "assets", help="where results go (default: assets/)")
     parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
     parser.add_argument("--quick", action="store_true", help=f"{quick}, to test the pipeline")
+    if algo:
+        parser.add_argument("--algo", choices=ALGOS, default="a2c",
+                            help="the learner: a2c (train_a2c.py, default) or ppo (train_ppo.py); ppo's outputs and runs take a _ppo suffix")
+    if minibatches:
+        parser.add_argument("--num-minibatches", type=positive_int, default=None,
+                            help="with --algo ppo: minibatches per epoch, each a subset of whole envs (default: train_ppo.py's, 8)")
+
+
+def output_name(args: argparse.Namespace, stem: str) -> str:
+    """The output file stem: --name where given, else `stem`, with _ALGO for a learner other than A2C."""
+    return args.name or (stem if args.algo == "a2c" else f"{stem}_{args.algo}")
 
 
 def runs_folder(args: argparse.Namespace, default: Path) -> Path:
@@ -64,20 +84,6 @@ def runs_folder(args: argparse.Namespace, default: Path) -> Path:
     return default.with_name(default.name + "-quick") if args.quick else default
 
 
-def add_algo_argument(parser: argparse.ArgumentParser) -> None:
-    """--algo: the learner of an RL experiment's runs, train_a2c.py (default) or train_ppo.py."""
-    from experiments.frame.jobs import ALGOS
-
-    parser.add_argument("--algo", choices=ALGOS, default="a2c",
-                        help="the learner: a2c (train_a2c.py, default) or ppo (train_ppo.py); ppo's outputs and runs take a _ppo suffix")
-
-
-def add_minibatches_argument(parser: argparse.ArgumentParser) -> None:
-    """--num-minibatches: PPO's minibatches per epoch for every run (with --algo ppo only)."""
-    parser.add_argument("--num-minibatches", type=positive_int, default=None,
-                        help="with --algo ppo: minibatches per epoch, each a subset of whole envs (default: train_ppo.py's, 8)")
-
-
 def minibatch_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
     """The runs' --num-minibatches flags ([] when not given); exit 2 if it was given without --algo ppo."""
     if args.num_minibatches is None:
@@ -86,7 +92,3 @@ def minibatch_args(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
         parser.error(f"--num-minibatches {args.num_minibatches} is a PPO setting; it needs --algo ppo (got --algo {args.algo})")
     return ["--num-minibatches", str(args.num_minibatches)]
 
-
-def frames_or_quick(args: argparse.Namespace, default: int) -> int:
-    """--frames as given, else QUICK_FRAMES with --quick, else the experiment's `default`."""
-    return args.frames or (QUICK_FRAMES if args.quick else default)

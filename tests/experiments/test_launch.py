@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from experiments import corridor_span, mazes
 
 from experiments.frame import launch
-from experiments.frame.flags import QUICK_FRAMES, frames_or_quick
+from experiments.frame.flags import QUICK_FRAMES, run_frames
 
 
 def parse(*flags: str) -> argparse.Namespace:
@@ -77,6 +77,6 @@ def test_slurm_where_there_is_none_says_what_is_missing(monkeypatch, capsys):
 @pytest.mark.parametrize("experiment, default", [(mazes, 2_000_000), (corridor_span, 3_000_000)])
 def test_quick_alone_trains_a_few_thousand_frames_not_the_full_budget(experiment, default):
     quick = experiment.make_parser().parse_args(["--quick"])
-    assert frames_or_quick(quick, default) == QUICK_FRAMES == 4_096
-    assert frames_or_quick(experiment.make_parser().parse_args([]), default) == default
-    assert frames_or_quick(experiment.make_parser().parse_args(["--quick", "--frames", "777"]), default) == 777
+    assert run_frames(quick, default) == QUICK_FRAMES == 4_096
+    assert run_frames(experiment.make_parser().parse_args([]), default) == default
+    assert run_frames(experiment.make_parser().parse_args(["--quick", "--frames", "777"]), default) == 777
