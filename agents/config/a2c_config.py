@@ -167,15 +167,18 @@ class A2CConfig:
             raise ValueError(f"num_actors must be between 0 and num_envs ({self.num_envs}), got {self.num_actors}")
 
     @property
-    def window(self) -> int:
-        """K - T: the steps before each rollout that its gradient reaches (0: the rollout alone;
-        with bptt 'episode', the steps vary: see agents/learners/window.py)."""
-        return 0 if self.bptt == EPISODE else max(0, self.bptt - self.rollout)
+    def max_history(self) -> int | None:
+        """K - T: the most steps before each rollout that its gradient reaches (0: the rollout
+        alone); with bptt 'episode', bptt_max - T, or None without a cap (the steps each running
+        episode needs: agents/learners/window.py)."""
+        if self.bptt == EPISODE:
+            return self.bptt_max - self.rollout if self.bptt_max else None
+        return max(0, self.bptt - self.rollout)
 
     @property
     def reaches_back(self) -> bool:
         """Whether the gradient reaches steps before the rollout (a gradient window)."""
-        return self.bptt == EPISODE or self.window > 0
+        return self.bptt == EPISODE or self.max_history > 0
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

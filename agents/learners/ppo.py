@@ -11,8 +11,8 @@ The memory contract, which recurrent PPO implementations often leave implicit:
   BPTT over the rollout, no stale states. The episodes inside it run side by side
   (agents/learners/episode_packing.py: the same outputs in fewer sequential steps; --no-pack-episodes
   runs each env's column whole). With --bptt K > T each minibatch starts K
-  steps back instead (agents/learners/window.py): the stored steps before the rollout are a burn-in that
-  carries gradient, their outputs no loss. One minibatch's loss reads only its own
+  steps back instead (agents/learners/window.py): the window's history before the rollout is a burn-in that
+  carries gradient, its outputs no loss. One minibatch's loss reads only its own
   envs, so changing one env's rollout changes no other env's gradient.
 - The Feedback core's recompute is its fused forward and hand-written backward (no autograd graph
   per step), as in A2C's recompute learner; the extra epochs cost what its learning pass costs.
@@ -66,7 +66,7 @@ class PPOTrainer(Trainer):
         old_values = r.values  # (T + 1, B) float32, the bootstrap value last
         advantages = gae_advantages(r.reward, old_values, r.terminated, r.truncated, r.valid, c.gamma, c.gae_lambda)
         returns = advantages + old_values[:-1]
-        inputs = self.window.learning_inputs(r, bootstrap=False)  # the stored steps (a burn-in with gradients), then T
+        inputs = self.window.learning_inputs(r, bootstrap=False)  # the window's history (a burn-in with gradients), then T
         first, last = self.first_env, self.first_env + r.action.shape[1]  # this rank's envs among all
         totals: dict[str, torch.Tensor] = {}
         minibatches = 0
@@ -93,7 +93,7 @@ class PPOTrainer(Trainer):
     def learn_minibatch(self, r: Rollout, inputs: WindowInputs, index: torch.Tensor, advantages: torch.Tensor,
                         returns: torch.Tensor) -> dict[str, torch.Tensor]:
         """One optimiser step on this rank's envs `index` ((K,) on the host) of a minibatch: the
-        whole rollout of those envs (after the window's stored steps, `inputs`) recomputed from
+        whole rollout of those envs (after the window's history, `inputs`) recomputed from
         their stored start state with the current weights, episodes packed side by side where
         that pays. With K = 0 the rank adds nothing but takes part in the step."""
         c = self.config
@@ -107,7 +107,7 @@ class PPOTrainer(Trainer):
             w = inputs.select(index, on_device)
             with autocast(self.device, c.precision):
                 logits, values = w.call(self.learner, self.packs_episodes)
-            logits, values = logits[w.skip :], values[w.skip :]
+            logits, values = logits[w.history :], values[w.history :]
             clip = Clip(pick(r.logprob), pick(r.values[:-1]), c.clip_coef, c.clip_vloss)
             loss, stats = a2c_loss(logits.float(), values.float(), pick(r.action), advantage, pick(returns), valid,
                                    c.value_coef, c.entropy_coef, count, clip)

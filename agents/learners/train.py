@@ -144,16 +144,14 @@ class Trainer:
         self.recent_returns: list[float] = []
 
     def gradient_window(self) -> GradientWindow:
-        """The window --bptt asks for: K - T steps, or each running episode's (agents/learners/window.py),
-        which needs episodes of bounded length or a cap (--bptt-max)."""
+        """The window --bptt asks for: a history of K - T steps, or each running episode's
+        (agents/learners/window.py), which needs episodes of bounded length or a cap (--bptt-max)."""
         c = self.config
-        if c.bptt != EPISODE:
-            return GradientWindow(c.window)
-        longest = self.pool.longest_episode
-        if not c.bptt_max and longest is None:
+        episodes = c.bptt == EPISODE
+        if episodes and c.max_history is None and self.pool.longest_episode is None:
             raise ValueError(f"--bptt episode needs episodes of bounded length, and env {c.env!r} has no time limit; "
                              f"cap the window with --bptt-max N (or give the env a max_episode_steps)")
-        return GradientWindow.following_episodes(c.bptt_max - c.rollout if c.bptt_max else None)
+        return GradientWindow(c.max_history, episodes)
 
     def training_seeds(self, restart: int = 0) -> list[int]:
         """The seeds of this process's envs, for episodes starting at frame `restart`."""
@@ -184,11 +182,11 @@ class Trainer:
 
     def learn(self, r: Rollout) -> dict[str, float]:
         c = self.config
-        if r.logits is None:  # the window's stored steps, then T + 1: the last gives the bootstrap value
+        if r.logits is None:  # the window's history, then T + 1 steps: the last gives the bootstrap value
             w = self.window.learning_inputs(r, bootstrap=True)
             with autocast(self.device, c.precision):
                 logits, values = w.call(self.learner, self.packs_episodes)
-            logits, values = logits[w.skip : -1], values[w.skip :]
+            logits, values = logits[w.history : -1], values[w.history :]
         else:
             logits, values = r.logits, r.values
         logits, values = logits.float(), values.float()  # the loss in float32 whatever the precision

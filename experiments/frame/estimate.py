@@ -69,7 +69,7 @@ def seconds_per_frame(train_args: list[str], program: str = "train_a2c") -> floa
             # A gradient window (--bptt K > rollout T) fills over K / T - 1 updates, one following
             # episodes (--bptt episode) over the longest episode's (or --bptt-max's): time a full one.
             c = trainer.config
-            reach = (c.bptt_max or trainer.pool.longest_episode) if c.bptt == "episode" else c.window
+            reach = (c.bptt_max or trainer.pool.longest_episode) if c.bptt == "episode" else c.max_history
             seconds = timed_update(trainer.update, max(1, -(-reach // c.rollout)))
         finally:
             trainer.close()

@@ -13,6 +13,7 @@ from agents.cores.feedback.reference import ReferenceState, reference_of
 from agents.learners.ppo import PPOTrainer
 from agents.config.ppo_config import PPOConfig
 from agents.learners.train import Trainer
+from agents.learners.window import GradientWindow
 from tests.float32 import close32
 from tests.trained import assert_same_parameters, trained_parameters
 
@@ -176,6 +177,21 @@ def test_a_bad_window_is_refused_naming_it(tmp_path, fields, message):
         small(tmp_path, "feedback", **fields)
 
 
+def test_max_history_is_k_minus_t_or_the_caps(tmp_path):
+    assert [small(tmp_path, bptt=bptt).max_history for bptt in (0, STEPS, 20)] == [0, 0, 12]
+    assert small(tmp_path, bptt="episode").max_history is None and small(tmp_path, bptt="episode", bptt_max=20).max_history == 12
+
+
+def test_a_window_of_a_bad_size_or_another_runs_checkpoint_is_refused_naming_it():
+    for max_history in (-1, None):
+        with pytest.raises(ValueError, match=rf"a gradient window keeps max_history = K - T >= 0 steps .*, got {max_history}"):
+            GradientWindow(max_history)
+    saved = GradientWindow(4).state_dict()
+    with pytest.raises(ValueError, match=r"the checkpoint's gradient window \(max_history 4, following episodes: False\) "
+                                         r"is not this run's \(8, False\)"):
+        GradientWindow(8).load_state_dict(saved, torch.device("cpu"))
+
+
 @pytest.mark.parametrize("algo", ["a2c", "ppo"])
 def test_the_feedback_cores_window_gradient_equals_the_reference_models(tmp_path, algo):
     """K = 2T with the Feedback core on its default path (compiled, on the CPU in float32): the
@@ -224,7 +240,7 @@ def decisions_see_their_cue(trainer) -> list[bool]:
         with torch.no_grad():
             logits, _ = w.call(trainer.policy, packed=False)
             for t, b in torch.nonzero(r.terminated).tolist():
-                decision, cue = w.skip + t, w.skip + t - TMAZE
+                decision, cue = w.history + t, w.history + t - TMAZE
                 if cue < 0 or not w.inputs.first[cue, b]:
                     seen.append(False)
                     continue
