@@ -25,13 +25,12 @@ from agents.runtime.precision import PRECISIONS, check_precision
 OPTIMIZERS = ("adam", "rmsprop")
 # How the learner gets the rollout's outputs with gradients: "recompute" runs the policy over the
 # chunk again from the stored core state; "acting_graph" keeps the graph built while acting (cores
-# that can be fed one step at a time within one call: feedback, lstm, gru). "auto" takes the faster as
-# measured by benchmarks/a2c.py on a 2-core CPU (maze, B 64, T 100, seconds per update): the kept
-# graph for feedback (3.44 against 4.65 recomputing: its learning pass is sequential anyway, so
-# acting is its forward), recomputing for the LSTM (0.37 against 0.54: nn.LSTM's fused pass over
-# the chunk beats T single steps; the GRU, not measured, has the same fused pass) and for the
-# cores that cannot keep it (transformer 2.51 recomputing; even a lower bound for keeping, T
-# one-step graphs, takes 51).
+# that can be fed one step at a time within one call: feedback, lstm, gru). "auto" takes the one
+# benchmarks/a2c.py measures faster (its figures: docs/speed.md): the kept graph for feedback (its
+# learning pass is sequential anyway, so acting is its forward), recomputing for the LSTM (nn.LSTM's
+# fused pass over the chunk beats T single steps; the GRU, not measured, has the same fused pass)
+# and for the cores that cannot keep it (for the transformer even a lower bound for keeping, T
+# one-step graphs, is far slower than recomputing).
 KEEPS_ACTING_GRAPH = ("feedback",)
 LEARNERS = ("auto", "recompute", "acting_graph")
 PRESETS = ("auto", "paper", "cpu")

@@ -14,13 +14,13 @@ dropped, so no loss and no gradient reaches them (and it begins no episode).
 What it buys and costs: a recurrent core's call pays a fixed cost per sequential step and
 arithmetic per column and step, and the padding is arithmetic spent on nothing. Modelled as
 steps x (columns + FIXED_WIDTH), the fixed cost counted in columns, a call is packed only where
-that model says it is cheaper. FIXED_WIDTH = 3 is what the Feedback core's PPO update at CleanRL's
-MemoryS9 recipe on the CPU gives (0.82 of the unpacked update's time with episodes of up to 96
-steps, 0.50 with up to 24: benchmarks/ppo_feedback.py); where the per-step cost is larger (a
-GPU's kernel launches, small models) packing would pay more often than the rule lets it. Where
-a packed call would be about as long and twice as wide (every env starting an episode at the
-chunk's last step), it is not packed: measured, the LSTM's update at the paper preset on the easy
-maze (128 envs, 101 steps packed as 256 columns of 100) took 3.8 s against 2.2-2.3 s unpacked.
+that model says it is cheaper. FIXED_WIDTH = 3 is fitted to the Feedback core's PPO update at
+CleanRL's MemoryS9 recipe on the CPU (benchmarks/ppo_feedback.py, with episodes of up to 96 steps
+and of up to 24); where the per-step cost is larger (a GPU's kernel launches, small models)
+packing would pay more often than the rule lets it. Where a packed call would be about as long
+and twice as wide (every env starting an episode at the chunk's last step), it is not packed:
+such a call measured slower than the unpacked one (the LSTM's update at the paper preset on the
+easy maze, 128 envs, 101 steps packed as 256 columns of 100).
 
 The plan needs the episode starts on the host (the rollout keeps them there, `StepInputs.starts`):
 it is data-dependent and read nowhere from the device; its indices cross to the device in one
