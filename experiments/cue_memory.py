@@ -16,7 +16,6 @@ Used by corridor_span.py for every run; printed here for any corridor runs.
 
 from __future__ import annotations
 
-import argparse
 from typing import NamedTuple
 
 import numpy as np
@@ -27,6 +26,7 @@ from agents.evaluation import evaluation_seeds, load_run, new_policy
 from agents.model.policy import Policy
 from agents.runtime.seeding import seed_everything
 from envs.corridor import ENTER_LOWER, ENTER_UPPER, FORWARD
+from experiments.frame.analyse import UnfitRun, analyse_runs
 
 EPISODES = 64  # fresh corridors, walked side by side; cue and door order drawn by the env
 SEED = 20_000  # evaluation streams of seed 20,000: never training's, nor those experiments evaluate on
@@ -99,20 +99,19 @@ def run_cue_separation(run_dir: str) -> dict[str, float]:
     """{"trained": separation of the run's final policy, "fresh": of a fresh policy of its config and seed}."""
     run = load_run(run_dir, torch.device("cpu"))
     if run.config.env != "corridor":
-        raise ValueError(f"{run_dir} was trained on {run.config.env!r}; the cue separation needs a corridor run")
+        raise UnfitRun(f"{run_dir} was trained on {run.config.env!r}; the cue separation needs a corridor run")
     seed_everything(run.config.seed)
     fresh = new_policy(run.config).eval()
     return {"trained": cue_separation(run.policy, run.config.env_options), "fresh": cue_separation(fresh, run.config.env_options)}
 
 
+def report(run_dir: str) -> None:
+    result = run_cue_separation(run_dir)
+    print(f"{run_dir}: cue separation at the doors {result['trained']:.2e} (fresh policy: {result['fresh']:.2e})")
+
+
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("runs", nargs="+", help="corridor run folders (or checkpoint files)")
-    args = parser.parse_args(argv)
-    torch.set_num_threads(1)
-    for run_dir in args.runs:
-        result = run_cue_separation(run_dir)
-        print(f"{run_dir}: cue separation at the doors {result['trained']:.2e} (fresh policy: {result['fresh']:.2e})")
+    analyse_runs(__doc__, "corridor run folders (or checkpoint files)", report, argv)
 
 
 if __name__ == "__main__":

@@ -24,8 +24,6 @@ Used by mazes.py for every maze and easy-maze run; printed here for any such run
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 import torch
 
@@ -35,6 +33,7 @@ from agents.learners.rollout import Actor
 from agents.runtime.seeding import seed_everything
 from envs.maze import CELL_OBJECT, MazeRules
 from envs.oracle import MazeOracle
+from experiments.frame.analyse import UnfitRun, analyse_runs
 
 EPISODES = 256  # fresh mazes, played side by side
 WINDOW = 30  # steps a target is given to be reached in: the oracle needs about 8 on average, 30 at most
@@ -51,7 +50,7 @@ def target_outcomes(run: Run, episodes: int = EPISODES, seed: int = SEED) -> dic
     try:
         rules = getattr(pool.env, "rules", None)
         if not isinstance(rules, MazeRules):
-            raise ValueError(f"the memory probe needs a maze or easy-maze run, not {run.config.env!r}")
+            raise UnfitRun(f"the memory probe needs a maze or easy-maze run, not {run.config.env!r}")
         actor = Actor(pool, run.policy, run.device)  # fresh episodes in every env, memory empty
         oracle = MazeOracle(rules)
         horizon = rules.max_episode_steps
@@ -107,17 +106,16 @@ def memory_probe(run_dir: str) -> dict[str, float]:
     return result
 
 
+def report(run_dir: str) -> None:
+    r = memory_probe(run_dir)
+    print(f"{run_dir}: reached within {WINDOW} steps: seen {r['seen_reached']:.2f} ({r['seen_targets']} targets, "
+          f"{r['seen_distance']:.1f} steps away), unseen {r['unseen_reached']:.2f} ({r['unseen_targets']}, "
+          f"{r['unseen_distance']:.1f} away); gain {r['gain']:+.2f}, {r['far_gain']:+.2f} on the {r['far_targets']} "
+          f"targets {FAR}+ steps away")
+
+
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("runs", nargs="+", help="maze or easy-maze run folders (or checkpoint files)")
-    args = parser.parse_args(argv)
-    torch.set_num_threads(1)
-    for run_dir in args.runs:
-        r = memory_probe(run_dir)
-        print(f"{run_dir}: reached within {WINDOW} steps: seen {r['seen_reached']:.2f} ({r['seen_targets']} targets, "
-              f"{r['seen_distance']:.1f} steps away), unseen {r['unseen_reached']:.2f} ({r['unseen_targets']}, "
-              f"{r['unseen_distance']:.1f} away); gain {r['gain']:+.2f}, {r['far_gain']:+.2f} on the {r['far_targets']} "
-              f"targets {FAR}+ steps away")
+    analyse_runs(__doc__, "maze or easy-maze run folders (or checkpoint files)", report, argv)
 
 
 if __name__ == "__main__":

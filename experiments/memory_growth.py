@@ -13,7 +13,6 @@ retention x |m|: constant when the memory's size alone sets how much of the cue 
 
 from __future__ import annotations
 
-import argparse
 import copy
 
 import numpy as np
@@ -23,6 +22,7 @@ from agents.evaluation import load_run, new_policy
 from agents.model.policy import Policy
 from agents.runtime.seeding import seed_everything
 from experiments.cue_memory import CorridorWalk, walk_to_doors
+from experiments.frame.analyse import UnfitRun, analyse_runs
 from experiments.memory_probes import probe
 
 
@@ -51,28 +51,28 @@ def groups(policy: Policy) -> dict[str, str]:
     return names
 
 
+def report(run_dir: str) -> None:
+    """The run's table: a row per policy, fresh or trained with one weight group swapped."""
+    run = load_run(run_dir, torch.device("cpu"))
+    if run.config.env != "corridor" or run.config.core != "feedback":
+        raise UnfitRun(f"{run_dir} is a {run.config.core} run on {run.config.env!r}; this needs a feedback run on the corridor")
+    seed_everything(run.config.seed)
+    fresh = new_policy(run.config).eval()
+    walk = walk_to_doors(run.config.env_options)
+    print(f"{run_dir} (step {run.global_step:,})\n")
+    print("| weights | memory size | retention | retention x size |\n|---|---|---|---|")
+    rows = {"fresh": fresh, "trained": run.policy}
+    for group, prefix in groups(fresh).items():
+        rows[f"fresh, {group} trained"] = with_weights(fresh, run.policy, prefix)
+        rows[f"trained, {group} fresh"] = with_weights(run.policy, fresh, prefix)
+    for name, policy in rows.items():
+        size, retention = size_and_retention(policy, walk)
+        print(f"| {name} | {size:.2f} | {retention:.3f} | {size * retention:.2f} |")
+    print()
+
+
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("runs", nargs="+", help="Feedback corridor run folders (or checkpoint files)")
-    args = parser.parse_args(argv)
-    torch.set_num_threads(1)
-    for run_dir in args.runs:
-        run = load_run(run_dir, torch.device("cpu"))
-        if run.config.env != "corridor" or run.config.core != "feedback":
-            parser.error(f"{run_dir} is a {run.config.core} run on {run.config.env!r}; this needs a feedback run on the corridor")
-        seed_everything(run.config.seed)
-        fresh = new_policy(run.config).eval()
-        walk = walk_to_doors(run.config.env_options)
-        print(f"{run_dir} (step {run.global_step:,})\n")
-        print("| weights | memory size | retention | retention x size |\n|---|---|---|---|")
-        rows = {"fresh": fresh, "trained": run.policy}
-        for group, prefix in groups(fresh).items():
-            rows[f"fresh, {group} trained"] = with_weights(fresh, run.policy, prefix)
-            rows[f"trained, {group} fresh"] = with_weights(run.policy, fresh, prefix)
-        for name, policy in rows.items():
-            size, retention = size_and_retention(policy, walk)
-            print(f"| {name} | {size:.2f} | {retention:.3f} | {size * retention:.2f} |")
-        print()
+    analyse_runs(__doc__, "Feedback corridor run folders (or checkpoint files)", report, argv)
 
 
 if __name__ == "__main__":

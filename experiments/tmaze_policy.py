@@ -21,7 +21,6 @@ for one side forgot (or never learnt) the cue.
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import gymnasium as gym
@@ -32,6 +31,7 @@ import envs
 from agents.evaluation import Run, load_run
 from agents.model.step_inputs import StepInputs
 from envs.oracle import make_oracle
+from experiments.frame.analyse import UnfitRun, analyse_runs
 
 ACTIONS = ("right", "up", "left", "down")
 RIGHT, UP, DOWN = ACTIONS.index("right"), ACTIONS.index("up"), ACTIONS.index("down")
@@ -42,7 +42,7 @@ def tmaze_run(run_dir: str) -> tuple[Run, int]:
     """The run's policy and its T-maze length; a ValueError naming any other env."""
     run = load_run(run_dir, torch.device("cpu"))
     if envs.short_name(run.config.env) != "tmaze":
-        raise ValueError(f"{run_dir} was trained on {run.config.env!r}; this probe reads the T-maze (tmaze)")
+        raise UnfitRun(f"{run_dir} was trained on {run.config.env!r}; this probe reads the T-maze (tmaze)")
     return run, run.config.env_options.get("length", 10)
 
 
@@ -96,15 +96,16 @@ def reading(run_dir: str, goal_seed: int = 0) -> dict[str, bool]:
     }
 
 
+def report(run_dir: str) -> None:
+    """The run's reading as one JSON line, then its action probabilities along the path, a line per goal side."""
+    print(json.dumps({"run": run_dir, **reading(run_dir)}))
+    for side, places in probabilities_along_the_path(run_dir).items():
+        shown = "; ".join(f"{place} " + " ".join(f"{a} {p:.3f}" for a, p in zip(ACTIONS, probs)) for place, probs in places.items())
+        print(json.dumps({"run": run_dir, "goal": side}), shown)
+
+
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("runs", nargs="+", help="run folders (or checkpoints) of T-maze agents")
-    args = parser.parse_args(argv)
-    for run_dir in args.runs:
-        print(json.dumps({"run": run_dir, **reading(run_dir)}))
-        for side, places in probabilities_along_the_path(run_dir).items():
-            shown = "; ".join(f"{place} " + " ".join(f"{a} {p:.3f}" for a, p in zip(ACTIONS, probs)) for place, probs in places.items())
-            print(json.dumps({"run": run_dir, "goal": side}), shown)
+    analyse_runs(__doc__, "run folders (or checkpoints) of T-maze agents", report, argv)
 
 
 if __name__ == "__main__":
