@@ -6,6 +6,7 @@ dead actor worker or rank). Each script is this with its trainer class and its d
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from contextlib import ExitStack
@@ -14,7 +15,9 @@ from agents.runtime import distributed
 from agents.config.a2c_config import resolve_config
 from agents.runtime.actors import ActorError
 from agents.runtime.checkpoint import CheckpointError, existing_checkpoint, run_checkpoint
-from agents.config.config_cli import add_config_arguments, flag_name, given_fields, parse_core_options, parse_env_options
+from agents.config.config_cli import (
+    add_config_arguments, core_line, flag_name, given_fields, parse_core_options, parse_env_options, run_core_options,
+)
 from agents.runtime.finite_watch import NonFiniteError
 from durable.interrupt import exit_interrupted, stop_signals_raise
 from agents.runtime.run_folder import RunFolderError, claim_until
@@ -56,12 +59,17 @@ def make_trainer(trainer_class: type[Trainer], args: argparse.Namespace, parser:
                 parser.error(f"--resume keeps the run's config; {', '.join(refused)} would change it (only {allowed} may be given)")
             claim_until(held, existing_checkpoint(args.resume).parent, resume=True)
             trainer = trainer_class.from_checkpoint(args.resume, given, env_modules=args.env_module)
-            if trainer.world.main:
-                print(f"resuming {trainer.config.run_dir} at step {trainer.global_step:,}: {trainer.resumed_how}")
+            try:
+                run_options(trainer.config)  # the saved choices still hold here (a --device given may rule one out)
+            except ValueError:
+                trainer.close()
+                raise
             return trainer
         given["core_options"] = parse_core_options(given.get("core", config_class.core), args.core_opt)
         given["env_options"] = parse_env_options(args.env_opt)
-        trainer = trainer_class(resolve_config(given, config_class))  # nothing written yet: a refused run leaves no folder
+        config = resolve_config(given, config_class)
+        config = dataclasses.replace(config, core_options=run_options(config))  # the run's choices, made once and saved with it
+        trainer = trainer_class(config)  # nothing written yet: a refused run leaves no folder
         try:
             claim_until(held, trainer.config.run_dir, resume=False, overwrite=args.overwrite)
         except BaseException:
@@ -72,11 +80,17 @@ def make_trainer(trainer_class: type[Trainer], args: argparse.Namespace, parser:
         parser.error(str(error))
 
 
+def run_options(config) -> dict:
+    """The core options a run with `config` builds its core with (config_cli.run_core_options)."""
+    return run_core_options(config.core, config.core_options, config.device, config.precision)
+
+
 def main(trainer_class: type[Trainer], description: str, argv: list[str] | None = None) -> None:
     """Ctrl-C, SIGTERM, SIGHUP or SIGUSR2 at any point ends with exit code 128 + the signal (130
     for Ctrl-C, 143 for SIGTERM) and a line saying whether and how the run can be resumed
     (agents/learners/train.py: Trainer.train keeps the checkpoint whole). Under torchrun
-    every rank runs this; rank 0 prints the config, and a rank that dies ends the others with
+    every rank runs this; rank 0 prints the core line (config_cli.core_line: the Feedback core's
+    step path among its options), then the config, and a rank that dies ends the others with
     an error (distributed.RankError) and the last checkpoint as it was."""
     with stop_signals_raise(), ExitStack() as held:
         parser = make_parser(trainer_class, description)
@@ -85,6 +99,9 @@ def main(trainer_class: type[Trainer], description: str, argv: list[str] | None 
             args = parser.parse_args(argv)
             trainer = make_trainer(trainer_class, args, parser, held)
             if trainer.world.main:
+                print(core_line(trainer.config.core, run_options(trainer.config)))
+                if args.resume:
+                    print(f"resuming {trainer.config.run_dir} at step {trainer.global_step:,}: {trainer.resumed_how}")
                 print(json.dumps(trainer.config.to_dict(), indent=2))
             try:
                 trainer.train()

@@ -3,8 +3,8 @@
 At the A2C CPU preset (B 64 envs, d_model 64, 2 layers, 4 heads, span 64; the LSTM 1 x 128, as
 benchmarks/cores.py's feedback-cpu and lstm-cpu rows), for each of
 
-  compiled  the Feedback core with FEEDBACK_RL_COMPILED=1 (agents/cores/csrc, built first if needed)
-  fused     the same core, same weights, with FEEDBACK_RL_COMPILED=0 (the Python fused step)
+  compiled  the Feedback core with step=compiled (agents/cores/feedback/csrc, built first if needed)
+  fused     the same core, same weights, with step=python (the Python fused step)
   lstm      the LSTM core
 
 it times the learning pass (one call of T = 32 steps, the preset's rollout, with gradients, from
@@ -25,7 +25,6 @@ gradients) of the compiled core into its C++ steps and the Python around them.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -44,7 +43,7 @@ from benchmarks.targets import interleaved  # noqa: E402
 INPUT_DIM, BATCH, LEARN_STEPS = 32, 64, 32
 FEEDBACK = dict(d_model=64, n_layers=2, n_heads=4, span=64)
 LSTM = dict(hidden_size=128, n_layers=1)
-PATHS = {"compiled": ("feedback", "1"), "fused": ("feedback", "0"), "lstm": ("lstm", "1")}
+PATHS = ("compiled", "fused", "lstm")
 
 
 def per_call(call, seconds: float) -> float:
@@ -70,7 +69,9 @@ def main(argv=None) -> None:
         raise SystemExit("the compiled Feedback step is not available here (see the line above); nothing to compare")
     build_s = time.perf_counter() - began
     torch.manual_seed(0)
-    cores = {"feedback": make_core("feedback", INPUT_DIM, **FEEDBACK), "lstm": make_core("lstm", INPUT_DIM, **LSTM)}
+    cores = {"compiled": make_core("feedback", INPUT_DIM, **FEEDBACK, step="compiled"), "lstm": make_core("lstm", INPUT_DIM, **LSTM)}
+    cores["fused"] = make_core("feedback", INPUT_DIM, **FEEDBACK, step="python")
+    cores["fused"].load_state_dict(cores["compiled"].state_dict())  # the same weights
     x, first = torch.randn(LEARN_STEPS, BATCH, INPUT_DIM), torch.zeros(LEARN_STEPS, BATCH, dtype=torch.bool)
     states = {}
     with torch.no_grad():
@@ -89,9 +90,7 @@ def main(argv=None) -> None:
 
     times = {(path, mode): [] for path in PATHS for mode in ("learn", "act")}
     for path in interleaved(list(PATHS), args.rounds):
-        name, switch = PATHS[path]
-        os.environ[feedback_compiled.SWITCH] = switch
-        core, state = cores[name], states[name]
+        core, state = cores[path], states[path]
         times[path, "learn"].append(per_call(lambda: learn(core, state), args.seconds) / LEARN_STEPS)
         times[path, "act"].append(per_call(lambda: act(core, state), args.seconds) / 8)
     median = {key: statistics.median(value) for key, value in times.items()}
@@ -107,10 +106,9 @@ def main(argv=None) -> None:
               f"feedback compiled / lstm {median['compiled', mode] / median['lstm', mode]:.2f}; "
               f"feedback fused / lstm {median['fused', mode] / median['lstm', mode]:.2f}")
     if args.profile:
-        os.environ[feedback_compiled.SWITCH] = "1"
-        for name in ("feedback", "lstm"):
+        for name in ("compiled", "lstm"):
             profile_learning(name, lambda: learn(cores[name], states[name]))
-        split_acting(cores["feedback"], states["feedback"], x[:1], first[:1])
+        split_acting(cores["compiled"], states["compiled"], x[:1], first[:1])
 
 
 def profile_learning(name: str, learn) -> None:

@@ -8,8 +8,9 @@
     torchrun --nproc-per-node 2 -m seqtasks --task random_walk --core feedback   # the batch's rows split in two
 
 Every field of seqtasks.config.SeqConfig is a flag (--help lists them with their defaults).
-The resolved config is printed and saved in the run folder; the last line printed is one JSON
-object with the test metrics (also saved as results.json there).
+The first line printed names the core and its options (the Feedback core's `step`, the path its
+steps take, among them); the resolved config is printed and saved in the run folder; the last
+line printed is one JSON object with the test metrics (also saved as results.json there).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from agents.runtime import distributed
 from agents.runtime.checkpoint import CheckpointError, existing_checkpoint, run_checkpoint
-from agents.config.config_cli import add_config_arguments, given_fields, parse_core_options
+from agents.config.config_cli import add_config_arguments, core_line, given_fields, parse_core_options, run_core_options
 from agents.runtime.device import resolve_device
 from agents.runtime.finite_watch import NonFiniteError
 from durable.interrupt import exit_interrupted, stop_signals_raise
@@ -58,7 +59,9 @@ def make_run(args: argparse.Namespace, parser: argparse.ArgumentParser, quiet: b
                 raise ValueError(f"--resume continues a run with its saved core options; drop --core-opt {','.join(args.core_opt)}")
             claim_until(held, existing_checkpoint(args.resume).parent, resume=True)
             run = Run.resume(args.resume, given)
+            options = run_options(run.config, run.core_options)  # the saved choices still hold here (a --device given may rule one out)
             if run.world.main:
+                print(core_line(run.config.core, options), file=sys.stderr)
                 print(f"resuming {args.resume} at update {run.update}", file=sys.stderr)
             return run
         cuda = resolve_device(given.get("device", SeqConfig.device)).type == "cuda"
@@ -68,7 +71,7 @@ def make_run(args: argparse.Namespace, parser: argparse.ArgumentParser, quiet: b
                 raise ValueError(f"core {config.core!r} takes no --core-opt options (its width is --d-model), got --core-opt {','.join(args.core_opt)}")
             core_options = {}
         else:
-            core_options = parse_core_options(config.core, args.core_opt)
+            core_options = run_options(config, parse_core_options(config.core, args.core_opt))  # the run's choices, made once and saved with it
         run_dir = config.run_dir or f"runs/seq-{config.task}-{config.core}-{time.strftime('%Y%m%d-%H%M%S')}"
         run = Run(config, core_options, Path(run_dir))  # nothing written yet: a refused run leaves no folder
         claim_until(held, run_dir, resume=False, overwrite=args.overwrite)
@@ -78,9 +81,18 @@ def make_run(args: argparse.Namespace, parser: argparse.ArgumentParser, quiet: b
     if quiet or not run.world.main:
         return run
     reason = "a GPU is used" if cuda else "no GPU is used"
+    print(core_line(config.core, core_options), file=sys.stderr)
     print(f"preset {preset} ({'chosen' if given.get('preset', 'auto') != 'auto' else 'auto: ' + reason}); run folder {run.run_dir}", file=sys.stderr)
     print(json.dumps(run.describe(), indent=2), file=sys.stderr)
     return run
+
+
+def run_options(config: SeqConfig, core_options: dict) -> dict:
+    """The core options a run with `config` builds its core with (config_cli.run_core_options);
+    the sequence-only models take none."""
+    if config.core in SEQUENCE_ONLY:
+        return core_options
+    return run_core_options(config.core, core_options, config.device, config.precision)
 
 
 def main(argv: list[str] | None = None) -> dict:

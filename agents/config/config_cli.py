@@ -14,7 +14,10 @@ import dataclasses
 import typing
 from typing import Any, Callable
 
-from agents.cores import core_options
+import torch
+
+from agents.cores import core_options, run_options
+from agents.runtime.device import resolve_device
 
 _PARSERS = {int: int, float: float, str: str}
 
@@ -73,6 +76,20 @@ def parse_core_options(core: str, items: list[str]) -> dict[str, Any]:
             raise ValueError(f"unknown option {key!r} for core {core!r}; it takes {sorted(defaults)}")
         options[key] = _typed(key, text, defaults[key])
     return options
+
+
+def run_core_options(core: str, options: dict[str, Any], device: str, precision: str) -> dict[str, Any]:
+    """Core `core`'s `options` as a run on `device` ('auto', 'cpu', 'cuda[:N]') at `precision`
+    ('fp32', or 'bf16': bfloat16 autocast, agents/runtime/precision.py) builds it: with the
+    choices made once, at the run's start, filled in (agents/cores/__init__.py: run_options).
+    ValueError for a choice that cannot be had there."""
+    return run_options(core, options, resolve_device(device), torch.bfloat16 if precision == "bf16" else torch.float32)
+
+
+def core_line(core: str, options: dict[str, Any]) -> str:
+    """A run's first log line: its core and the options it is built with, e.g.
+    `core feedback: d_model=64, span=64, step=compiled`."""
+    return f"core {core}" + (": " + ", ".join(f"{key}={value}" for key, value in options.items()) if options else "")
 
 
 def parse_env_options(items: list[str]) -> dict[str, bool | int | float | str]:

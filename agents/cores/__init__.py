@@ -14,8 +14,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
+import torch
 from torch import nn
 
+from agents.cores.checks import check_choice
+from agents.cores.feedback import compiled as feedback_compiled
 from agents.cores.feedback.core import FeedbackConfig, FeedbackCore
 from agents.cores.gru import GRUCore
 from agents.cores.lstm import LSTMCore
@@ -51,6 +54,18 @@ def make_core(name: str, input_dim: int, **options: Any) -> nn.Module:
     if unknown:
         raise ValueError(f"unknown option(s) {unknown} for core {name!r}; it takes {sorted(allowed)}")
     return build(input_dim, config_class(**options))
+
+
+def run_options(name: str, options: dict[str, Any], device: torch.device, dtype: torch.dtype) -> dict[str, Any]:
+    """Core `name`'s `options` with the choices a run makes once, at its start, for the device it
+    runs on and the dtype it computes in: today one, the Feedback core's `step` ("auto" becomes
+    "compiled" or "python": feedback/compiled.py). ValueError where a choice given cannot run there."""
+    config_class, _ = _lookup(name)
+    if config_class is not FeedbackConfig:
+        return options
+    step, persistent = options.get("step", FeedbackConfig.step), options.get("persistent", FeedbackConfig.persistent)
+    check_choice("step", step, feedback_compiled.STEPS)
+    return {**options, "step": feedback_compiled.choose(step, feedback_compiled.blocker(persistent), device, dtype, torch.float32)}
 
 
 def _lookup(name: str):

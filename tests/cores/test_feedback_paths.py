@@ -12,22 +12,23 @@ from hypothesis import strategies as st
 
 from agents.cores.feedback import compiled as feedback_compiled
 
-from agents.cores import make_core
+from agents.cores import make_core, run_options
 from agents.cores.feedback.reference import reference_of
 from agents.cores.feedback.step import layer_backward, layer_forward
 from tests.float32 import close32
 
 INPUT_DIM = 5
-PATHS = {"python": "0", "compiled": "1"}  # FEEDBACK_RL_COMPILED
+# path -> the core's `step`: "auto" takes the compiled step wherever it runs (persistent vectors,
+# which it does not run, take the Python step)
+PATHS = {"python": "python", "compiled": "auto"}
 
 
 @pytest.fixture(params=sorted(PATHS))
-def path(request, monkeypatch):
-    """Each fast path in turn; the compiled one must have been built (the test machines have a compiler)."""
-    monkeypatch.setenv(feedback_compiled.SWITCH, PATHS[request.param])
+def path(request):
+    """Each fast path in turn (the core's `step`); the compiled one must have been built (the test machines have a compiler)."""
     if request.param == "compiled":
         assert feedback_compiled.extension() is not None, "the compiled Feedback step did not build"
-    return request.param
+    return PATHS[request.param]
 
 
 @st.composite
@@ -109,7 +110,7 @@ def test_each_fast_path_equals_the_reference_in_float64(path, options, seed, ste
     vectors (the compiled path's fallback), shared or per-layer key/value projections, pre- or
     post-norm."""
     cuts = sorted(set(data.draw(st.lists(st.integers(1, max(1, steps - 1)), max_size=3))) - {steps})
-    assert_equal_to_the_reference(options, seed, steps, batch, reset, carried, cuts, torch.float64, dict(atol=1e-10, rtol=1e-10))
+    assert_equal_to_the_reference({**options, "step": path}, seed, steps, batch, reset, carried, cuts, torch.float64, dict(atol=1e-10, rtol=1e-10))
 
 
 @settings(derandomize=True, max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # (the path stays)
@@ -120,24 +121,68 @@ def test_each_fast_path_equals_the_reference_in_float32(path, options, seed, ste
     gradient sums: every step of the call and the carried one, through every layer."""
     cuts = sorted(set(data.draw(st.lists(st.integers(1, max(1, steps - 1)), max_size=3))) - {steps})
     terms = (steps + carried) * options["n_layers"] * (options["span"] + 4)
-    assert_equal_to_the_reference(options, seed, steps, batch, reset, carried, cuts, torch.float32, close32(terms))
+    assert_equal_to_the_reference({**options, "step": path}, seed, steps, batch, reset, carried, cuts, torch.float32, close32(terms))
 
 
 @pytest.mark.parametrize("options", [dict(), dict(pre_norm=False, shared_kv=False, dropout=0.3)])
-def test_calls_run_compiled_where_they_apply(monkeypatch, options):
-    """The default variant and post-norm, per-layer projections, dropout run compiled on the CPU in
-    float32; persistent vectors, bfloat16 and the switch turned off run the Python step."""
-    monkeypatch.setenv(feedback_compiled.SWITCH, "1")
+def test_calls_take_the_path_their_step_says(monkeypatch, options):
+    """step "auto" (the default) runs compiled on the CPU in float32 for the default variant and
+    post-norm, per-layer projections, dropout; persistent vectors and bfloat16 take the Python
+    step, and so does everything under step "python"."""
+    monkeypatch.delenv(feedback_compiled.SWITCH, raising=False)
     core = make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, **options).train()
     state = core.initial_state(2, "cpu")
     assert core.open(state, 1).compiled
     assert not make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, persistent=2, **options).open(state, 1).compiled
     assert not core.to(torch.bfloat16).open(core.initial_state(2, "cpu"), 1).compiled
+    assert core.float().open(state, 1).compiled  # each device and dtype chose once: float32 still compiled
+    assert not make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, step="python", **options).open(state, 1).compiled
+    assert make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, step="compiled", **options).open(state, 1).compiled
+
+
+def test_the_switch_is_read_when_a_core_is_built(monkeypatch):
+    """FEEDBACK_RL_COMPILED=0 keeps a core built under it on the Python step ("auto"); set after a
+    core is built, it changes nothing of that core's; a value other than 0 or 1 is refused."""
     monkeypatch.setenv(feedback_compiled.SWITCH, "0")
-    assert not core.float().open(state, 1).compiled
+    off = make_core("feedback", INPUT_DIM, d_model=8, n_heads=2)
+    monkeypatch.setenv(feedback_compiled.SWITCH, "1")
+    on = make_core("feedback", INPUT_DIM, d_model=8, n_heads=2)
+    monkeypatch.setenv(feedback_compiled.SWITCH, "0")
+    state = on.initial_state(2, "cpu")
+    assert on.open(state, 1).compiled and not off.open(state, 1).compiled
     monkeypatch.setenv(feedback_compiled.SWITCH, "yes")
     with pytest.raises(ValueError, match="FEEDBACK_RL_COMPILED must be 0 or 1, got 'yes'"):
-        core.open(state, 1)
+        make_core("feedback", INPUT_DIM, d_model=8, n_heads=2)
+
+
+def test_step_compiled_where_it_cannot_run_is_refused_saying_why(monkeypatch):
+    """When the core is built (persistent vectors, the switch at 0), at a call (another dtype or
+    device), and when a run resolves its step (run_options, as the command lines do)."""
+    monkeypatch.delenv(feedback_compiled.SWITCH, raising=False)
+    refused = r"step 'compiled' cannot run here: "
+    with pytest.raises(ValueError, match=refused + r"persistent vectors \(persistent=2\) run on the Python step only; use step=python"):
+        make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, persistent=2, step="compiled")
+    core = make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, step="compiled").to(torch.bfloat16)
+    with pytest.raises(ValueError, match=refused + "it computes in float32 or float64 with weights of that dtype, not in bfloat16"):
+        core.open(core.initial_state(2, "cpu"), 1)
+    with pytest.raises(ValueError, match=refused + "it runs on the CPU, and this is on cuda"):
+        run_options("feedback", {"step": "compiled"}, torch.device("cuda"), torch.float32)
+    with pytest.raises(ValueError, match=r"step must be one of \['auto', 'compiled', 'python'\], got 'compild'"):
+        make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, step="compild")
+    monkeypatch.setenv(feedback_compiled.SWITCH, "0")
+    with pytest.raises(ValueError, match=refused + "FEEDBACK_RL_COMPILED=0 in the environment keeps the Python step"):
+        make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, step="compiled")
+
+
+@pytest.mark.parametrize("device, dtype, chosen", [("cpu", torch.float32, "compiled"), ("cpu", torch.bfloat16, "python"),
+                                                    ("cuda", torch.float32, "python")])
+def test_a_run_resolves_auto_to_the_path_it_takes(monkeypatch, device, dtype, chosen):
+    """run_options makes "auto" concrete for the run's device and compute dtype, so its config says
+    which path ran; other cores' options pass through."""
+    monkeypatch.delenv(feedback_compiled.SWITCH, raising=False)
+    assert run_options("feedback", {"span": 3}, torch.device(device), dtype) == {"span": 3, "step": chosen}
+    assert run_options("feedback", {"step": "python"}, torch.device(device), dtype) == {"step": "python"}
+    assert run_options("lstm", {"hidden_size": 8}, torch.device(device), dtype) == {"hidden_size": 8}
 
 
 def test_gradcheck_through_the_hand_written_backward():

@@ -1,22 +1,28 @@
-"""The Feedback core's compiled step: csrc/feedback_step.cpp, built at first use, and when it runs.
+"""The Feedback core's compiled step: csrc/feedback_step.cpp, built at first use, and which path a
+core takes.
 
-On the CPU a Feedback step is ~170 small tensor operations forward and backward; from Python
-each costs a call, an autograd check and a dispatch, about as much as its arithmetic at the CPU
-preset's sizes. The C++ file runs a call's steps and their backward with the same operations
-called from C++ below autograd (core.py hands it the run's buffers and keeps its tape).
+On the CPU a Feedback step is ~170 small tensor operations forward and backward; from
+Python each costs a call, an autograd check and a dispatch, about as much as its arithmetic at
+the CPU preset's sizes. The C++ file runs a call's steps and their backward with the same
+operations called from C++ below autograd (core.py hands it the run's buffers and keeps its
+tape).
 
 Built with torch.utils.cpp_extension.load (ninja and the machine's C++ compiler) into a cache
 directory (TORCH_EXTENSIONS_DIR, by default ~/.cache/torch_extensions), once per machine, torch
 version and version of the source (its hash names the build); one line on stderr says so while
-it builds. (Not -march=native: a cache shared between machines would then crash on an older CPU.) Where it cannot be built (no
-compiler, no ninja, a failed build) the Python fused step runs, said once on stderr.
+it builds. (Not -march=native: a cache shared between machines would then crash on an older CPU.)
 
-Which calls run compiled: on the CPU, computing in float32 or float64 (no autocast, weights not
-cast to a narrow dtype), without persistent vectors. Every other variant (pre- or post-norm,
-shared or per-layer key/value projections, dropout, any value_init, d_ff, span, sizes) runs
-compiled; persistent vectors, bfloat16 / float16 (cast or autocast), CUDA and the meta device
-run the Python fused step. FEEDBACK_RL_COMPILED=0 in the environment turns the compiled step
-off (read at each call).
+Which path: the Feedback config's `step` (STEPS). "python" is the Python fused step
+(step.py) everywhere. "compiled" is this one, and runs on the CPU computing in float32 or
+float64 (no autocast, weights not cast to a narrow dtype), without persistent vectors, where the
+extension builds and FEEDBACK_RL_COMPILED is not 0; anything else is refused with the reason.
+Every other variant (pre- or post-norm, shared or per-layer key/value projections, dropout, any
+value_init, d_ff, span, sizes) runs compiled. "auto" takes the compiled step where it can run and
+the Python step elsewhere. A run chooses once, at its start, for its device and precision
+(`choose`, through agents/config/config_cli.py's run_core_options), and its config holds the
+path it chose; a core built with "auto" itself (tests, a checkpoint from before `step`) chooses
+at its first call of each device and dtype. FEEDBACK_RL_COMPILED=0 in the environment keeps
+"auto" on the Python step; it is read when a core is built.
 """
 
 from __future__ import annotations
@@ -33,21 +39,49 @@ import torch
 SOURCE = Path(__file__).parent / "csrc" / "feedback_step.cpp"
 FLAGS = ["-O3", "-fopenmp-simd"]  # -fopenmp-simd: the loops' `omp simd` hints, without OpenMP's runtime
 SWITCH = "FEEDBACK_RL_COMPILED"
+STEPS = ("auto", "compiled", "python")
 DTYPES = (torch.float32, torch.float64)
 _built: list = []  # [] until the first attempt; then [the module, or None where it failed]
 
 
-def enabled() -> bool:
-    """Whether the environment allows the compiled step (FEEDBACK_RL_COMPILED, default on)."""
+def blocker(persistent: int) -> str | None:
+    """Why no call of a core with `persistent` vectors can take the compiled step, as far as the
+    core alone says (the switch, read here; persistent vectors), or None."""
     value = os.environ.get(SWITCH, "1")
     if value not in ("0", "1"):
         raise ValueError(f"{SWITCH} must be 0 or 1, got {value!r}")
-    return value == "1"
+    if value == "0":
+        return f"{SWITCH}=0 in the environment keeps the Python step"
+    if persistent:
+        return f"persistent vectors (persistent={persistent}) run on the Python step only"
+    return None
 
 
-def applies(device: torch.device, dtype: torch.dtype, weights_dtype: torch.dtype, persistent: int) -> bool:
-    """Whether a call on `device` computing in `dtype` runs compiled (see the module docstring)."""
-    return device.type == "cpu" and dtype in DTYPES and dtype == weights_dtype and persistent == 0 and enabled()
+def misfit(device: torch.device, dtype: torch.dtype, weights_dtype: torch.dtype) -> str | None:
+    """Why a call on `device` computing in `dtype` (weights in `weights_dtype`) cannot take the
+    compiled step, or None."""
+    if device.type != "cpu":
+        return f"it runs on the CPU, and this is on {device.type}"
+    if dtype not in DTYPES or dtype != weights_dtype:
+        name = lambda d: str(d).removeprefix("torch.")  # noqa: E731
+        return f"it computes in float32 or float64 with weights of that dtype, not in {name(dtype)} with {name(weights_dtype)} weights"
+    return None
+
+
+def choose(step: str, blocked: str | None, device: torch.device, dtype: torch.dtype, weights_dtype: torch.dtype) -> str:
+    """"compiled" or "python": the path of calls on `device` computing in `dtype` (weights in
+    `weights_dtype`) for a core whose `step` is `step` and whose blocker() said `blocked`.
+    "compiled" that cannot run is a ValueError saying why (building the extension, the first time)."""
+    if step == "python":
+        return "python"
+    reason = blocked or misfit(device, dtype, weights_dtype)
+    if reason is None and extension() is None:
+        reason = "its extension could not be built (the line above says why)"
+    if reason is None:
+        return "compiled"
+    if step == "compiled":
+        raise ValueError(f"step 'compiled' cannot run here: {reason}; use step=python (or auto, which takes the compiled step where it runs)")
+    return "python"
 
 
 def extension() -> ModuleType | None:
@@ -68,8 +102,7 @@ def _build() -> ModuleType | None:
     try:
         module = cpp_extension.load(name, [str(SOURCE)], extra_cflags=FLAGS, verbose=False)
     except Exception as error:  # no compiler, no ninja, a failed build: any of them leaves the Python path
-        print(f"the compiled Feedback step could not be built ({_first_error(error)}); the Python fused step runs instead",
-              file=sys.stderr, flush=True)
+        print(f"the compiled Feedback step could not be built ({_first_error(error)})", file=sys.stderr, flush=True)
         return None
     if not built_before:
         print(f"built the compiled Feedback step in {time.perf_counter() - began:.0f} s", file=sys.stderr, flush=True)

@@ -7,9 +7,9 @@ nature, are kept cheap:
 - a call's steps run without autograd (step.py: a step is a few dozen tensor
   operations), keeping what the backward pass needs; one autograd node (`_Call`) hands the
   outputs to autograd, and its backward walks the steps in reverse by hand, adding each step's
-  share of every weight's gradient into one accumulator. On the CPU in float32 (or float64) the
-  steps and the backward run in C++ where a compiler is (compiled.py says which
-  variants and how to turn it off; `run.compiled` says whether a run does);
+  share of every weight's gradient into one accumulator. The config's `step` says whether
+  they run so in Python or the same in C++ (on the CPU in float32 or float64: compiled.py says
+  which variants can and how a run chooses; `run.compiled` says whether a call does);
 - keys and values are projected once per step from m_t (shared by all layers by default;
   `shared_kv=False` gives each layer its own projection) and written into a preallocated
   buffer that each step reads through a window of the last S slots: no step copies the memory;
@@ -70,6 +70,20 @@ class FeedbackCore(FeedbackReference):
     def __init__(self, input_dim: int, config: FeedbackConfig):
         super().__init__(input_dim, config)
         track_loads(self)
+        # Which path the steps take (compiled.py): what stands in the compiled step's way, read
+        # once, here; then the path per device and dtype, chosen at the first call of each.
+        self._blocked = None if config.step == "python" else feedback_compiled.blocker(config.persistent)
+        self._paths: dict[tuple, str] = {}
+        if config.step == "compiled":  # refused now where no call could take it (building the extension)
+            feedback_compiled.choose(config.step, self._blocked, torch.device("cpu"), torch.float32, torch.float32)
+
+    def step_path(self, device: torch.device, dtype: torch.dtype, weights_dtype: torch.dtype) -> str:
+        """"compiled" or "python": the path of this core's calls on `device` computing in `dtype`
+        (config.step; "compiled" where a call cannot take it is a ValueError saying why)."""
+        key = (device.type, dtype, weights_dtype)
+        if key not in self._paths:
+            self._paths[key] = feedback_compiled.choose(self.config.step, self._blocked, device, dtype, weights_dtype)
+        return self._paths[key]
 
     def call_weights(self, version: tuple | None = None) -> tuple[torch.Tensor, list[LayerWeights], list[GroupWeights]]:
         """The weights as a call's steps use them: softmax(w), each layer's, each key/value
@@ -158,7 +172,7 @@ class FeedbackRun(StepwiseRun):
     on the compiled path, and `outputs` hands them to autograd through `_Call`)."""
 
     def __init__(self, core: FeedbackCore, state: FeedbackState, steps: int, like: torch.Tensor):
-        self.core, c = core, core.config
+        self.core = core
         batch, span = state.valid.shape
         self.steps, self.t = steps, 0
         self.recording = torch.is_grad_enabled()
@@ -191,7 +205,7 @@ class FeedbackRun(StepwiseRun):
         self.memory, self.keys, self.values, self.start, self.log = memory, keys, values, start, log
         groups = range(core.groups)
         self.group_keys, self.group_values = [keys[:, :, g] for g in groups], [values[:, :, g] for g in groups]  # (B, H, E, capacity), (B, H, capacity, E)
-        self.compiled = feedback_compiled.applies(like.device, self.dtype, self.master[0].dtype, c.persistent) and feedback_compiled.extension()
+        self.compiled = feedback_compiled.extension() if core.step_path(like.device, self.dtype, self.master[0].dtype) == "compiled" else None
         self.rows = self.recording and not self.compiled
         if self.rows:  # the Python backward reads keys as rows and values transposed (step.py)
             self.key_rows, self.value_columns = torch.empty_like(values), torch.empty_like(keys)

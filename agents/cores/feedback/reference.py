@@ -41,7 +41,8 @@ import torch
 from torch import nn
 
 from agents.cores.attention import AttentionBlock, init_value_path, split_heads
-from agents.cores.checks import check_bool
+from agents.cores.checks import check_bool, check_choice
+from agents.cores.feedback.compiled import STEPS
 from agents.cores.transformer import TransformerConfig
 from agents.cores.state import register_state
 
@@ -54,11 +55,15 @@ class FeedbackConfig(TransformerConfig):
     # pre-norm: the memory is normalised as it is read (the paper's). False reads it raw: its
     # cue-independent part then no longer scales its other parts down (docs/experiments/corridor-span.md)
     read_norm: bool = True
+    # which path FeedbackCore's steps take: "compiled" (C++, on the CPU in float32), "python" (the
+    # fused step in Python), or "auto" (compiled where it runs); a run resolves it once (compiled.py)
+    step: str = "auto"
 
     def __post_init__(self):
         super().__post_init__()
         check_bool("shared_kv", self.shared_kv)
         check_bool("read_norm", self.read_norm)
+        check_choice("step", self.step, STEPS)
 
 
 @register_state
