@@ -1,9 +1,9 @@
 """Dropout with masks drawn by comparing uniform numbers to p.
 
 The distribution is nn.Dropout's: each entry zeroed with probability p, the rest scaled by
-1 / (1 - p). On CPU, `torch.rand(...) >= p` draws a mask 2-3 times faster than the bernoulli_
-that nn.Dropout uses (about 9 ms against 23 ms for 2 M entries, one thread, 2-core AMD EPYC);
-dropout masks were 7-11 % of an update of the paper's toy-task models.
+1 / (1 - p). On the CPU, `torch.rand(...) >= p` draws a mask faster than the bernoulli_ that
+nn.Dropout uses, and the masks are a visible share of an update of the paper's toy-task models
+(docs/speed.md, Sequence tasks, gives the figures).
 
 The Feedback core's step loop draws the masks of all its steps at once with `draw_keep`
 (feedback/core.py), in the order the layers use them, and keeps them as bool (a quarter of float32's

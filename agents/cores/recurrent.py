@@ -136,9 +136,10 @@ class RecurrentCore(nn.Module):
         return self.State(*(t.detach().transpose(0, 1).contiguous() for t in carried))
 
     def _one_step(self, x: torch.Tensor, carried: Carried) -> tuple[torch.Tensor, Carried]:
-        """The module's equations for a single step, layer by layer with its cell: on CPU
-        nn.LSTM spends about 2 ms a call setting up oneDNN, several times the step itself at
-        small batches, which is what acting (T = 1) runs. x: (1, B, I); carried: (L, B, H) each."""
+        """The module's equations for a single step, layer by layer with its cell: on the CPU
+        nn.LSTM's per-call set-up of oneDNN costs more than the step itself at small batches,
+        which is what acting (T = 1) runs (docs/speed.md, Memory cores). x: (1, B, I); carried:
+        (L, B, H) each."""
         out, layers = x[0], []
         for k in range(self.config.n_layers):
             weights = [getattr(self.rnn, f"{name}_l{k}") for name in WEIGHTS]
