@@ -41,7 +41,8 @@ from experiments.frame.curves import training_seconds
 from experiments.frame.estimate import print_expected_time
 from experiments.frame.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, train_job
 from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
-from experiments.frame.stats import format_interval, iqm_interval, seed_count, solved_interval
+from experiments.frame.stats import iqm_interval, seed_count, solved_interval
+from experiments.frame.tables import format_interval, format_solved, markdown_table, minutes_per_run
 
 LAYERS = 2
 SOLVED = 0.95  # greedy success at which a run counts as having solved the corridor (a run that has not: 0.5 or less)
@@ -125,31 +126,24 @@ def main(argv: list[str] | None = None) -> None:
     print(table(summary))
 
 
-def solved_cell(model: dict) -> str:
-    """"k of n, p [low, high]": how many runs solved the corridor, and the probability that one does."""
-    solved = model["solved"]
-    return f"{solved['solved']} of {solved['runs']}, {solved['solved'] / solved['runs']:.2f} [{solved['ci_low']:.2f}, {solved['ci_high']:.2f}]"
-
 
 def table(summary: dict) -> str:
     inputs = "their previous action and reward too" if summary.get("previous_inputs", True) else "the observation only"
     learner = {"a2c": "A2C", "ppo": f"PPO ({summary.get('num_minibatches') or PPOConfig.num_minibatches} minibatches per epoch)"}[summary.get("algo", "a2c")]
-    rows = [f"Greedy success rate on a corridor of {summary['length']} cells after {summary['frames']:,} frames of {learner} "
-            f"(rollouts of {summary['rollout']} steps; the agents see {inputs}): IQM over seeds [95% bootstrap CI], then "
-            "each seed, and each seed's cue separation at the doors (experiments/cue_memory.py: about 1e-7 is none left, "
-            "float32 noise; around 1, the cue is a large part of the core's output), trained (fresh).\n",
-            f"| model | span | transformer reach (span x 2) | success: IQM [95% CI] | solved (success >= {SOLVED}): runs, probability [Wilson 95% CI] "
-            "| per seed | cue separation per seed, trained (fresh) | training time per run |",
-            "|---|---|---|---|---|---|---|---|"]
+    caption = (f"Greedy success rate on a corridor of {summary['length']} cells after {summary['frames']:,} frames of {learner} "
+               f"(rollouts of {summary['rollout']} steps; the agents see {inputs}): IQM over seeds [95% bootstrap CI], then "
+               "each seed, and each seed's cue separation at the doors (experiments/cue_memory.py: about 1e-7 is none left, "
+               "float32 noise; around 1, the cue is a large part of the core's output), trained (fresh).")
+    columns = ["model", "span", "transformer reach (span x 2)", "success: IQM [95% CI]",
+               f"solved (success >= {SOLVED}): runs, probability [Wilson 95% CI]", "per seed", "cue separation per seed, trained (fresh)",
+               "training time per run"]
+    rows = []
     for model in summary["models"].values():
         seeds = ", ".join(f"{run['success']:.2f}" for run in model["per_seed"])
         cues = ", ".join(f"{run['cue_separation']:.0e} ({run['cue_separation_fresh']:.0e})" for run in model["per_seed"])
-        minutes = np.mean([run["training_seconds"] for run in model["per_seed"]]) / 60
-        rows.append(f"| {model['core']} | {model['span'] or '-'} | {model['reach'] or '-'} | "
-                    f"{format_interval(model['success'])} | {solved_cell(model)} | {seeds} | {cues} | {minutes:.1f} min |")
-    return "\n".join(rows) + f"\n\nRandom policy: {summary['random_success']:.2f}.\n"
-
-
+        rows.append([model["core"], model["span"] or "-", model["reach"] or "-", format_interval(model["success"]), format_solved(model["solved"]),
+                     seeds, cues, minutes_per_run(run["training_seconds"] for run in model["per_seed"])])
+    return markdown_table(columns, rows, caption) + f"\nRandom policy: {summary['random_success']:.2f}.\n"
 def draw(summary: dict, out: Path) -> None:
     """Success against span (log scale): IQM with 95% intervals per attention core; references
     as horizontal bands; a dotted line where the transformer's reach equals the corridor."""

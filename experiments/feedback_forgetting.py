@@ -35,6 +35,7 @@ from experiments.frame.estimate import print_expected_time
 from experiments.frame.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, train_job
 from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
 from experiments.frame.stats import seed_count, solved_interval
+from experiments.frame.tables import format_solved, markdown_table
 
 LENGTH, LAYERS, ENTROPY = 8, 2, 0.01
 SOLVED = 0.95  # greedy success at which a run counts as having solved the corridor
@@ -143,13 +144,13 @@ def final(run: dict, key: str) -> float:
 def table(summary: dict) -> str:
     """One row per (variant, doors, span): runs solved with the Wilson interval, each seed's
     success, and the memory's state at the end against the fresh policy's."""
-    rows = [f"Greedy success on a corridor of {summary['length']} cells after {summary['frames']:,} frames of {summary['algo'].upper()}, "
-            f"{len(summary['seeds'])} seeds; solved: greedy success >= {SOLVED}. Cue separation at the doors and the memory's per-step "
-            "retention (experiments/memory_probes.py), median over seeds, fresh -> trained.\n",
-            "| variant | doors | span | solved: runs, probability [Wilson 95% CI] | success per seed | cue separation | retention | memory size |",
-            "|---|---|---|---|---|---|---|---|"]
+    caption = (f"Greedy success on a corridor of {summary['length']} cells after {summary['frames']:,} frames of {summary['algo'].upper()}, "
+               f"{len(summary['seeds'])} seeds; solved: greedy success >= {SOLVED}. Cue separation at the doors and the memory's per-step "
+               "retention (experiments/memory_probes.py), median over seeds, fresh -> trained.")
+    columns = ["variant", "doors", "span", "solved: runs, probability [Wilson 95% CI]", "success per seed", "cue separation", "retention", "memory size"]
+    rows = []
     for model in summary["models"]:
-        runs, solved = model["runs"], model["solved"]
+        runs = model["runs"]
         first = lambda key: np.median([run["probes"][0][key] for run in runs])  # noqa: E731
         last = lambda key: np.median([final(run, key) for run in runs])  # noqa: E731
         feedback = model["span"] is not None
@@ -157,14 +158,10 @@ def table(summary: dict) -> str:
         retention = f"{first('retention'):.2f} -> {last('retention'):.2f}" if feedback else "-"
         size = (f"{np.median([np.mean(run['probes'][0]['memory_norm'][1:]) for run in runs]):.1f} -> "
                 f"{np.median([np.mean(run['probes'][-1]['memory_norm'][1:]) for run in runs]):.1f}") if feedback else "-"
-        rows.append(f"| {model['variant']} | {model['doors']} | {model['span'] or '-'} | "
-                    f"{solved['solved']} of {solved['runs']}, {solved['solved'] / solved['runs']:.2f} [{solved['ci_low']:.2f}, {solved['ci_high']:.2f}] | "
-                    f"{per_seed} | {first('cue_separation'):.0e} -> {last('cue_separation'):.0e} | "
-                    f"{retention} | {size} |")
+        rows.append([model["variant"], model["doors"], model["span"] or "-", format_solved(model["solved"]), per_seed,
+                     f"{first('cue_separation'):.0e} -> {last('cue_separation'):.0e}", retention, size])
     variants = "".join(f"\n- {name}: {what}" for name, what in summary["variants"].items())
-    return "\n".join(rows) + f"\n\nVariants:{variants}\n\n" + timeline(summary)
-
-
+    return markdown_table(columns, rows, caption) + f"\nVariants:{variants}\n\n" + timeline(summary)
 EARLY = 100_000  # frames drawn on a linear scale; beyond, logarithmic
 TIMELINE = (0, 20_000, 100_000, 500_000)  # frames at which timeline() reads the probes, and the end
 
@@ -183,11 +180,11 @@ def timeline(summary: dict) -> str:
     runs and over the failed ones; and retention x size over the early probes, constant where the
     memory's size alone sets how much of the cue a step keeps."""
     points = [*(frames for frames in TIMELINE if frames < summary["frames"]), summary["frames"]]
-    rows = ["Over training, Feedback runs (median over the runs of each kind): memory size |m| (mean over the walk) / "
-            "retention per step / cue separation at the doors / gradient reaching the cue step.\n",
-            "| variant | doors | span | runs | " + " | ".join(f"{frames // 1000:,}k frames" for frames in points)
-            + f" | retention x size, probes to {PRODUCT_UNTIL // 1000}k frames: median [IQR] |",
-            "|---|---|---|---|" + "---|" * (len(points) + 1)]
+    caption = ("Over training, Feedback runs (median over the runs of each kind): memory size |m| (mean over the walk) / "
+               "retention per step / cue separation at the doors / gradient reaching the cue step.")
+    columns = ["variant", "doors", "span", "runs", *(f"{frames // 1000:,}k frames" for frames in points),
+               f"retention x size, probes to {PRODUCT_UNTIL // 1000}k frames: median [IQR]"]
+    rows = []
     for model in summary["models"]:
         if model["span"] is None:
             continue
@@ -203,10 +200,8 @@ def timeline(summary: dict) -> str:
             products = [p["retention"] * np.mean(p["memory_norm"][1:]) for run in runs for p in run["probes"] if p["frames"] <= PRODUCT_UNTIL]
             low, median, high = np.percentile(products, [25, 50, 75])
             cells.append(f"{median:.2f} [{low:.2f}, {high:.2f}]")
-            rows.append(f"| {model['variant']} | {model['doors']} | {model['span']} | {len(runs)} {kind} | " + " | ".join(cells) + " |")
-    return "\n".join(rows) + "\n"
-
-
+            rows.append([model["variant"], model["doors"], model["span"], f"{len(runs)} {kind}", *cells])
+    return markdown_table(columns, rows, caption)
 PANELS = [  # (title, value of a probe or None where the core has no such number, log scale)
     ("training success", lambda p: p["train_success"], False),
     ("cue separation at the doors", lambda p: p["cue_separation"], True),

@@ -36,6 +36,7 @@ from durable.records import write_json, write_text
 from envs.cli import positive_int
 from experiments.frame.flags import Distinct
 from experiments.frame.jobs import ROOT, machine
+from experiments.frame.tables import markdown_table
 from seqtasks.config import resolve_config
 from seqtasks.ffattn import FeedForwardAttention
 from seqtasks.tasks.long_term import LongTermTask
@@ -182,30 +183,26 @@ def main(argv: list[str] | None = None) -> None:
 
 def table(out: dict) -> str:
     """Markdown of whichever parts were measured."""
-    lines = []
+    text = ""
     if "init" in out:
-        lines += ["At initialisation (seed 0, 100 adding sequences; seed-text init with ReLUs, published init with leaky ReLUs):\n",
-                  "| init | L | scores e | weight of the 2 marked steps / mean's | at most | outputs <= 0 (ReLU: no gradient; leaky: 1%) | grad W_xh | its marker column | grad w_hc | grad W_cs | grad w_sy |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
-        for row in out["init"]:
-            g = row["grad_norm"]
-            lines.append(f"| {row['init']} | {row['length']:,} | {row['score_range'][0]:.2f} .. {row['score_range'][1]:.2f} | {row['marked_weight_x_L_over_2']:.2f} | "
-                         f"{row['marked_weight_reachable_x_L_over_2']:.2f} | {row['dead_outputs']:.2f} | {g['step.weight']:.2e} | "
-                         f"{row['grad_norm_marker_column']:.2e} | {g['score.weight']:.2e} | {g['hidden.weight']:.2e} | {g['out.weight']:.2e} |")
-        lines.append("")
+        caption = "At initialisation (seed 0, 100 adding sequences; seed-text init with ReLUs, published init with leaky ReLUs):"
+        columns = ["init", "L", "scores e", "weight of the 2 marked steps / mean's", "at most", "outputs <= 0 (ReLU: no gradient; leaky: 1%)",
+                   "grad W_xh", "its marker column", "grad w_hc", "grad W_cs", "grad w_sy"]
+        rows = [[row["init"], f"{row['length']:,}", f"{row['score_range'][0]:.2f} .. {row['score_range'][1]:.2f}", f"{row['marked_weight_x_L_over_2']:.2f}",
+                 f"{row['marked_weight_reachable_x_L_over_2']:.2f}", f"{row['dead_outputs']:.2f}", f"{row['grad_norm']['step.weight']:.2e}",
+                 f"{row['grad_norm_marker_column']:.2e}", f"{row['grad_norm']['score.weight']:.2e}", f"{row['grad_norm']['hidden.weight']:.2e}",
+                 f"{row['grad_norm']['out.weight']:.2e}"] for row in out["init"]]
+        text += markdown_table(columns, rows, caption) + "\n"
     if "data" in out:
         d = out["data"]
-        lines += [f"Generator at L = {d['length']:,}: earlier marked step {d['first_marked']}, later {d['second_marked']}, values "
-                  f"{d['values'][0]:.3f} .. {d['values'][1]:.3f}, target = 0.5 + (a + b) / 4: {d['target_is_0.5_plus_sum_over_4']}, "
-                  f"target mean {d['target_mean']:.3f}, -1 at both ends: {d['end_markers_minus_1']}.\n"]
+        text += (f"Generator at L = {d['length']:,}: earlier marked step {d['first_marked']}, later {d['second_marked']}, values "
+                 f"{d['values'][0]:.3f} .. {d['values'][1]:.3f}, target = 0.5 + (a + b) / 4: {d['target_is_0.5_plus_sum_over_4']}, "
+                 f"target mean {d['target_mean']:.3f}, -1 at both ends: {d['end_markers_minus_1']}.\n\n")
     if "train" in out:
         t = out["train"]
-        lines += [f"Training, adding at L = {t['length']:,}, {t['updates']:,} updates, seed 0, one thread:\n",
-                  "| variant | validation accuracy | validation MSE | outputs <= 0 | seconds |", "|---|---|---|---|---|"]
-        lines += [f"| {r['variant']} | {r['valid_accuracy']:.3f} | {r['valid_loss']:.5f} | {r['dead_outputs']:.2f} | {r['seconds']} |"
-                  for r in t["runs"]]
-    return "\n".join(lines) + "\n"
-
-
+        rows = [[r["variant"], f"{r['valid_accuracy']:.3f}", f"{r['valid_loss']:.5f}", f"{r['dead_outputs']:.2f}", r["seconds"]] for r in t["runs"]]
+        text += markdown_table(["variant", "validation accuracy", "validation MSE", "outputs <= 0", "seconds"], rows,
+                               f"Training, adding at L = {t['length']:,}, {t['updates']:,} updates, seed 0, one thread:")
+    return text
 if __name__ == "__main__":
     main()

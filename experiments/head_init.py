@@ -28,7 +28,8 @@ from experiments.frame.curves import binned_curve, draw_curves, training_seconds
 from experiments.frame.estimate import print_expected_time
 from experiments.frame.jobs import ROOT, train_job
 from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
-from experiments.frame.stats import format_interval, iqm_interval, seed_count
+from experiments.frame.stats import iqm_interval, seed_count
+from experiments.frame.tables import format_interval, markdown_table
 
 # task -> (train_a2c.py arguments, frames, the curve compared, its name, baselines (random, oracle))
 TASKS = {
@@ -128,20 +129,19 @@ def gradient_norms(env_args: list[str], core: str, head_init: str, seed: int) ->
 
 
 def table(summary: dict) -> str:
-    rows = ["| task | core / head init | mean over the run: IQM [95% CI] | last tenth: IQM [95% CI] | per seed (last tenth) |",
-            "|---|---|---|---|---|"]
+    columns = ["task", "core / head init", "mean over the run: IQM [95% CI]", "last tenth: IQM [95% CI]", "per seed (last tenth)"]
+    rows = []
     for task, result in summary["tasks"].items():
         for name, run in result["runs"].items():
             seeds = ", ".join(f"{r['mean_over_last_tenth']:.3f}" for r in run["per_seed"])
-            rows.append(f"| {task} ({result['frames']:,} frames, {result['measure']}) | {name} | "
-                        f"{format_interval(run['mean_over_run'], 3)} | {format_interval(run['mean_over_last_tenth'], 3)} | {seeds} |")
+            rows.append([f"{task} ({result['frames']:,} frames, {result['measure']})", name,
+                         format_interval(run["mean_over_run"], 3), format_interval(run["mean_over_last_tenth"], 3), seeds])
+    notes = []
     for task, result in summary["tasks"].items():
         if "gradient_into_core" in result:
-            rows.append(f"\n{task}: the policy loss's gradient norm into the core over the value loss's, first rollout, per seed:\n")
+            notes.append(f"\n{task}: the policy loss's gradient norm into the core over the value loss's, first rollout, per seed:\n")
         for name, seeds in result.get("gradient_into_core", {}).items():
-            rows.append(f"- {name}: " + ", ".join(f"{g['policy'] / g['value']:.4f}" for g in seeds))
-    return "\n".join(rows) + "\n"
-
-
+            notes.append(f"- {name}: " + ", ".join(f"{g['policy'] / g['value']:.4f}" for g in seeds))
+    return markdown_table(columns, rows) + "".join(note + "\n" for note in notes)
 if __name__ == "__main__":
     main()

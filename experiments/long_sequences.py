@@ -38,7 +38,8 @@ from experiments.frame.flags import Distinct, add_experiment_arguments, runs_fol
 from experiments.frame.estimate import print_expected_time
 from experiments.frame.jobs import ROOT, seq_flags, seq_job, seq_results
 from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
-from experiments.frame.stats import format_interval, iqm_interval, seed_count
+from experiments.frame.stats import iqm_interval, seed_count
+from experiments.frame.tables import format_interval, markdown_table
 
 PROBLEMS = ("adding", "multiplication", "xor")
 MODELS = ("ffattn", "mean", "lstm")
@@ -131,22 +132,18 @@ def main(argv: list[str] | None = None) -> None:
 
 def table(summary: dict) -> str:
     """Markdown: one row per (problem, setting, length, model)."""
-    lines = [
-        f"At most {summary['epochs']} epochs of {summary['epoch_updates']:,} updates, {summary['seeds']} seeds. Solved: seeds "
-        "reaching 100% validation accuracy; epochs to solve: per seed (- where not solved); test accuracy of the best "
-        "weights, IQM [95% CI]. Paper: arXiv:1512.08756v1 Table 1, epochs to 100% test accuracy or the accuracy after "
-        "100 epochs, lengths T0 .. 1.1 T0 (the `..` rows here), the best of 4 learning rates.\n",
-        "| problem | lengths | model | solved | epochs to solve | paper | test accuracy | s / update |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+    caption = (f"At most {summary['epochs']} epochs of {summary['epoch_updates']:,} updates, {summary['seeds']} seeds. Solved: seeds "
+               "reaching 100% validation accuracy; epochs to solve: per seed (- where not solved); test accuracy of the best "
+               "weights, IQM [95% CI]. Paper: arXiv:1512.08756v1 Table 1, epochs to 100% test accuracy or the accuracy after "
+               "100 epochs, lengths T0 .. 1.1 T0 (the `..` rows here), the best of 4 learning rates.")
+    columns = ["problem", "lengths", "model", "solved", "epochs to solve", "paper", "test accuracy", "s / update"]
+    rows = []
     for cell in summary["cells"]:
         lengths = f"{cell['length']:,}" if cell["setting"] == "fixed" else f"{cell['length']:,} .. {int(np.ceil(1.1 * cell['length'])):,}"
         epochs = ", ".join("-" if run["epochs_to_solve"] is None else f"{run['epochs_to_solve']:g}" for run in cell["per_seed"])
         paper = "-" if cell.get("paper") is None else str(cell["paper"])
-        lines.append(f"| {cell['problem']} | {lengths} | {cell['model']} | {cell['solved']}/{summary['seeds']} | {epochs} | {paper} | "
-                     f"{format_interval(cell['test'])} | {format_interval(cell['seconds_per_update'], 3)} |")
-    return "\n".join(lines) + "\n"
-
-
+        rows.append([cell["problem"], lengths, cell["model"], f"{cell['solved']}/{summary['seeds']}", epochs, paper,
+                     format_interval(cell["test"]), format_interval(cell["seconds_per_update"], 3)])
+    return markdown_table(columns, rows, caption)
 if __name__ == "__main__":
     main()

@@ -40,7 +40,8 @@ from experiments.frame.estimate import print_expected_time
 from experiments.frame.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, train_job
 from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
 from experiments.maze_memory import FAR, WINDOW, memory_probe
-from experiments.frame.stats import format_interval, iqm_interval, seed_count
+from experiments.frame.stats import iqm_interval, seed_count
+from experiments.frame.tables import format_interval, markdown_table, minutes_per_run
 
 ENVS = ("maze", "maze_easy", "water_maze")
 CORE_NAMES = ("feedback", "transformer", "lstm", "mlp")
@@ -144,36 +145,33 @@ def summarise(args, seeds, run_dir, evaluation_jobs) -> dict:
 
 
 def table(summary: dict) -> str:
-    """Markdown: one row per (env, core)."""
-    rows = [
-        f"Evaluation return after {summary['frames']:,} frames ({summary['preset']} preset), {summary['eval_episodes']} episodes "
-        f"per seed ({summary['actions']} actions): IQM over seeds [95% bootstrap CI], then each seed.\n",
-        "| env | core | return: IQM [95% CI] | per seed | best training return: IQM [95% CI] | random | oracle | training time per run |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+    """Markdown: one row per (env, core), and the memory probe's per probed (env, core)."""
+    caption = (f"Evaluation return after {summary['frames']:,} frames ({summary['preset']} preset), {summary['eval_episodes']} episodes "
+               f"per seed ({summary['actions']} actions): IQM over seeds [95% bootstrap CI], then each seed.")
+    columns = ["env", "core", "return: IQM [95% CI]", "per seed", "best training return: IQM [95% CI]", "random", "oracle", "training time per run"]
+    rows = []
     for env, result in summary["envs"].items():
         for core, numbers in result["cores"].items():
             seeds = ", ".join(f"{run['eval']['return']:.2f}" for run in numbers["per_seed"])
-            minutes = np.mean([run["training_seconds"] for run in numbers["per_seed"]]) / 60
             oracle = f"{result['oracle']['return']:.2f}" if "oracle" in result else "-"
-            rows.append(f"| {env} | {core} | {format_interval(numbers['eval_return'])} | {seeds} | "
-                        f"{format_interval(numbers['best_training_return'])} | {result['random']['return']:.2f} | {oracle} | {minutes:.1f} min |")
+            rows.append([env, core, format_interval(numbers["eval_return"]), seeds, format_interval(numbers["best_training_return"]),
+                         f"{result['random']['return']:.2f}", oracle, minutes_per_run(run["training_seconds"] for run in numbers["per_seed"])])
+    text = markdown_table(columns, rows, caption)
     probed = [(env, result) for env, result in summary["envs"].items() if envs.short_name(env) in PROBED]
-    if probed:
-        rows += ["", f"Memory probe (experiments/maze_memory.py): targets reached within {WINDOW} steps, seen before they "
-                 f"were given against never seen; the gain is the difference, the far gain the same over targets {FAR}+ steps "
-                 "away. IQM over seeds [95% bootstrap CI], then each seed's far gain.\n",
-                 "| env | core | reached: seen / unseen (mean over seeds) | gain: IQM [95% CI] | far gain: IQM [95% CI] | far gain per seed |",
-                 "|---|---|---|---|---|---|"]
-        for env, result in probed:
-            for core, numbers in result["cores"].items():
-                probes = [run["memory_probe"] for run in numbers["per_seed"]]
-                seen, unseen = np.mean([p["seen_reached"] for p in probes]), np.mean([p["unseen_reached"] for p in probes])
-                far = ", ".join(f"{p['far_gain']:+.2f}" for p in probes)
-                rows.append(f"| {env} | {core} | {seen:.2f} / {unseen:.2f} | {format_interval(numbers['memory_gain'])} | "
-                            f"{format_interval(numbers['memory_far_gain'])} | {far} |")
-    return "\n".join(rows) + "\n"
-
-
+    if not probed:
+        return text
+    caption = (f"Memory probe (experiments/maze_memory.py): targets reached within {WINDOW} steps, seen before they "
+               f"were given against never seen; the gain is the difference, the far gain the same over targets {FAR}+ steps "
+               "away. IQM over seeds [95% bootstrap CI], then each seed's far gain.")
+    columns = ["env", "core", "reached: seen / unseen (mean over seeds)", "gain: IQM [95% CI]", "far gain: IQM [95% CI]", "far gain per seed"]
+    rows = []
+    for env, result in probed:
+        for core, numbers in result["cores"].items():
+            probes = [run["memory_probe"] for run in numbers["per_seed"]]
+            seen, unseen = np.mean([p["seen_reached"] for p in probes]), np.mean([p["unseen_reached"] for p in probes])
+            far = ", ".join(f"{p['far_gain']:+.2f}" for p in probes)
+            rows.append([env, core, f"{seen:.2f} / {unseen:.2f}", format_interval(numbers["memory_gain"]),
+                         format_interval(numbers["memory_far_gain"]), far])
+    return text + "\n" + markdown_table(columns, rows, caption)
 if __name__ == "__main__":
     main()

@@ -23,6 +23,7 @@ from agents.model.policy import Policy
 from agents.runtime.seeding import seed_everything
 from experiments.cue_memory import CorridorWalk, walk_to_doors
 from experiments.frame.analyse import UnfitRun, analyse_runs
+from experiments.frame.tables import markdown_table, table_row
 from experiments.memory_probes import probe
 
 
@@ -60,14 +61,14 @@ def report(run_dir: str) -> None:
     fresh = new_policy(run.config).eval()
     walk = walk_to_doors(run.config.env_options)
     print(f"{run_dir} (step {run.global_step:,})\n")
-    print("| weights | memory size | retention | retention x size |\n|---|---|---|---|")
+    print(markdown_table(["weights", "memory size", "retention", "retention x size"], []), end="")  # its rows as they are measured
     rows = {"fresh": fresh, "trained": run.policy}
     for group, prefix in groups(fresh).items():
         rows[f"fresh, {group} trained"] = with_weights(fresh, run.policy, prefix)
         rows[f"trained, {group} fresh"] = with_weights(run.policy, fresh, prefix)
     for name, policy in rows.items():
         size, retention = size_and_retention(policy, walk)
-        print(f"| {name} | {size:.2f} | {retention:.3f} | {size * retention:.2f} |")
+        print(table_row([name, f"{size:.2f}", f"{retention:.3f}", f"{size * retention:.2f}"]))
     print()
 
 

@@ -57,7 +57,8 @@ from experiments.frame.estimate import print_expected_time
 from experiments.frame.jobs import ROOT, evaluate_job, evaluation, train_job
 from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
 from experiments import tmaze_policy
-from experiments.frame.stats import format_interval, iqm_interval, seed_count, solved_interval
+from experiments.frame.stats import iqm_interval, seed_count, solved_interval
+from experiments.frame.tables import format_interval, format_solved, markdown_table, minutes_per_run
 
 SOLVED = 0.95  # greedy success at which a run counts as having solved a length
 LAYERS = 2
@@ -235,32 +236,26 @@ def reach(model: dict) -> int | None:
 def table(summary: dict) -> str:
     task = {"tmaze": "the passive T-maze", "corridor": f"the corridor ({summary['doors']} doors)"}[summary["env"]]
     window = "following each episode (--bptt episode)" if summary.get("bptt") == "episode" else "of max(rollout, L + 1) steps"
-    rows = [f"Success on {task} against its length L, {summary['algo'].upper()}, rollouts of {summary['rollout']} steps and a "
-            f"gradient window {window}, the observation only; frames per length: "
-            + ", ".join(f"{length}: {frames:,}" for length, frames in summary["frames"].items())
-            + f". IQM over {len(summary['seeds'])} seeds [95% bootstrap CI]; arrived (T-maze): on either side at the end, "
-            f"so success / arrived is memory and arrived is walking; solved: greedy success >= {summary['solved_at']} "
-            "(runs, probability [Wilson 95% CI]); unsolved runs by their reading (T-maze): did not walk / did not reach the "
-            "junction / did not turn / turned the wrong way / other.\n",
-            "| model | L | greedy success | sampled success | arrived (greedy, sampled) | solved | unsolved: walk / junction / turn / wrong way / other "
-            "| greedy per seed | training time per run |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    caption = (f"Success on {task} against its length L, {summary['algo'].upper()}, rollouts of {summary['rollout']} steps and a "
+               f"gradient window {window}, the observation only; frames per length: "
+               + ", ".join(f"{length}: {frames:,}" for length, frames in summary["frames"].items())
+               + f". IQM over {len(summary['seeds'])} seeds [95% bootstrap CI]; arrived (T-maze): on either side at the end, "
+               f"so success / arrived is memory and arrived is walking; solved: greedy success >= {summary['solved_at']} "
+               "(runs, probability [Wilson 95% CI]); unsolved runs by their reading (T-maze): did not walk / did not reach the "
+               "junction / did not turn / turned the wrong way / other.")
+    columns = ["model", "L", "greedy success", "sampled success", "arrived (greedy, sampled)", "solved",
+               "unsolved: walk / junction / turn / wrong way / other", "greedy per seed", "training time per run"]
+    rows = []
     for name, model in summary["models"].items():
         for length, cell in model["lengths"].items():
-            solved = cell["solved"]
             per_seed = ", ".join(f"{run['greedy_success']:.2f}" for run in cell["per_seed"])
-            minutes = np.mean([run["training_seconds"] for run in cell["per_seed"]]) / 60
             arrived = f"{cell['greedy_arrived']['iqm']:.2f}, {cell['sampled_arrived']['iqm']:.2f}" if "greedy_arrived" in cell else "-"
             failed = cell.get("failures")
             why = " / ".join(str(failed[key]) for key in ("no_walk", "no_junction", "no_turn", "wrong_way", "other")) if failed else "-"
-            rows.append(f"| {name} | {length} | {format_interval(cell['greedy'])} | {format_interval(cell['sampled'])} | {arrived} | "
-                        f"{solved['solved']} of {solved['runs']}, {solved['solved'] / solved['runs']:.2f} "
-                        f"[{solved['ci_low']:.2f}, {solved['ci_high']:.2f}] | {why} | {per_seed} | {minutes:.1f} min |")
-    rows += ["", "Longest length solved by most seeds (and every shorter one): "
-             + ", ".join(f"{name} {model['reaches'] or 'none'}" for name, model in summary["models"].items()) + "."]
-    return "\n".join(rows) + "\n"
-
-
+            rows.append([name, length, format_interval(cell["greedy"]), format_interval(cell["sampled"]), arrived, format_solved(cell["solved"]),
+                         why, per_seed, minutes_per_run(run["training_seconds"] for run in cell["per_seed"])])
+    return (markdown_table(columns, rows, caption) + "\nLongest length solved by most seeds (and every shorter one): "
+            + ", ".join(f"{name} {model['reaches'] or 'none'}" for name, model in summary["models"].items()) + ".\n")
 def draw(summary: dict, out: Path) -> None:
     """Greedy success (IQM, 95% intervals) against length on a log axis, one line per model; the
     floor (MLP) as a point at the shortest length; Ni et al.'s transformer result marked."""

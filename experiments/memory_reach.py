@@ -49,7 +49,8 @@ from experiments.frame.estimate import print_expected_time
 from experiments.frame.jobs import ROOT, seq_flags, seq_job, seq_results
 from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
 from experiments.frame.seq_history import value_at
-from experiments.frame.stats import format_interval, iqm_interval, seed_count
+from experiments.frame.stats import iqm_interval, seed_count
+from experiments.frame.tables import format_interval, markdown_table, minutes_per_run
 
 LAYERS = 2
 TASKS = {  # name -> (seqtasks flags at the CPU scale, the metric scored)
@@ -189,24 +190,20 @@ def summarise(args: argparse.Namespace, grid: list, seeds: list[int], results: d
 
 def table(summary: dict) -> str:
     """Markdown: one row per (task, core, span)."""
-    lines = [
-        f"Validation accuracy at {summary['updates']:,} updates (equal updates), within the shorter "
-        f"training time of the two attention cores at that span (equal time), and test accuracy of the best weights after training "
-        f"(feedback {summary['updates']:,} updates, the others {summary['updates'] * summary['fast_factor']:,}); "
-        f"IQM over {summary['seeds']} seeds [95% bootstrap CI]. Reach: span x {summary['layers']} layers.\n",
-        "| task | model | reach | equal updates | equal time | test (end) | per seed (test) | training time per run |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+    caption = (f"Validation accuracy at {summary['updates']:,} updates (equal updates), within the shorter "
+               f"training time of the two attention cores at that span (equal time), and test accuracy of the best weights after training "
+               f"(feedback {summary['updates']:,} updates, the others {summary['updates'] * summary['fast_factor']:,}); "
+               f"IQM over {summary['seeds']} seeds [95% bootstrap CI]. Reach: span x {summary['layers']} layers.")
+    columns = ["task", "model", "reach", "equal updates", "equal time", "test (end)", "per seed (test)", "training time per run"]
+    rows = []
     for task, result in summary["tasks"].items():
         for name, row in result["rows"].items():
             seeds = ", ".join(f"{run['test']:.{ACCURACY_DIGITS}f}" for run in row["per_seed"])
-            seconds = np.mean([run["train_seconds"] for run in row["per_seed"]])
             reach = "recurrent" if row["reach"] is None else str(row["reach"])
-            lines.append(f"| {task} ({result['metric'].replace('_', ' ')}) | {name} | {reach} | {format_interval(row['at_equal_updates'])} | "
-                         f"{format_interval(row['at_equal_time'])} | {format_interval(row['test'])} | {seeds} | {seconds / 60:.1f} min |")
-    return "\n".join(lines) + "\n"
-
-
+            rows.append([f"{task} ({result['metric'].replace('_', ' ')})", name, reach, format_interval(row["at_equal_updates"]),
+                         format_interval(row["at_equal_time"]), format_interval(row["test"]), seeds,
+                         minutes_per_run(run["train_seconds"] for run in row["per_seed"])])
+    return markdown_table(columns, rows, caption)
 def plot(summary: dict, path: Path) -> None:
     """Random walk accuracy against span at equal updates and at equal time: IQM with its 95%
     interval per attention core, the LSTM as a band; a PNG at `path`."""

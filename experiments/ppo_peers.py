@@ -50,7 +50,8 @@ from experiments.frame.curves import binned_curve, draw_curves
 from experiments.frame.estimate import print_expected, seconds_per_frame, spread_over
 from experiments.frame.jobs import ROOT, Job, run_jobs
 from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
-from experiments.frame.stats import format_interval, iqm_interval, seed_count
+from experiments.frame.stats import iqm_interval, seed_count
+from experiments.frame.tables import format_interval, markdown_table
 
 ENV = "experiments.peer_envs:SymbolicMemoryS9-v0"  # the default task
 AGENTS = ("lstm", "sb3_lstm", "transformer", "feedback", "cleanrl_trxl")
@@ -229,18 +230,17 @@ def summarise(args, seeds, frames, recipe, run_dir, jobs) -> dict:
 
 
 def table(summary: dict) -> str:
-    rows = [f"{summary['env']}, {summary['frames']:,} frames per run, {len(summary['seeds'])} seeds; IQM over seeds [95% bootstrap CI]. "
-            f"Final return: the mean of the last {summary['final_bins']} of {summary['curve_bins']} bins of the training curve. "
-            f"Frames/s: frames / wall seconds of the training command ({summary['machine']}).\n",
-            "| agent | final return | per seed | best return | frames/s |", "|---|---|---|---|---|"]
+    caption = (f"{summary['env']}, {summary['frames']:,} frames per run, {len(summary['seeds'])} seeds; IQM over seeds [95% bootstrap CI]. "
+               f"Final return: the mean of the last {summary['final_bins']} of {summary['curve_bins']} bins of the training curve. "
+               f"Frames/s: frames / wall seconds of the training command ({summary['machine']}).")
+    rows = []
     for agent, numbers in summary["agents"].items():
         seeds = ", ".join(f"{run['final_return']:.2f}" for run in numbers["per_seed"])
-        rows.append(f"| {numbers['label']} | {format_interval(numbers['final_return'])} | {seeds} | "
-                    f"{format_interval(numbers['best_return'])} | {format_interval(numbers['frames_per_second'], 0)} |")
+        rows.append([numbers["label"], format_interval(numbers["final_return"]), seeds, format_interval(numbers["best_return"]),
+                     format_interval(numbers["frames_per_second"], 0)])
+    text = markdown_table(["agent", "final return", "per seed", "best return", "frames/s"], rows, caption)
     if summary["speed_ratios"]:
-        rows += ["", "Speed, ours / peer (IQM frames/s): " + ", ".join(f"{pair} {ratio:.2f}x" for pair, ratio in summary["speed_ratios"].items())]
-    return "\n".join(rows) + "\n"
-
-
+        text += "\nSpeed, ours / peer (IQM frames/s): " + ", ".join(f"{pair} {ratio:.2f}x" for pair, ratio in summary["speed_ratios"].items()) + "\n"
+    return text
 if __name__ == "__main__":
     main()

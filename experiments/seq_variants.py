@@ -43,7 +43,8 @@ from experiments.frame.flags import add_experiment_arguments, runs_folder
 from experiments.frame.jobs import ROOT, seq_flags, seq_job, seq_results
 from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
 from experiments.frame.seq_history import aucc, seconds_to_reach, time_curve, value_at
-from experiments.frame.stats import format_interval, iqm_interval, seed_count
+from experiments.frame.stats import iqm_interval, seed_count
+from experiments.frame.tables import format_interval, markdown_table
 
 D_MODEL = 32
 TASK = dict(task="random_walk", grid_size=4, walk_length=8)
@@ -148,21 +149,17 @@ def summarise(args: argparse.Namespace, seeds: list[int], results: dict) -> dict
 
 def table(summary: dict) -> str:
     """Markdown: one row per variant."""
-    lines = [
-        f"{summary['updates']:,} updates per run, {summary['seeds']} seeds; IQM over seeds [95% bootstrap CI]. AUCC up to "
-        f"{summary['horizon_seconds']:.0f} training seconds (the shortest run). Time to {summary['level']:.0%}: the median "
-        "over the seeds that reached it.\n",
-        f"| variant | parameters trained / frozen | s / update | accuracy at the end | AUCC | seconds to {summary['level']:.0%} | test |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    caption = (f"{summary['updates']:,} updates per run, {summary['seeds']} seeds; IQM over seeds [95% bootstrap CI]. AUCC up to "
+               f"{summary['horizon_seconds']:.0f} training seconds (the shortest run). Time to {summary['level']:.0%}: the median "
+               "over the seeds that reached it.")
+    columns = ["variant", "parameters trained / frozen", "s / update", "accuracy at the end", "AUCC", f"seconds to {summary['level']:.0%}", "test"]
+    rows = []
     for variant, row in summary["variants"].items():
         parameters = f"{row['parameters']['trained']:,} / {row['parameters']['frozen']:,}"
         seconds = row["median_seconds_to_level"]
         reach = f"{seconds:.0f} ({row['reached_level']}/{summary['seeds']} seeds)" if seconds is not None else f"never (0/{summary['seeds']})"
-        lines.append(f"| {variant} | {parameters} | {format_interval(row['seconds_per_update'], 4)} | {format_interval(row['final'])} | "
-                     f"{format_interval(row['aucc'])} | {reach} | {format_interval(row['test'])} |")
-    return "\n".join(lines) + "\n"
-
-
+        rows.append([variant, parameters, format_interval(row["seconds_per_update"], 4), format_interval(row["final"]),
+                     format_interval(row["aucc"]), reach, format_interval(row["test"])])
+    return markdown_table(columns, rows, caption)
 if __name__ == "__main__":
     main()

@@ -45,6 +45,7 @@ from experiments.frame.estimate import print_expected_time
 from experiments.frame.jobs import ROOT, train_job
 from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
 from experiments.frame.stats import iqm_interval, seed_count
+from experiments.frame.tables import format_interval, markdown_table
 
 SOLVED = 0.95  # training success over the recent episodes at which a run counts as solved
 RECENT_EPISODES_PER_ENV = 4  # the success rate is over the episodes of the last 4 (L + 2) x B frames
@@ -139,22 +140,18 @@ def main(argv: list[str] | None = None) -> None:
 
 def table(summary: dict) -> str:
     task = {"memory_length": "MemoryLength (recall one bit)", "tmaze": "the passive T-maze"}[summary["env"]]
-    rows = [f"Training time to solve {task} (success >= {summary['solved_at']}, {summary['solved_means']}), "
-            f"{summary['core']}, A2C; frames per length: " + ", ".join(f"{k}: {v:,}" for k, v in summary["frames"].items())
-            + f"; {len(summary['seeds'])} seeds, IQM [95% bootstrap CI] where every seed solved.\n",
-            "| L | window | solved | seconds to solve (IQM) | seconds to solve per seed | updates to solve per seed | seconds per update (IQM) |",
-            "|---|---|---|---|---|---|---|"]
+    caption = (f"Training time to solve {task} (success >= {summary['solved_at']}, {summary['solved_means']}), "
+               f"{summary['core']}, A2C; frames per length: " + ", ".join(f"{k}: {v:,}" for k, v in summary["frames"].items())
+               + f"; {len(summary['seeds'])} seeds, IQM [95% bootstrap CI] where every seed solved.")
+    columns = ["L", "window", "solved", "seconds to solve (IQM)", "seconds to solve per seed", "updates to solve per seed", "seconds per update (IQM)"]
+    rows = []
     for length, cells in summary["lengths"].items():
         for mode, cell in cells.items():
             interval = cell["seconds_to_solve"]
-            iqm = f"{interval['iqm']:.0f} [{interval['ci_low']:.0f}, {interval['ci_high']:.0f}]" if interval else "-"
             per_seed = ", ".join("-" if run["seconds_to_solve"] is None else f"{run['seconds_to_solve']:.0f}" for run in cell["per_seed"])
             updates = ", ".join("-" if run["updates_to_solve"] is None else str(run["updates_to_solve"]) for run in cell["per_seed"])
-            per_update = cell["seconds_per_update"]
-            rows.append(f"| {length} | {mode} | {cell['solved']} of {cell['runs']} | {iqm} | {per_seed} | {updates} | "
-                        f"{per_update['iqm']:.3f} [{per_update['ci_low']:.3f}, {per_update['ci_high']:.3f}] |")
-    return "\n".join(rows) + "\n"
-
-
+            rows.append([length, mode, f"{cell['solved']} of {cell['runs']}", format_interval(interval, 0) if interval else "-", per_seed, updates,
+                         format_interval(cell["seconds_per_update"], 3)])
+    return markdown_table(columns, rows, caption)
 if __name__ == "__main__":
     main()

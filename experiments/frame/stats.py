@@ -64,7 +64,3 @@ def seed_count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be at least {MIN_RUNS} for a confidence interval, got {count}")
     return count
 
-
-def format_interval(stats: dict[str, float], digits: int = 2) -> str:
-    """An iqm_interval result as the tables print it: "IQM [low, high]"."""
-    return f"{stats['iqm']:.{digits}f} [{stats['ci_low']:.{digits}f}, {stats['ci_high']:.{digits}f}]"
