@@ -27,10 +27,10 @@ import torch
 from gymnasium.vector import AutoresetMode
 from sb3_contrib import RecurrentPPO
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.torch_layers import FlattenExtractor
 from stable_baselines3.common.vec_env import VecEnv
 
 import envs
+from experiments.peer_sb3 import IntFlattenExtractor
 
 
 class NativeVecEnv(VecEnv):
@@ -74,15 +74,6 @@ class NativeVecEnv(VecEnv):
 
     def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
         return [False] * len(list(self._get_indices(indices)))
-
-
-class IntFlattenExtractor(FlattenExtractor):
-    """FlattenExtractor with a Python int width: for a MultiDiscrete space sb3 2.9 gives
-    numpy's sum(nvec), an np.int64 that torch >= 2.13's nn.LSTM rejects as input_size."""
-
-    def __init__(self, observation_space: gym.Space):
-        super().__init__(observation_space)
-        self._features_dim = int(self._features_dim)
 
 
 class Clock(BaseCallback):

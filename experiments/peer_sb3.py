@@ -24,11 +24,20 @@ import gymnasium as gym
 import torch
 from sb3_contrib import RecurrentPPO
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.torch_layers import FlattenExtractor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
 from torch.utils.tensorboard import SummaryWriter
 
-from benchmarks.recurrent_ppo import IntFlattenExtractor
 from envs.cli import non_negative_float, positive_float, positive_int
+
+
+class IntFlattenExtractor(FlattenExtractor):
+    """FlattenExtractor with a Python int width: for a MultiDiscrete space sb3 2.9 gives
+    numpy's sum(nvec), an np.int64 that torch >= 2.13's nn.LSTM rejects as input_size."""
+
+    def __init__(self, observation_space: gym.Space):
+        super().__init__(observation_space)
+        self._features_dim = int(self._features_dim)
 
 
 class EpisodeReturns(BaseCallback):

@@ -2,7 +2,7 @@
 and sb3-contrib's RecurrentPPO trains on each (its README snippet, run for a few updates).
 
 With torch >= 2.13 sb3's flatten extractor must report a Python int width for a MultiDiscrete
-space (benchmarks/recurrent_ppo.py: IntFlattenExtractor), as the README snippet says."""
+space (experiments/peer_sb3.py: IntFlattenExtractor), as the README snippet says."""
 
 import gymnasium as gym
 import numpy as np
@@ -16,7 +16,7 @@ from sb3_contrib import RecurrentPPO  # noqa: E402
 from stable_baselines3.common.env_checker import check_env  # noqa: E402
 from stable_baselines3.common.env_util import make_vec_env  # noqa: E402
 
-from benchmarks.recurrent_ppo import IntFlattenExtractor  # noqa: E402
+from experiments.peer_sb3 import IntFlattenExtractor  # noqa: E402
 
 
 @pytest.mark.parametrize("name", sorted(envs.ENV_IDS))
