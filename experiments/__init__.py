@@ -2,20 +2,51 @@
 processes, evaluated, aggregated over seeds (interquartile mean and stratified-bootstrap
 confidence intervals, rliable) and written to assets/ as JSON (raw per-seed numbers included), a
 markdown table and figures. An interrupted experiment resumes where it stopped when run again.
+Every module is listed here (tests/experiments/test_index.py checks it).
 
-    jobs.py           running training / evaluation commands in parallel, resumable, one progress bar
-    stats.py          IQM and bootstrap confidence intervals over seeds
-    curves.py         learning curves from TensorBoard, on a common frame grid, and their figure
-    estimate.py       the expected training time on this machine, printed before an experiment starts
-    cli.py            list flags whose values must differ (each names runs of its own)
-    cue_memory.py     how much of the corridor's cue a core still holds at the doors
-    mazes.py          the mazes (Figures 4 and 6 of the paper) at a CPU budget
-    corridor_span.py  the corridor against the attention span (Figure 3)
-    head_init.py      how the actor and critic heads start, and what it does to learning
-    memory_length.py  how far back each core remembers: success against the T-maze's length, each run's reading
-    window_cost.py    what a gradient window that follows the episode costs: time to solve against fixed and aligned
-    ppo_peers.py      our PPO beside sb3-contrib's RecurrentPPO and CleanRL's ppo_trxl, same task and settings
-    peer_envs.py      MiniGrid Memory as ppo_trxl's recipe sees it, as symbols, for every agent
-    peer_sb3.py       one RecurrentPPO run, logged as ours are
-    peer_cleanrl.py   one ppo_trxl.py run, from its checkout, in its own environment
+Runners, reinforcement learning (train_a2c.py / train_ppo.py runs):
+
+    corridor_span.py        the corridor against the attention span (Figure 3)
+    feedback_forgetting.py  why training erases the small-span Feedback core's memory of the cue, and what keeps it
+    head_init.py            how the actor and critic heads start, and what it does to learning
+    mazes.py                the mazes (Figures 4 and 6 of the paper) at a CPU budget
+    memory_length.py        how far back each core remembers: success against the T-maze's length, each run's reading
+    window_cost.py          what a gradient window that follows the episode costs: time to solve against fixed and aligned
+    ppo_peers.py            our PPO beside sb3-contrib's RecurrentPPO and CleanRL's ppo_trxl, same task and settings
+
+Runners, supervised (python -m seqtasks runs):
+
+    long_sequences.py       Raffel & Ellis's long-term problems: feed-forward attention against the unweighted mean
+    memory_reach.py         Table 1 of the paper at CPU scale: memory a Transformer cannot reach and a Feedback one can
+    seq_variants.py         model variants over wall-clock time: Reservoir Transformers, all-attention layers
+    ffattn_diagnostics.py   why feed-forward attention learned the adding problem slowly: one measurement per hypothesis
+
+Analysers of runs, and the probes they share:
+
+    cue_memory.py           how much of the corridor's cue a core still holds at the doors
+    maze_memory.py          whether a maze agent goes back to objects it has seen
+    memory_growth.py        which weights' training grew a Feedback corridor agent's memory
+    tmaze_policy.py         what a T-maze agent does: walks, reaches the junction, turns, turns the right way
+    memory_probes.py        what a corridor agent's memory path does on corridors walked to the doors
+    memory_trace.py         a corridor training run that probes its agent's memory as it trains
+
+Peers (ppo_peers.py's other side):
+
+    peer_envs.py            MiniGrid Memory as ppo_trxl's recipe sees it, as symbols, for every agent
+    peer_sb3.py             one RecurrentPPO run, logged as ours are
+    peer_cleanrl.py         one ppo_trxl.py run, from its checkout, in its own environment
+
+The frame below them all (experiments/frame/, which imports no experiment):
+
+    frame/flags.py          the flags every experiment ends with, list flags whose values must differ, --quick's budget
+    frame/jobs.py           running training / evaluation commands in parallel, resumable, one progress bar
+    frame/launch.py         where the jobs run: here or on Slurm, and the stages every experiment runs
+    frame/slurm.py          the jobs as Slurm jobs, through submitit
+    frame/estimate.py       the expected training time on this machine, printed before an experiment starts
+    frame/stats.py          IQM and bootstrap confidence intervals over seeds, runs solved with their Wilson interval
+    frame/tables.py         the markdown tables written beside the JSON, and the cells they share
+    frame/curves.py         learning curves from TensorBoard, on a common frame grid, and their figure
+    frame/seq_history.py    a seqtasks run's validation history at equal updates or equal time
+    frame/analyse.py        the command line of an analyser of finished runs: RUN_DIR ...
+    frame/machine.py        what the machine a result came from was
 """
