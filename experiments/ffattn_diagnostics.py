@@ -1,7 +1,7 @@
 """Why feed-forward attention learned the adding problem slowly at L = 1,000 (issue 24): one
 measurement per hypothesis, on one thread.
 
-    python -m experiments.ffattn_diagnostics                 # all parts, about 6 minutes
+    python -m experiments.ffattn_diagnostics                 # all parts
     python -m experiments.ffattn_diagnostics --parts init --lengths 100 1000 10000
 
 Parts:

@@ -19,7 +19,7 @@ sequences.
 
 Every (problem, setting, length, model, seed) is one `python -m seqtasks` run (one thread,
 `--jobs` at once); the LSTM runs only at lengths up to `--lstm-max-length` (it steps through
-time one step after another: at 10,000 steps an update takes seconds on a CPU). The training set
+time one step after another, where the attention models take all steps at once). The training set
 is `--train-sequences` sequences, fewer at long lengths so that it stays under `MAX_TRAIN_VALUES`
 numbers in memory. Writes NAME.json (per-seed epochs to solve, test accuracy, seconds per update),
 NAME.md (the table); run the same command again after an interruption to continue.
