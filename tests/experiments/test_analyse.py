@@ -27,3 +27,16 @@ def test_no_run_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exit_info:
         analyse_runs("doc", "run folders", print, [])
     assert exit_info.value.code == 2 and "the following arguments are required: runs" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["cue_memory", "maze_memory", "memory_growth", "tmaze_policy"])
+def test_every_analyser_refuses_abbreviated_flags(name, monkeypatch):
+    """tests/test_command_lines.py finds command lines by their argparse import, which the
+    analysers left to experiments/frame/analyse.py: this checks theirs."""
+    import argparse
+    import importlib
+
+    parsers = []
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", lambda self, args=None: parsers.append(self) or argparse.Namespace(runs=[]))
+    importlib.import_module(f"experiments.{name}").main([])
+    assert [parser.allow_abbrev for parser in parsers] == [False]
