@@ -58,7 +58,7 @@ def load_run(run_dir_or_file: str, device: torch.device, env_modules: Collection
     runs (agents/runtime/checkpoint.py), and a `module:EnvId` env imports its module only if it is a
     known env package or in `env_modules` (envs.check_env_import)."""
     payload = load_checkpoint(run_dir_or_file, tuple(CONFIGS), map_location=device)
-    config = config_from_checkpoint(CONFIGS[payload["kind"]], payload, env_modules)
+    config = config_from_checkpoint(CONFIGS[payload["kind"]], payload, env_modules, device=str(device))
     policy = new_policy(config).to(device)
     try:
         policy.load_state_dict(payload["policy"])

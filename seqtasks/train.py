@@ -39,6 +39,7 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
+from agents.config.config_cli import run_core_options
 from agents.runtime import distributed
 from agents.runtime.checkpoint import CheckpointError, checkpoint_path, load_checkpoint, run_checkpoint, save_checkpoint
 from agents.runtime.device import resolve_device
@@ -48,7 +49,7 @@ from agents.runtime.precision import autocast
 from durable.records import write_json
 from agents.runtime.seeding import rng_states, seed_everything, set_rng_states
 from seqtasks.config import SeqConfig
-from seqtasks.models import build_model
+from seqtasks.models import SEQUENCE_ONLY, build_model
 from seqtasks.sequences import SequenceRegime
 from seqtasks.splits import make_splits
 from seqtasks.streams import StreamRegime
@@ -121,6 +122,8 @@ class Run:
         try:
             config = SeqConfig(**{**payload["config"], **overrides})
             core_options = payload["core_options"]
+            if config.core not in SEQUENCE_ONLY:  # the run's choices, chosen again where they cannot run here
+                core_options = run_core_options(config.core, core_options, config.device, config.precision, saved=True)
         except (KeyError, TypeError, ValueError) as error:
             raise CheckpointError(f"checkpoint {str(checkpoint_path(run_dir))!r} is incompatible with this version: {error}") from error
         return cls(config, core_options, checkpoint_path(run_dir).parent, payload)

@@ -78,12 +78,13 @@ def parse_core_options(core: str, items: list[str]) -> dict[str, Any]:
     return options
 
 
-def run_core_options(core: str, options: dict[str, Any], device: str, precision: str) -> dict[str, Any]:
+def run_core_options(core: str, options: dict[str, Any], device: str, precision: str, saved: bool = False) -> dict[str, Any]:
     """Core `core`'s `options` as a run on `device` ('auto', 'cpu', 'cuda[:N]') at `precision`
     ('fp32', or 'bf16': bfloat16 autocast, agents/runtime/precision.py) builds it: with the
-    choices made once, at the run's start, filled in (agents/cores/__init__.py: run_options).
+    choices made once, at the run's start, filled in (agents/cores/__init__.py: run_options;
+    `saved`: options read from a checkpoint, chosen again where they cannot run here).
     ValueError for a choice that cannot be had there."""
-    return run_options(core, options, resolve_device(device), torch.bfloat16 if precision == "bf16" else torch.float32)
+    return run_options(core, options, resolve_device(device), torch.bfloat16 if precision == "bf16" else torch.float32, saved)
 
 
 def core_line(core: str, options: dict[str, Any]) -> str:

@@ -56,16 +56,27 @@ def make_core(name: str, input_dim: int, **options: Any) -> nn.Module:
     return build(input_dim, config_class(**options))
 
 
-def run_options(name: str, options: dict[str, Any], device: torch.device, dtype: torch.dtype) -> dict[str, Any]:
+def run_options(name: str, options: dict[str, Any], device: torch.device, dtype: torch.dtype,
+                saved: bool = False) -> dict[str, Any]:
     """Core `name`'s `options` with the choices a run makes once, at its start, for the device it
     runs on and the dtype it computes in: today one, the Feedback core's `step` ("auto" becomes
-    "compiled" or "python": feedback/compiled.py). ValueError where a choice given cannot run there."""
+    "compiled" or "python": feedback/compiled.py). ValueError where a choice given cannot run there.
+
+    `saved`: the options come from a checkpoint (a resumed or evaluated run), whose `step` is the
+    path its run took where it ran. Where that path cannot run here (a CPU run resumed or
+    evaluated on a GPU) it is chosen again, as auto: both paths compute the same model."""
     config_class, _ = _lookup(name)
     if config_class is not FeedbackConfig:
         return options
     step, persistent = options.get("step", FeedbackConfig.step), options.get("persistent", FeedbackConfig.persistent)
     check_choice("step", step, feedback_compiled.STEPS)
-    return {**options, "step": feedback_compiled.choose(step, feedback_compiled.blocker(persistent), device, dtype, torch.float32)}
+    blocked = feedback_compiled.blocker(persistent)
+    try:
+        return {**options, "step": feedback_compiled.choose(step, blocked, device, dtype, torch.float32)}
+    except ValueError:
+        if not saved:
+            raise
+        return {**options, "step": feedback_compiled.choose("auto", blocked, device, dtype, torch.float32)}
 
 
 def _lookup(name: str):

@@ -28,6 +28,7 @@ so none is left waiting in a collective.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Collection
@@ -44,6 +45,7 @@ import envs
 from agents.runtime import distributed
 from agents.learners.a2c import a2c_loss, gae_advantages
 from agents.config.a2c_config import EPISODE, KEEPS_ACTING_GRAPH, A2CConfig
+from agents.config.config_cli import run_core_options
 from agents.runtime.actors import ActorError, make_env_pool
 from agents.runtime.checkpoint import (CheckpointError, arrays_to_tensors, checkpoint_path, load_checkpoint, run_checkpoint, save_checkpoint,
                                tensors_to_arrays)
@@ -74,15 +76,19 @@ def build_optimizer(config: A2CConfig, policy: Policy) -> torch.optim.Optimizer:
 
 
 def config_from_checkpoint(config_class: type, payload: dict[str, Any], env_modules: Collection[str] = (),
-                           overrides: dict[str, Any] | None = None) -> A2CConfig:
+                           overrides: dict[str, Any] | None = None, device: str | None = None) -> A2CConfig:
     """The run config a checkpoint holds (with `overrides`), its env's module checked before
-    anything imports it (envs.check_env_import); CheckpointError where it does not fit."""
+    anything imports it (envs.check_env_import); CheckpointError where it does not fit. The
+    core's run choices (the Feedback step) hold where they can run on `device` (default the
+    config's) and are chosen again where they cannot (config_cli.run_core_options, saved=True)."""
     saved = payload.get("config")
     if not isinstance(saved, dict):
         raise CheckpointError("the checkpoint holds no config (a dict of the run's settings); it is not a whole run's checkpoint")
     try:
         envs.check_env_import(str(saved.get("env", "")), env_modules)
-        return config_class(**{**saved, **(overrides or {})})
+        config = config_class(**{**saved, **(overrides or {})})
+        options = run_core_options(config.core, config.core_options, device or config.device, config.precision, saved=True)
+        return config if options == config.core_options else dataclasses.replace(config, core_options=options)
     except (TypeError, ValueError) as error:
         raise CheckpointError(f"the checkpoint's config does not fit this version: {error}") from error
 

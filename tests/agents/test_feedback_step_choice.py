@@ -6,8 +6,10 @@ before anything is written. (The core's side: tests/cores/test_feedback_paths.py
 import json
 
 import pytest
+import torch
 
 import train_a2c
+from agents.evaluation import load_run
 from agents.cores.feedback import compiled as feedback_compiled
 from seqtasks.__main__ import main as seqtasks_main
 
@@ -44,3 +46,19 @@ def test_step_compiled_that_cannot_run_is_refused_before_the_run(tmp_path, capsy
     assert exit_info.value.code == 2
     assert "error: step 'compiled' cannot run here: persistent vectors (persistent=2) run on the Python step only" in capsys.readouterr().err
     assert not run_dir.exists()
+
+
+def test_a_run_resumed_or_evaluated_where_its_path_cannot_run_takes_the_other(tmp_path, capsys, monkeypatch):
+    """A run that took the compiled step, resumed or evaluated where it cannot run (here: the
+    switch turned off; on a GPU alike), runs the Python step, the same model, and says so."""
+    run_dir = tmp_path / "run"
+    train_a2c.main([*A2C, "--core-opt", CORE, "--run-dir", str(run_dir)])
+    seqtasks_main([*SEQTASKS, f"--run-dir={tmp_path / 'seq'}"])
+    capsys.readouterr()
+    monkeypatch.setenv(feedback_compiled.SWITCH, "0")
+    train_a2c.main(["--resume", str(run_dir), "--total-steps", "16"])
+    assert capsys.readouterr().out.splitlines()[0].endswith("step=python")
+    run = load_run(str(run_dir), torch.device("cpu"))
+    assert run.config.core_options["step"] == "python"
+    seqtasks_main([f"--resume={tmp_path / 'seq'}", "--max-updates=2", "--no-progress"])
+    assert capsys.readouterr().err.splitlines()[0] == "core feedback: step=python"
