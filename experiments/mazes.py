@@ -52,7 +52,7 @@ PROBED = ("maze", "maze_easy")  # envs whose runs get experiments/maze_memory.py
 QUICK_TRAIN = ["--num-envs", "4", "--rollout", "8"]
 QUICK_CORE = {"feedback": "d_model=16,n_heads=2,span=8", "transformer": "d_model=16,n_heads=2,span=8",
               "reservoir": "d_model=16,n_heads=2,span=8", "lstm": "hidden_size=16", "gru": "hidden_size=16",
-              "mlp": "hidden_size=16"}  # every --cores choice
+              "ffm": "d_model=16,memory_size=4", "lru": "d_model=16,state_size=8", "mlp": "hidden_size=16"}  # every --cores choice
 
 
 def make_parser() -> argparse.ArgumentParser:

@@ -25,7 +25,8 @@ failure to explore and a failure to remember are counted run by run. Models: the
 Transformer at span 1 (the paper's "all memory sizes") and span 16 (its memory hops up to 16 steps
 at a time); the Transformer at span 16 (reach 32: the control that must fail beyond it) and at a
 span covering the episode; LSTM and GRU with PyTorch's initialisation and with chrono
-initialisation (`gate_init=chrono`, T_max twice the episode: agents/cores/recurrent.py); the MLP
+initialisation (`gate_init=chrono`, T_max twice the episode: agents/cores/recurrent.py); the
+linear recurrences FFM and LRU (agents/cores/ffm.py, lru.py) at their defaults; the MLP
 (no memory) at the shortest length only, as the floor. A run solves a length when its greedy
 success is >= 0.95; a core "reaches" the longest length that most of its seeds solve.
 
@@ -72,6 +73,8 @@ MODELS = {
     "lstm-chrono": ("lstm", None),
     "gru": ("gru", None),
     "gru-chrono": ("gru", None),
+    "ffm": ("ffm", None),
+    "lru": ("lru", None),
     "mlp": ("mlp", None),
 }
 CHRONO = ("lstm-chrono", "gru-chrono")  # gate_init=chrono with T_max twice the episode's length
@@ -83,7 +86,7 @@ ARRIVAL_KEYS = ("success", "arrived")
 NI_BUDGET = ((50, 1_000_000), (100, 2_000_000), (500, 4_000_000), (750, 6_000_000), (1000, 8_000_000), (None, 10_000_000))
 NI_TRANSFORMER_SOLVES = 1500  # their transformer (GPT-2 over the whole episode, DQN) solves the passive T-maze up to here
 QUICK_CORE = {"feedback": "d_model=16,n_heads=2", "transformer": "d_model=16,n_heads=2", "lstm": "hidden_size=16",
-              "gru": "hidden_size=16", "mlp": "hidden_size=16"}
+              "gru": "hidden_size=16", "ffm": "d_model=16,memory_size=4", "lru": "d_model=16,state_size=8", "mlp": "hidden_size=16"}
 
 
 def ni_frames(length: int) -> int:

@@ -20,8 +20,10 @@ from torch import nn
 from agents.cores.checks import check_choice
 from agents.cores.feedback import compiled as feedback_compiled
 from agents.cores.feedback.core import FeedbackConfig, FeedbackCore
+from agents.cores.ffm import FFMConfig, FFMCore
 from agents.cores.gru import GRUCore
 from agents.cores.lstm import LSTMCore
+from agents.cores.lru import LRUConfig, LRUCore
 from agents.cores.mlp import MLPConfig, MLPCore
 from agents.cores.recurrent import RecurrentConfig
 from agents.cores.reservoir import ReservoirConfig, make_reservoir
@@ -34,6 +36,8 @@ CORES: dict[str, tuple[type, Callable[[int, Any], nn.Module]]] = {
     "lstm": (RecurrentConfig, LSTMCore),
     "gru": (RecurrentConfig, GRUCore),
     "reservoir": (ReservoirConfig, make_reservoir),
+    "ffm": (FFMConfig, FFMCore),
+    "lru": (LRUConfig, LRUCore),
     "mlp": (MLPConfig, MLPCore),
 }
 

@@ -51,6 +51,9 @@ OPTIONS = {
     "gru": st.fixed_dictionaries({"hidden_size": st.integers(2, 8), "n_layers": st.integers(1, 2)}),
     "reservoir": reservoir_options(),
     "mlp": st.fixed_dictionaries({"hidden_size": st.integers(2, 8), "n_layers": st.integers(1, 2)}),
+    "ffm": st.fixed_dictionaries({"d_model": st.integers(2, 8), "memory_size": st.integers(1, 6), "context_size": st.integers(1, 3),
+                                  "max_period": st.integers(1, 64)}),
+    "lru": st.fixed_dictionaries({"d_model": st.integers(2, 8), "state_size": st.integers(1, 8), "n_layers": st.integers(1, 2)}),
 }
 
 
@@ -88,7 +91,7 @@ def tensors(state):
 
 
 def test_every_core_is_registered():
-    assert set(CORES) == set(OPTIONS) == {"feedback", "transformer", "lstm", "gru", "reservoir", "mlp"}
+    assert set(CORES) == set(OPTIONS) == {"feedback", "transformer", "lstm", "gru", "reservoir", "mlp", "ffm", "lru"}
 
 
 @pytest.mark.parametrize("name", sorted(OPTIONS))

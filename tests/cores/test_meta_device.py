@@ -35,6 +35,8 @@ CORES = {
     "lstm": ("lstm", {"hidden_size": 8, "n_layers": 2}),
     "gru": ("gru", {"hidden_size": 8, "n_layers": 2}),
     "mlp": ("mlp", {"hidden_size": 8}),
+    "ffm": ("ffm", {"d_model": 8, "memory_size": 4, "context_size": 2}),
+    "lru": ("lru", {"d_model": 8, "state_size": 6, "n_layers": 2}),
 }
 RECURRENT = ("lstm", "gru")
 LEARNS_OVER_CHUNKS = [name for name, (core, _) in CORES.items() if core not in RECURRENT]

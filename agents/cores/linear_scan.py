@@ -1,0 +1,59 @@
+"""The recurrence of the linear memories (ffm.py, lru.py), over a call's steps at once:
+
+    h_t = a * h_{t-1} + v_t,    and h_t = v_t where first[t] (an episode starts: nothing before it counts)
+
+a is a complex decay per state unit (|a| < 1), the same at every step; v_t the step's complex input
+to the state. Because the update is linear, the T steps of a learning call need no loop over steps:
+the pairs (A, h) of "decay so far, state so far" combine associatively,
+
+    (A1, h1) then (A2, h2)  =  (A2 A1, A2 h1 + h2),
+
+so Hillis and Steele's doubling scan gets every step's state in log2(T) rounds of elementwise
+work over the whole call, multiplying decays only (no division by a power of a, which overflows
+for fast-decaying units): exact to rounding whatever |a|. An episode start is a step whose decay
+is 0, so nothing crosses it. Acting (T = 1) is one multiply-add.
+
+The rounds run over chunks of `chunk` steps, one chunk after another, the state carried between
+them: the chunk bounds the memory the rounds keep for the backward pass (log2(chunk) copies of the
+chunk's states instead of log2(T) of the call's). benchmarks/linear_scan.py measures which chunk
+is fastest (docs/speed.md, "Linear recurrent cores").
+
+Letters: T steps, B envs, N state units (complex).
+"""
+
+from __future__ import annotations
+
+import torch
+
+CHUNK = 256  # steps a doubling scan covers at once (see the module docstring)
+
+
+def recurrence_dtype(weights: torch.dtype) -> torch.dtype:
+    """The real dtype the recurrence runs in for weights of dtype `weights`: float64 for float64,
+    else float32 (a bfloat16 core's too: there is no complex bfloat16 on the CPU)."""
+    return torch.float64 if weights == torch.float64 else torch.float32
+
+
+def linear_scan(decay: torch.Tensor, inputs: torch.Tensor, first: torch.Tensor, state: torch.Tensor,
+                chunk: int = CHUNK) -> torch.Tensor:
+    """Every step's state: decay (N,) complex, inputs (T, B, N) complex, first (T, B) bool, state
+    (B, N) complex (h before step 0) -> (T, B, N) complex."""
+    parts = []
+    for start in range(0, inputs.shape[0], chunk):
+        states = _scan(decay, inputs[start : start + chunk], first[start : start + chunk], state)
+        parts.append(states)
+        state = states[-1]
+    return parts[0] if len(parts) == 1 else torch.cat(parts)
+
+
+def _scan(decay: torch.Tensor, inputs: torch.Tensor, first: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
+    """linear_scan over one chunk, by doubling."""
+    steps = inputs.shape[0]
+    into = torch.where(first[..., None], torch.zeros_like(decay), decay)  # (T, B, N): the decay into each step
+    total, h = into, inputs  # after the round of span d: step t's pair covers steps t - 2d + 1 .. t
+    span = 1
+    while span < steps:
+        h = torch.cat([h[:span], h[span:] + total[span:] * h[:-span]])
+        total = torch.cat([total[:span], total[span:] * total[:-span]])
+        span *= 2
+    return h + total * state  # the state before the chunk enters each step through its decays since
