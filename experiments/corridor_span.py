@@ -47,14 +47,17 @@ from experiments.frame.tables import format_interval, format_solved, markdown_ta
 LAYERS = 2
 SOLVED = 0.95  # greedy success at which a run counts as having solved the corridor (a run that has not: 0.5 or less)
 QUICK_TRAIN = ["--num-envs", "4"]
-QUICK_CORE = {"feedback": "d_model=16,n_heads=2", "transformer": "d_model=16,n_heads=2", "lstm": "hidden_size=16", "mlp": "hidden_size=16"}
+QUICK_CORE = {"feedback": "d_model=16,n_heads=2", "transformer": "d_model=16,n_heads=2", "lstm": "hidden_size=16", "gru": "hidden_size=16",
+              "ffm": "d_model=16,memory_size=4", "lru": "d_model=16,state_size=8", "mlp": "hidden_size=16"}
 
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--spans", nargs="+", type=positive_int, action=Distinct, default=[1, 2, 4, 8])
-    parser.add_argument("--cores", nargs="+", choices=["feedback", "transformer"], action=Distinct, default=["feedback", "transformer"])
-    parser.add_argument("--references", nargs="*", choices=["lstm", "mlp"], action=Distinct, default=["lstm", "mlp"])
+    parser.add_argument("--cores", nargs="*", choices=["feedback", "transformer"], action=Distinct, default=["feedback", "transformer"],
+                        help="attention cores run at each span (default: both; none: the references alone)")
+    parser.add_argument("--references", nargs="*", choices=["lstm", "gru", "ffm", "lru", "mlp"], action=Distinct, default=["lstm", "mlp"],
+                        help="cores without a span, run once each (default: lstm mlp)")
     parser.add_argument("--length", type=positive_int, default=8,
                         help="corridor cells (default: 8: the transformer's reach, 2 x span, falls short at spans 1 and 2)")
     parser.add_argument("--preset", choices=["cpu", "paper"], default="cpu",
@@ -161,7 +164,7 @@ def draw(summary: dict, out: Path) -> None:
         low, high = np.array([m["success"]["ci_low"] for m in models]), np.array([m["success"]["ci_high"] for m in models])
         x = spans * 2**offset  # side by side, not on top of each other
         axes.errorbar(x, iqm, yerr=[iqm - low, high - iqm], marker="o", capsize=3, linewidth=2, label=core)
-    for style, (name, model) in zip(("--", ":"), ((n, m) for n, m in summary["models"].items() if not m["span"])):
+    for style, (name, model) in zip(("--", ":", "-.", (0, (1, 4)), (0, (5, 5))), ((n, m) for n, m in summary["models"].items() if not m["span"])):
         s = model["success"]
         line = axes.axhline(s["iqm"], linestyle=style, linewidth=1.2, color="#555555", label=f"{name} ({s['iqm']:.2f})")
         axes.axhspan(s["ci_low"], s["ci_high"], color=line.get_color(), alpha=0.1)
