@@ -1,5 +1,5 @@
 """FFM core: Fast and Forgetful Memory, Morad et al., "Reinforcement Learning with Fast and
-Forgetful Memory" (NeurIPS 2023, arXiv:2310.04128v2), the paper's cell.
+Forgetful Memory" (NeurIPS 2023; arXiv:2310.04128), the paper's cell.
 
 Its aggregator (FFA) keeps a state S in C^(m x c) that every step decays and adds to:
 

@@ -1,5 +1,5 @@
 """LRU core: the Linear Recurrent Unit of Orvieto et al., "Resurrecting Recurrent Neural Networks
-for Long Sequences" (ICML 2023, arXiv:2303.06349v1), in the paper's deep block.
+for Long Sequences" (ICML 2023, PMLR 202; arXiv:2303.06349), in the paper's deep block.
 
 One LRU layer, for input u_t (H,) and state x_t (N,) complex:
 
@@ -8,7 +8,7 @@ One LRU layer, for input u_t (H,) and state x_t (N,) complex:
 
 a diagonal complex recurrence (|lambda| < 1 whatever nu), its input normalised so that a unit
 near the circle, which forgets slowly, is not swamped by the sum of its inputs. Initialisation
-(section 3 of the paper): |lambda| uniform on the ring [r_min, r_max] (in area: |lambda|^2 uniform
+(the paper's ring initialisation): |lambda| uniform on the ring [r_min, r_max] (in area: |lambda|^2 uniform
 between r_min^2 and r_max^2), the phase uniform on [0, max_phase]; B and C complex Gaussian with
 variance 1 / (2 H) and 1 / N per part, D standard Gaussian. Each block is pre-norm with a
 residual path, as the paper's deep model: u + GLU(GELU(LRU(LayerNorm(u)))), the GLU a
