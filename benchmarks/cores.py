@@ -10,12 +10,14 @@ The cores, built as in the paper's maze runs (input_dim 256, float32):
   naive-transformer       key and value recomputed each step): the Feedback reference model
                           (agents/cores/feedback/reference.py) and benchmarks/naive_cores.py's
                           Transformer, sized as above: the baselines
-  feedback-cpu, lstm-cpu  the A2C CPU preset's cores (feedback: 2 layers, d_model 64, 4 heads,
-                          span 64; lstm: 1 x 128), learning calls of T = 32 (the preset's rollout)
+  feedback-cpu, lstm-cpu, the A2C CPU preset's cores (agents/config/a2c_config.py's preset_values:
+  ffm-cpu, lru-cpu        feedback 2 layers, d_model 64, 4 heads, span 64; lstm 1 x 128; ffm
+                          d_model 64 with its default 32 x 4 state; lru 2 layers, d_model 64, 64
+                          state units each), learning calls of T = 32 (the preset's rollout; --cpu-steps)
 and for each core and batch size B (envs) it measures, side by side in one run:
   acting    env steps/s of T = 1 calls under torch.no_grad() with core.eval(), each call passed the
             state the last returned, from a full memory: B * calls / seconds;
-  learning  env steps/s of one T = 100 call (T = 32 for the -cpu rows) from a full carried state,
+  learning  env steps/s of one T = 100 call (--cpu-steps, 32, for the -cpu rows) from a full carried state,
             forward and backward of a scalar loss (y * a fixed random tensor).mean(): T * B /
             seconds per repetition;
   memory    the peak of each, above the memory in use once the core and its inputs are built
@@ -48,11 +50,13 @@ At the end, for B = 64 on CPU, it checks the targets whose two sides it measured
 PASS / FAIL lines, SKIP for a target not measured, as benchmarks/targets.py prints them):
 feedback acting >= 5x naive-feedback acting, feedback learning >= 3x naive-feedback learning and
 >= 0.8x transformer learning, feedback-cpu learning >= 1/3 of lstm-cpu's (a learning step at
-most 3 times the LSTM's: issue 21); and prints feedback / transformer ratios.
+most 3 times the LSTM's: issue 21); and prints, as information, feedback / transformer, and the
+linear memories (ffm-cpu, lru-cpu) against lstm-cpu and feedback-cpu, where both were measured.
 
     python benchmarks/cores.py                                    # everything, about 7-8 minutes
     python benchmarks/cores.py --cores feedback naive-feedback transformer feedback-cpu lstm-cpu --sizes 64 --check   # the targets
     python benchmarks/cores.py --seconds 0.5 --markdown bench.md  # quicker; also write the table
+    python benchmarks/cores.py --cores ffm-cpu lru-cpu lstm-cpu feedback-cpu --sizes 64 --threads 1 --cpu-steps 1024
 """
 
 from __future__ import annotations
@@ -74,6 +78,7 @@ if __package__ in (None, ""):  # run as a script: the project root goes first on
 
 import torch  # noqa: E402
 
+from agents.config.a2c_config import preset_values  # noqa: E402
 from agents.cores import make_core  # noqa: E402
 from durable.records import write_text  # noqa: E402
 from experiments.frame.machine import cpu_model  # noqa: E402
@@ -83,8 +88,15 @@ from benchmarks.naive_cores import NaiveTransformer  # noqa: E402
 
 INPUT_DIM = 256
 LEARN_STEPS = 100  # T of a learning call (the paper's rollout) ...
-CPU_LEARN_STEPS = 32  # ... and of the -cpu rows (the CPU preset's)
+CPU_LEARN_STEPS = 32  # ... and of the -cpu rows by default (the CPU preset's)
 ATTENTION = dict(n_layers=2, d_model=256, n_heads=4, span=200)
+
+
+def cpu_preset(core: str) -> dict:
+    """The A2C CPU preset's options for `core` (the same for every env)."""
+    return preset_values("corridor", core, "cpu")[1]
+
+
 # row name -> (make_core name, options, naive reference made from that core, or None)
 CORES = {
     "feedback": ("feedback", ATTENTION, None),
@@ -95,8 +107,10 @@ CORES = {
     "mlp": ("mlp", dict(hidden_size=256, n_layers=2), None),
     "naive-feedback": ("feedback", ATTENTION, reference_of),
     "naive-transformer": ("transformer", ATTENTION, NaiveTransformer),
-    "feedback-cpu": ("feedback", dict(n_layers=2, d_model=64, n_heads=4, span=64), None),
-    "lstm-cpu": ("lstm", dict(n_layers=1, hidden_size=128), None),
+    "feedback-cpu": ("feedback", cpu_preset("feedback"), None),
+    "lstm-cpu": ("lstm", cpu_preset("lstm"), None),
+    "ffm-cpu": ("ffm", cpu_preset("ffm"), None),
+    "lru-cpu": ("lru", cpu_preset("lru"), None),
 }
 SIZES = [1, 64, 1024]
 TARGET_B = 64
@@ -105,6 +119,9 @@ TARGET_B = 64
 # where the data comes one step at a time anyway (issue 14: at least 0.8x).
 TARGETS = [("feedback", "naive-feedback", "acting", 5.0), ("feedback", "naive-feedback", "learning", 3.0),
            ("feedback", "transformer", "learning", 0.8), ("feedback-cpu", "lstm-cpu", "learning", 1 / 3)]
+# (ours, reference): steps/s ratios printed as information, per B, where both were measured
+RATIOS = [("feedback", "transformer"), ("ffm-cpu", "lstm-cpu"), ("ffm-cpu", "feedback-cpu"),
+          ("lru-cpu", "lstm-cpu"), ("lru-cpu", "feedback-cpu")]
 MODES = ("acting", "learning")
 WORKER_TIMEOUT_S = 900
 
@@ -198,15 +215,16 @@ def time_calls(call, seconds: float, sync) -> tuple[int, float]:
             return calls, elapsed
 
 
-def measure(name: str, batch: int, device: torch.device, seconds: float, modes: list[str]) -> dict:
-    """All the numbers of one (core, B), for `modes` (acting, learning or both)."""
+def measure(name: str, batch: int, device: torch.device, seconds: float, modes: list[str], cpu_steps: int = CPU_LEARN_STEPS) -> dict:
+    """All the numbers of one (core, B), for `modes` (acting, learning or both); the -cpu rows
+    learn over calls of `cpu_steps` steps."""
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     memory = Memory(device)
     torch.manual_seed(0)
     step, module = build(name, device)
     x1 = torch.randn(1, batch, INPUT_DIM, device=device)
     first1 = torch.zeros(1, batch, dtype=torch.bool, device=device)
-    steps = CPU_LEARN_STEPS if name.endswith("-cpu") else LEARN_STEPS
+    steps = cpu_steps if name.endswith("-cpu") else LEARN_STEPS
     x = torch.randn(steps, batch, INPUT_DIM, device=device)
     first = torch.zeros(steps, batch, dtype=torch.bool, device=device)
     weight = torch.randn(steps, batch, module.output_dim, device=device)
@@ -255,7 +273,7 @@ def measure(name: str, batch: int, device: torch.device, seconds: float, modes: 
 
 def run_worker(name: str, batch: int, modes: list[str], args) -> dict:
     command = [sys.executable, __file__, "--worker", name, str(batch), *modes]
-    command += ["--device", args.device, "--seconds", str(args.seconds)]
+    command += ["--device", args.device, "--seconds", str(args.seconds), "--cpu-steps", str(args.cpu_steps)]
     if args.threads:
         command += ["--threads", str(args.threads)]
     try:
@@ -327,13 +345,14 @@ def learning_step_lines(results: dict) -> list[str]:
 
 
 def ratio_table(results: dict, sizes: list[int]) -> list[str]:
-    """feedback / transformer steps/s, per B, where both were measured."""
-    lines = ["| B | acting feedback / transformer | learning feedback / transformer |", "|---:|---:|---:|"]
-    for batch in sizes:
-        f, t = results.get(("feedback", batch), {}), results.get(("transformer", batch), {})
-        cells = [f"{f[m] / t[m]:.2f}" if f.get(m) and t.get(m) else "–" for m in ("acting", "learning")]
-        if cells != ["–", "–"]:
-            lines.append(f"| {batch} | {cells[0]} | {cells[1]} |")
+    """RATIOS' steps/s ratios, per B, where both sides were measured in a mode."""
+    lines = ["| ours / reference | B | acting | learning |", "|---|---:|---:|---:|"]
+    for ours, reference in RATIOS:
+        for batch in sizes:
+            o, r = results.get((ours, batch), {}), results.get((reference, batch), {})
+            cells = [f"{o[m] / r[m]:.2f}" if o.get(m) and r.get(m) else "–" for m in MODES]
+            if cells != ["–", "–"]:
+                lines.append(f"| {ours} / {reference} | {batch} | {cells[0]} | {cells[1]} |")
     return lines if len(lines) > 2 else []
 
 
@@ -344,6 +363,7 @@ def main() -> int:
     parser.add_argument("--device", default="auto", help="auto (cuda if available, else cpu), cpu, cuda, cuda:N")
     parser.add_argument("--seconds", type=float, default=1.0, help="timed work per measurement (at least one call)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
+    parser.add_argument("--cpu-steps", type=int, default=CPU_LEARN_STEPS, help="T of the -cpu rows' learning calls")
     parser.add_argument("--markdown", default=None, help="also write the table to this file")
     parser.add_argument("--check", action="store_true", help="exit 1 unless the B = 64 CPU targets pass")
     parser.add_argument("--worker", nargs="+", metavar="CORE B MODE", help=argparse.SUPPRESS)
@@ -361,6 +381,8 @@ def main() -> int:
             parser.error(f"sizes must be >= 1, got {batch}")
     if args.seconds <= 0:
         parser.error(f"--seconds must be > 0, got {args.seconds}")
+    if args.cpu_steps < 1:
+        parser.error(f"--cpu-steps must be >= 1, got {args.cpu_steps}")
     if args.threads:
         torch.set_num_threads(args.threads)
 
@@ -368,14 +390,14 @@ def main() -> int:
         name, batch, *modes = args.worker
         if name not in CORES or not set(modes) <= set(MODES):
             parser.error(f"--worker takes a core from {list(CORES)}, B and modes from {MODES}, got {args.worker}")
-        print(json.dumps(measure(name, int(batch), device, args.seconds, modes)), flush=True)
+        print(json.dumps(measure(name, int(batch), device, args.seconds, modes, args.cpu_steps)), flush=True)
         return 0
 
     start = time.perf_counter()
     print(machine_line(args.device))
     print(
         f"input_dim {INPUT_DIM}, float32; target {args.seconds:g} s timed per measurement after one warm-up; "
-        f"acting: T = 1 calls from a full memory; learning: T = {LEARN_STEPS}, forward + backward; "
+        f"acting: T = 1 calls from a full memory; learning: T = {LEARN_STEPS} (-cpu rows: {args.cpu_steps}), forward + backward; "
         "peaks above the memory in use after building the core and inputs; one subprocess per row\n"
     )
     lines = ["| core | B | acting steps/s | learning steps/s | acting peak MiB | learning peak MiB |", "|---|---:|---:|---:|---:|---:|"]
@@ -405,7 +427,7 @@ def main() -> int:
 
     ratios = ratio_table(results, args.sizes)
     if ratios:
-        print("\nfeedback / transformer steps/s (informational):\n" + "\n".join(ratios))
+        print("\nsteps/s ratios (informational):\n" + "\n".join(ratios))
     print()
     status = report(targets(results, device.type), args.check)
     if device.type == "cpu":
