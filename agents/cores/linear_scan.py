@@ -15,8 +15,9 @@ is 0, so nothing crosses it. Acting (T = 1) is one multiply-add.
 
 The rounds run over chunks of `chunk` steps, one chunk after another, the state carried between
 them: the chunk bounds the memory the rounds keep for the backward pass (log2(chunk) copies of the
-chunk's states instead of log2(T) of the call's). benchmarks/linear_scan.py measures which chunk
-is fastest (docs/speed.md, "Linear recurrent cores").
+chunk's states instead of log2(T) of the call's). 32 is the chunk benchmarks/linear_scan.py
+measured fastest over T = 32, 256 and 1,024 on the 2-core AMD EPYC (docs/speed.md, "Linear
+recurrent cores").
 
 Letters: T steps, B envs, N state units (complex).
 """
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import torch
 
-CHUNK = 256  # steps a doubling scan covers at once (see the module docstring)
+CHUNK = 32  # steps a doubling scan covers at once (see the module docstring)
 
 
 def recurrence_dtype(weights: torch.dtype) -> torch.dtype:

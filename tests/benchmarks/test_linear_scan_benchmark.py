@@ -46,12 +46,11 @@ def test_the_chunk_scores_and_the_target_compare_within_the_run():
              ("p", 1024, "closed", 64): 10.0}  # the closed form does not count: CHUNK is the doubling scan's
     scores = benchmark.chunk_scores(times, "p", [32, 1024], [16, 64, 1024])
     assert scores == pytest.approx({16: (2.0 * 1.5) ** 0.5, 64: 1.0, 1024: 2.0**0.5})
-    (verdict,) = benchmark.targets(times, ["p"], 1024, 64)
+    verdict = benchmark.target(scores, 64)
     assert verdict.passed and verdict.ratio == 1.0
-    (verdict,) = benchmark.targets(times, ["p"], 1024, 16)
-    assert not verdict.passed and verdict.ratio == pytest.approx(20 / 30)
-    (verdict,) = benchmark.targets(times, ["p"], 256, 64)
-    assert verdict.ratio is None and verdict.why_not == "needs --lengths 256 with chunk 64 measured"
+    verdict = benchmark.target(scores, 16)
+    assert not verdict.passed and verdict.ratio == pytest.approx(3**-0.5)
+    assert benchmark.target({16: 1.05, 64: 1.0}, 16).passed  # within 1.1x of the fastest
 
 
 def test_one_short_run_times_every_way_and_writes_them(tmp_path, capsys):
@@ -68,4 +67,4 @@ def test_one_short_run_times_every_way_and_writes_them(tmp_path, capsys):
         assert f"| {problem} | 32 | doubling, whole call |" in printed
     assert all(row["seconds"] > 0 and row["error"] < 1e-5 for row in record["rows"])
     assert record["best_chunk"] in set(chunks) | {32}
-    assert f"T=32: fastest doubling chunk / CHUNK={CHUNK} time" in printed
+    assert f"fastest doubling chunk / CHUNK={CHUNK}, time over the lengths and problems:" in printed
