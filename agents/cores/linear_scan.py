@@ -15,7 +15,7 @@ is 0, so nothing crosses it. Acting (T = 1) is one multiply-add.
 
 The rounds run over chunks of `chunk` steps, one chunk after another, the state carried between
 them: the chunk bounds the memory the rounds keep for the backward pass (log2(chunk) copies of the
-chunk's states instead of log2(T) of the call's). 32 is the chunk benchmarks/linear_scan.py
+chunk's states instead of log2(T) of the call's). 16 is the chunk benchmarks/linear_scan.py
 measured fastest over T = 32, 256 and 1,024 on the 2-core AMD EPYC (docs/speed.md, "Linear
 recurrent cores").
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import torch
 
-CHUNK = 32  # steps a doubling scan covers at once (see the module docstring)
+CHUNK = 16  # steps a doubling scan covers at once (see the module docstring)
 
 
 def recurrence_dtype(weights: torch.dtype) -> torch.dtype:
@@ -40,8 +40,8 @@ def linear_scan(decay: torch.Tensor, inputs: torch.Tensor, first: torch.Tensor, 
     """Every step's state: decay (N,) complex, inputs (T, B, N) complex, first (T, B) bool, state
     (B, N) complex (h before step 0) -> (T, B, N) complex."""
     parts = []
-    for start in range(0, inputs.shape[0], chunk):
-        states = _scan(decay, inputs[start : start + chunk], first[start : start + chunk], state)
+    for inputs_part, first_part in zip(inputs.split(chunk), first.split(chunk)):  # split, not slices: the backward of
+        states = _scan(decay, inputs_part, first_part, state)  # a slice fills a zero gradient the size of the whole call
         parts.append(states)
         state = states[-1]
     return parts[0] if len(parts) == 1 else torch.cat(parts)
