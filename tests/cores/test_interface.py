@@ -244,7 +244,7 @@ def test_feedback_exposes_its_layer_weights():
 
 
 def test_make_core_rejects_unknown_names_and_options():
-    with pytest.raises(ValueError, match=r"unknown core 'rnn'; choose from \['feedback', 'gru', 'lstm', 'mlp', 'reservoir', 'transformer'\]"):
+    with pytest.raises(ValueError, match=r"unknown core 'rnn'; choose from \['feedback', 'ffm', 'gru', 'lru', 'lstm', 'mlp', 'reservoir', 'transformer'\]"):
         make_core("rnn", INPUT_DIM)
     with pytest.raises(ValueError, match=r"unknown option\(s\) \['heads'\] for core 'feedback'; it takes \[.*'n_heads'"):
         make_core("feedback", INPUT_DIM, heads=4)
