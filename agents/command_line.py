@@ -58,17 +58,13 @@ def make_trainer(trainer_class: type[Trainer], args: argparse.Namespace, parser:
                 allowed = ", ".join(flag_name(name) for name in sorted(RESUMABLE_OVERRIDES))
                 parser.error(f"--resume keeps the run's config; {', '.join(refused)} would change it (only {allowed} may be given)")
             claim_until(held, existing_checkpoint(args.resume).parent, resume=True)
-            trainer = trainer_class.from_checkpoint(args.resume, given, env_modules=args.env_module)
-            try:
-                run_options(trainer.config)  # the saved choices still hold here (a --device given may rule one out)
-            except ValueError:
-                trainer.close()
-                raise
-            return trainer
+            # its core's run choices hold where they can, else are made again here (config_from_checkpoint)
+            return trainer_class.from_checkpoint(args.resume, given, env_modules=args.env_module)
         given["core_options"] = parse_core_options(given.get("core", config_class.core), args.core_opt)
         given["env_options"] = parse_env_options(args.env_opt)
         config = resolve_config(given, config_class)
-        config = dataclasses.replace(config, core_options=run_options(config))  # the run's choices, made once and saved with it
+        options = run_core_options(config.core, config.core_options, config.device, config.precision)
+        config = dataclasses.replace(config, core_options=options)  # the run's choices, made once and saved with it
         trainer = trainer_class(config)  # nothing written yet: a refused run leaves no folder
         try:
             claim_until(held, trainer.config.run_dir, resume=False, overwrite=args.overwrite)
@@ -78,11 +74,6 @@ def make_trainer(trainer_class: type[Trainer], args: argparse.Namespace, parser:
         return trainer
     except (ValueError, CheckpointError, RunFolderError) as error:
         parser.error(str(error))
-
-
-def run_options(config) -> dict:
-    """The core options a run with `config` builds its core with (config_cli.run_core_options)."""
-    return run_core_options(config.core, config.core_options, config.device, config.precision)
 
 
 def main(trainer_class: type[Trainer], description: str, argv: list[str] | None = None) -> None:
@@ -99,7 +90,7 @@ def main(trainer_class: type[Trainer], description: str, argv: list[str] | None 
             args = parser.parse_args(argv)
             trainer = make_trainer(trainer_class, args, parser, held)
             if trainer.world.main:
-                print(core_line(trainer.config.core, run_options(trainer.config)))
+                print(core_line(trainer.config.core, trainer.config.core_options))
                 if args.resume:
                     print(f"resuming {trainer.config.run_dir} at step {trainer.global_step:,}: {trainer.resumed_how}")
                 print(json.dumps(trainer.config.to_dict(), indent=2))

@@ -58,10 +58,9 @@ def make_run(args: argparse.Namespace, parser: argparse.ArgumentParser, quiet: b
             if args.core_opt:
                 raise ValueError(f"--resume continues a run with its saved core options; drop --core-opt {','.join(args.core_opt)}")
             claim_until(held, existing_checkpoint(args.resume).parent, resume=True)
-            run = Run.resume(args.resume, given)
-            options = run_options(run.config, run.core_options)  # the saved choices still hold here (a --device given may rule one out)
+            run = Run.resume(args.resume, given)  # its core's run choices hold where they can, else are made again here
             if run.world.main:
-                print(core_line(run.config.core, options), file=sys.stderr)
+                print(core_line(run.config.core, run.core_options), file=sys.stderr)
                 print(f"resuming {args.resume} at update {run.update}", file=sys.stderr)
             return run
         cuda = resolve_device(given.get("device", SeqConfig.device)).type == "cuda"
