@@ -35,7 +35,7 @@ from agents.plot_curves import save_figure
 from agents.config.ppo_config import PPOConfig
 from durable.records import write_json, write_text
 from envs.cli import non_negative_float, positive_int
-from experiments.frame.flags import Distinct, QUICK_ALGO, QUICK_FRAMES, add_experiment_arguments, minibatch_args, output_name, run_frames, runs_folder
+from experiments.frame.flags import Distinct, QUICK_ALGO, QUICK_CORE, QUICK_FRAMES, add_experiment_arguments, minibatch_args, output_name, run_frames, runs_folder
 from experiments.cue_memory import run_cue_separation
 from experiments.frame.curves import training_seconds
 from experiments.frame.estimate import print_expected_time
@@ -47,8 +47,6 @@ from experiments.frame.tables import format_interval, format_solved, markdown_ta
 LAYERS = 2
 SOLVED = 0.95  # greedy success at which a run counts as having solved the corridor (a run that has not: 0.5 or less)
 QUICK_TRAIN = ["--num-envs", "4"]
-QUICK_CORE = {"feedback": "d_model=16,n_heads=2", "transformer": "d_model=16,n_heads=2", "lstm": "hidden_size=16", "gru": "hidden_size=16",
-              "ffm": "d_model=16,memory_size=4", "lru": "d_model=16,state_size=8", "mlp": "hidden_size=16"}
 
 
 def make_parser() -> argparse.ArgumentParser:

@@ -34,6 +34,7 @@ import envs
 from agents.cores import CORES
 from durable.records import write_json, write_text
 from envs.cli import env_name, positive_int
+from experiments.frame import flags
 from experiments.frame.flags import Distinct, QUICK_ALGO, QUICK_FRAMES, add_experiment_arguments, output_name, run_frames, runs_folder
 from experiments.frame.curves import binned_curve, draw_curves, training_seconds
 from experiments.frame.estimate import print_expected_time
@@ -50,9 +51,7 @@ CURVE_BINS = 40
 PROBED = ("maze", "maze_easy")  # envs whose runs get experiments/maze_memory.py's probe
 # --quick: a smoke test of the whole pipeline in seconds (tests/experiments), nothing learned.
 QUICK_TRAIN = ["--num-envs", "4", "--rollout", "8"]
-QUICK_CORE = {"feedback": "d_model=16,n_heads=2,span=8", "transformer": "d_model=16,n_heads=2,span=8",
-              "reservoir": "d_model=16,n_heads=2,span=8", "lstm": "hidden_size=16", "gru": "hidden_size=16",
-              "ffm": "d_model=16,memory_size=4", "lru": "d_model=16,state_size=8", "mlp": "hidden_size=16"}  # every --cores choice
+QUICK_CORE = {**flags.QUICK_CORE, **{core: "d_model=16,n_heads=2,span=8" for core in ("feedback", "transformer", "reservoir")}}  # every --cores choice
 
 
 def make_parser() -> argparse.ArgumentParser:

@@ -52,7 +52,7 @@ from agents.config.a2c_config import preset_values
 from agents.plot_curves import save_figure
 from durable.records import write_json, write_text
 from envs.cli import non_negative_float, positive_float, positive_int
-from experiments.frame.flags import Distinct, QUICK_ALGO, add_experiment_arguments, minibatch_args, output_name, run_frames, runs_folder
+from experiments.frame.flags import Distinct, QUICK_ALGO, QUICK_CORE, add_experiment_arguments, minibatch_args, output_name, run_frames, runs_folder
 from experiments.frame.curves import training_seconds
 from experiments.frame.estimate import print_expected_time
 from experiments.frame.jobs import ROOT, evaluate_job, evaluation, train_job
@@ -85,8 +85,6 @@ ARRIVAL_KEYS = ("success", "arrived")
 # Ni et al.'s budget.py for the passive T-maze: (longest length, env steps) in order.
 NI_BUDGET = ((50, 1_000_000), (100, 2_000_000), (500, 4_000_000), (750, 6_000_000), (1000, 8_000_000), (None, 10_000_000))
 NI_TRANSFORMER_SOLVES = 1500  # their transformer (GPT-2 over the whole episode, DQN) solves the passive T-maze up to here
-QUICK_CORE = {"feedback": "d_model=16,n_heads=2", "transformer": "d_model=16,n_heads=2", "lstm": "hidden_size=16",
-              "gru": "hidden_size=16", "ffm": "d_model=16,memory_size=4", "lru": "d_model=16,state_size=8", "mlp": "hidden_size=16"}
 
 
 def ni_frames(length: int) -> int:
