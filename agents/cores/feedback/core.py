@@ -138,12 +138,54 @@ class FeedbackCore(FeedbackReference):
 
     def forward(self, x: torch.Tensor, state: FeedbackState, first: torch.Tensor) -> tuple[torch.Tensor, FeedbackState]:
         """x: (T, B, input_dim), first: (T, B) bool -> y: (T, B, D), the state after step T - 1."""
+        if not torch.is_grad_enabled():
+            acted = self._act(x, state, first)
+            if acted is not None:
+                return acted
         steps = first.shape[0]
         run = FeedbackRun(self, state, steps, x)
         embedded = self.embed(x)  # (T, B, D): one product for all steps
         with torch.no_grad():
             run.advance_all(embedded, first)
         return run.outputs(embedded), run.finish()
+
+    def _act(self, x: torch.Tensor, state: FeedbackState, first: torch.Tensor) -> tuple[torch.Tensor, FeedbackState] | None:
+        """An acting call (no gradients) in one call of the compiled step, embedding and final norm
+        included, where its state's keys and values are current and its buffers have room to
+        extend in place (nearly every acting call: see append_log.py); else None, and
+        FeedbackRun takes the call. Equals that path's outputs and state exactly (the same
+        operations in the same order; tests/cores/test_feedback_paths.py)."""
+        dtype = self.layer_logits.dtype
+        if (self.training and self.config.dropout > 0) or state.memory.dtype != dtype or compute_dtype(x.device, dtype) != dtype:
+            return None
+        if self.step_path(x.device, dtype, dtype) != "compiled" or not state.log.can_extend(state.end, first.shape[0], state.memory.shape[1]):
+            return None
+        version = weights_version(self)
+        if state.version != version:
+            return None
+        mix, layers, groups = self.call_weights(version)
+        compiled_layers, compiled_groups = self.compiled_weights(feedback_compiled.extension(), (mix, layers, groups), layers, groups)
+        pre_norm = self.config.pre_norm  # (post-norm has no final norm)
+        y, valid = feedback_compiled.extension().act_steps(
+            x=x, first=first, valid=state.valid, end=state.end, embed_w=self.embed.weight, embed_b=self.embed.bias,
+            norm_out_w=self.norm_out.weight if pre_norm else None, norm_out_b=self.norm_out.bias if pre_norm else None, mix=mix, layer_weights=compiled_layers,
+            group_weights=compiled_groups, memory=state.memory, keys=state.keys, values=state.values, pre_norm=pre_norm,
+        )
+        end = state.log.end = state.end + first.shape[0]
+        return y, FeedbackState(state.memory, state.keys, state.values, valid, end, version, state.log)
+
+    def compiled_weights(self, compiled, master: tuple, layers: list, groups: list) -> tuple[list, list]:
+        """The layers' and the groups' weights as the compiled step takes them: its LayerWeights and
+        GroupWeights, built by keyword from step.py's `layers` and `groups`, detached. Kept for
+        later calls while `master` (call_weights' cached weights, which acting calls reuse) is the
+        same object and `layers` are its own (not cast for the call)."""
+        kept = self.__dict__.get("_compiled_weights")
+        if kept is not None and kept[0] is master:
+            return kept[1]
+        built = ([compiled.LayerWeights(**detached(w)) for w in layers], [compiled.GroupWeights(**detached(w)) for w in groups])
+        if not torch.is_grad_enabled() and layers is master[1]:
+            self.__dict__["_compiled_weights"] = (master, built)
+        return built
 
     def open(self, state: FeedbackState, steps: int) -> "FeedbackRun":
         """A call fed one step at a time, for inputs that depend on earlier outputs (acting):
@@ -218,24 +260,12 @@ class FeedbackRun(StepwiseRun):
                     else:  # recomputed with the current weights
                         self._write(g, memory[:, :span], 0)
         if self.compiled:  # the weights as the C++ step's structs, the tape in C++
-            self.compiled_layers, self.compiled_groups = self._compiled_weights()
+            self.compiled_layers, self.compiled_groups = core.compiled_weights(self.compiled, self.master, self.layers, self.groups)
             self.tape = self.compiled.Tape() if self.recording else None
         self.inputs: list[torch.Tensor] = []  # what step() was given, for outputs()
         self.tops: list[torch.Tensor] = []  # (B, D) the top layer's output per step, before the final norm
         self.tapes: list[StepTape] = []
         self.zero, self.neg_inf = like.new_zeros(()), like.new_full((), masked_score(self.dtype))
-
-    def _compiled_weights(self) -> tuple[list, list]:
-        """The layers' and the groups' weights as the compiled step takes them: its LayerWeights and
-        GroupWeights, built by keyword from step.py's, detached. Kept beside call_weights' cache
-        for the acting calls that reuse its weights (the same objects while the weights_version holds)."""
-        kept = self.core.__dict__.get("_compiled_weights")
-        if kept is not None and kept[0] is self.master:
-            return kept[1]
-        built = ([self.compiled.LayerWeights(**detached(w)) for w in self.layers], [self.compiled.GroupWeights(**detached(w)) for w in self.groups])
-        if not self.recording and self.layers is self.master[1]:  # call_weights' cached weights, used as they are
-            self.core.__dict__["_compiled_weights"] = (self.master, built)
-        return built
 
     def _compiled_masks(self) -> dict:
         """Dropout's bool masks as the compiled step takes them: per layer, attention's and the ReLU's (none without dropout)."""
@@ -284,6 +314,16 @@ class FeedbackRun(StepwiseRun):
         self.check_step()
         if self.recording:
             self.inputs.append(x)
+        if self.compiled:  # embedding, step and final norm in one call of the compiled step
+            core, pre_norm = self.core, self.core.config.pre_norm  # (post-norm has no final norm)
+            y, tops = self.compiled.run_steps(
+                x=x[None], first=first[None], embed_w=core.embed.weight.detach(), embed_b=core.embed.bias.detach(),
+                norm_out_w=core.norm_out.weight.detach() if pre_norm else None, norm_out_b=core.norm_out.bias.detach() if pre_norm else None,
+                **self._compiled_arguments(),
+            )
+            self.tops.append(tops[0])
+            self.t += 1
+            return y[0]
         with torch.no_grad():
             return self.core.norm_out(self.advance(self.core.embed(x), first))
 
@@ -305,15 +345,20 @@ class FeedbackRun(StepwiseRun):
 
     def _compiled_steps(self, embedded: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
         """Steps from embeddings (n, B, D) and first (n, B) in C++ -> their tops (n, B, D)."""
-        c, steps = self.core.config, first.shape[0]
-        tops = self.compiled.forward_steps(
-            embedded=embedded.detach(), first=first, episode_start=self.episode_start, t0=self.t, start=self.start, mix=self.mix.detach(),
-            layer_weights=self.compiled_layers, group_weights=self.compiled_groups, memory=self.memory, keys=self.group_keys,
-            values=self.group_values, **self._compiled_masks(), keep_scale=1.0 / (1.0 - c.dropout), pre_norm=c.pre_norm, tape=self.tape,
-        )
+        tops = self.compiled.forward_steps(embedded=embedded.detach(), first=first, **self._compiled_arguments())
         self.tops.extend(tops.unbind(0))
-        self.t += steps
+        self.t += first.shape[0]
         return tops
+
+    def _compiled_arguments(self) -> dict:
+        """What every call of the compiled step's forward takes from the run: where its steps
+        begin, its weights and buffers, dropout's masks, its tape."""
+        c = self.core.config
+        return dict(
+            episode_start=self.episode_start, t0=self.t, start=self.start, mix=self.mix.detach(), layer_weights=self.compiled_layers,
+            group_weights=self.compiled_groups, memory=self.memory, keys=self.group_keys, values=self.group_values,
+            **self._compiled_masks(), keep_scale=1.0 / (1.0 - c.dropout), pre_norm=c.pre_norm, tape=self.tape,
+        )
 
     def _advance(self, embedded: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
         if self.compiled:

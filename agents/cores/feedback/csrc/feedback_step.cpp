@@ -11,10 +11,12 @@
 // Letters: B envs, D model width, H heads, E head width, S span, F feed-forward width, L
 // layers, G key/value groups, T steps of the call.
 
+#include <ATen/record_function.h>
 #include <torch/extension.h>
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -72,7 +74,7 @@ T from_fields(const char* type, const Fields<T>& fields, const py::kwargs& given
 
 template <class T>
 void bind_fields(py::module_& m, const char* type, const Fields<T>& fields, const char* doc) {
-  py::class_<T> bound(m, type, doc);
+  py::class_<T> bound(m, type, doc, py::module_local());
   bound.def(py::init([type, &fields](const py::kwargs& given) { return from_fields<T>(type, fields, given); }));
   for (const auto& [name, member] : fields) bound.def_readwrite(name, member);
 }
@@ -140,138 +142,197 @@ void linear_grads(const Tensor& grad, const Tensor& x, const Tensor& acc_w, cons
   acc_b.add_(grad.sum(0));
 }
 
-// The attention of one step, all envs and heads, as one loop (the ATen path's position scores,
-// mask bias, key scores, softmax, "seen", dropout and value product: seven operations): q (B, D)
-// the scaled query; k_t (B, H, E, S) the window's keys, transposed; v (B, H, S, E) its values;
-// positions_t (E, S); slot s is visible where t + s >= episode_start[b] (buffer indices counted as
-// the run does); mask (B, H, S) bool or undefined, kept entries scaled by `keep` -> p (B, H, S)
-// the attention weights (0 where not visible; all 0 where nothing is), pd (p after dropout, p
-// itself without), c (B, D) the context.
+// The attention's loops are built for three instruction sets and the best the CPU has is chosen
+// when the module loads (GCC's target_clones: x86-64-v4 is AVX-512, v3 AVX2 with FMA): the
+// build's own flags stay portable (a cache shared between machines never runs an instruction a
+// CPU lacks), yet the loops run as wide as the machine allows, as ATen's own kernels do. With
+// FMA a product and a sum round once, not twice: results differ from the Python step's in the
+// last bits, as they do between CPUs.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define WIDEST_VECTORS __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define WIDEST_VECTORS
+#endif
+
+// Where one env's and head's rows lie: q, c, dq, dc at b * width + h * head_width; p, pd and ds
+// at (b * heads + h) * span; the windows (keys transposed (E, S), values (S, E), their gradients
+// both transposed (E, S)) and the dropout mask at their own strides.
+struct Window {
+  int64_t batch, heads, span, head_width;
+  int64_t k0, k1, k2;  // k_t's strides: env, head, element (slots contiguous)
+  int64_t v0, v1, v2;  // v's: env, head, slot (elements contiguous)
+  int64_t m0, m1, m2;  // the dropout mask's: env, head, slot
+  int64_t g0, g1, g2;  // the key and value gradients' (keys' layout): env, head, element
+};
+
+// Scores q . (key + position) of every env's and head's visible slots, -inf before them;
+// lo[b] the first visible slot of env b.
+template <class scalar_t>
+WIDEST_VECTORS void attend_scores(const Window& w, const scalar_t* qs, const scalar_t* ks, const scalar_t* pos, const int64_t* lo_of,
+                                  scalar_t* ss) {
+  const int64_t span = w.span, width = w.heads * w.head_width;
+  for (int64_t b = 0; b < w.batch; ++b) {
+    const int64_t lo = lo_of[b];
+    for (int64_t h = 0; h < w.heads; ++h) {
+      const scalar_t* qr = qs + b * width + h * w.head_width;
+      const scalar_t* kr = ks + b * w.k0 + h * w.k1;
+      scalar_t* sr = ss + (b * w.heads + h) * span;
+      for (int64_t s = 0; s < lo; ++s) sr[s] = -std::numeric_limits<scalar_t>::infinity();
+      for (int64_t s = lo; s < span; ++s) sr[s] = 0;
+      for (int64_t e = 0; e < w.head_width; ++e) {
+        const scalar_t qe = qr[e];
+        const scalar_t *ke = kr + e * w.k2, *pe = pos + e * span;
+#pragma omp simd
+        for (int64_t s = lo; s < span; ++s) sr[s] += qe * (ke[s] + pe[s]);
+      }
+    }
+  }
+}
+
+// The weights after dropout (pd, where a mask is given) and the context c = pd . values; the
+// rows of envs that see nothing are zeroed (softmax of all -inf is NaN) and read nothing.
+template <class scalar_t>
+WIDEST_VECTORS void attend_values(const Window& w, const scalar_t* vs, const int64_t* lo_of, const bool* ms, scalar_t kept, scalar_t* ps,
+                                  scalar_t* pds, scalar_t* cs) {
+  const int64_t span = w.span, width = w.heads * w.head_width;
+  for (int64_t b = 0; b < w.batch; ++b) {
+    const int64_t lo = lo_of[b];
+    for (int64_t h = 0; h < w.heads; ++h) {
+      const int64_t row = (b * w.heads + h) * span;
+      scalar_t* pr = ps + row;
+      if (lo == span) {  // nothing seen: the attention reads nothing
+        std::fill(pr, pr + span, scalar_t(0));
+        if (ms) std::fill(pds + row, pds + row + span, scalar_t(0));
+        continue;
+      }
+      scalar_t* pdr = pr;
+      if (ms) {
+        pdr = pds + row;
+        const bool* mr = ms + b * w.m0 + h * w.m1;
+        for (int64_t s = 0; s < span; ++s) pdr[s] = mr[s * w.m2] ? pr[s] * kept : scalar_t(0);
+      }
+      const scalar_t* vr = vs + b * w.v0 + h * w.v1;
+      scalar_t* cr = cs + b * width + h * w.head_width;
+      for (int64_t s = lo; s < span; ++s) {
+        const scalar_t weight = pdr[s];
+        const scalar_t* vrow = vr + s * w.v2;
+#pragma omp simd
+        for (int64_t e = 0; e < w.head_width; ++e) cr[e] += weight * vrow[e];
+      }
+    }
+  }
+}
+
+// attend backwards for every env and head: dq and ds (the scores' gradient, through the softmax
+// and dropout) written; the window's value and key gradients (gk, gv: keys' layout) added into.
+template <class scalar_t>
+WIDEST_VECTORS void attend_grads(const Window& w, const scalar_t* dcs, const scalar_t* ps, const scalar_t* pds, const scalar_t* qs,
+                                 const scalar_t* ks, const scalar_t* vs, const scalar_t* pos, const bool* ms, scalar_t kept, scalar_t* dqs,
+                                 scalar_t* dss, scalar_t* gks, scalar_t* gvs, scalar_t* dp) {
+  const int64_t span = w.span, width = w.heads * w.head_width;
+  for (int64_t b = 0; b < w.batch; ++b) {
+    for (int64_t h = 0; h < w.heads; ++h) {
+      const int64_t row = (b * w.heads + h) * span;
+      const scalar_t *pr = ps + row, *pdr = pds + row;
+      const scalar_t *dcr = dcs + b * width + h * w.head_width, *qr = qs + b * width + h * w.head_width;
+      const scalar_t* vr = vs + b * w.v0 + h * w.v1;
+      const scalar_t* kr = ks + b * w.k0 + h * w.k1;
+      scalar_t* gvr = gvs + b * w.g0 + h * w.g1;
+      scalar_t* gkr = gks + b * w.g0 + h * w.g1;
+      for (int64_t s = 0; s < span; ++s) {  // at the weights after dropout: dc . v_s
+        const scalar_t* vrow = vr + s * w.v2;
+        scalar_t acc = 0;
+#pragma omp simd reduction(+ : acc)
+        for (int64_t e = 0; e < w.head_width; ++e) acc += dcr[e] * vrow[e];
+        dp[s] = acc;
+      }
+      for (int64_t e = 0; e < w.head_width; ++e) {  // at the values: dc_e pd_s
+        scalar_t* g = gvr + e * w.g2;
+        const scalar_t de = dcr[e];
+#pragma omp simd
+        for (int64_t s = 0; s < span; ++s) g[s] += de * pdr[s];
+      }
+      if (ms) {
+        const bool* mr = ms + b * w.m0 + h * w.m1;
+        for (int64_t s = 0; s < span; ++s) dp[s] = mr[s * w.m2] ? dp[s] * kept : scalar_t(0);
+      }
+      scalar_t dot = 0;  // softmax backwards (p is 0 where not visible, and everywhere where nothing is)
+#pragma omp simd reduction(+ : dot)
+      for (int64_t s = 0; s < span; ++s) dot += dp[s] * pr[s];
+      scalar_t* dsr = dss + row;
+#pragma omp simd
+      for (int64_t s = 0; s < span; ++s) dsr[s] = pr[s] * (dp[s] - dot);
+      scalar_t* dqr = dqs + b * width + h * w.head_width;
+      for (int64_t e = 0; e < w.head_width; ++e) {  // at the keys (q_e ds_s) and the query (ds . (k + position))
+        scalar_t* g = gkr + e * w.g2;
+        const scalar_t *ke = kr + e * w.k2, *pe = pos + e * span;
+        const scalar_t qe = qr[e];
+        scalar_t acc = 0;
+#pragma omp simd reduction(+ : acc)
+        for (int64_t s = 0; s < span; ++s) {
+          g[s] += qe * dsr[s];
+          acc += dsr[s] * (ke[s] + pe[s]);
+        }
+        dqr[e] = acc;
+      }
+    }
+  }
+}
+
+// The window of k_t, v, the mask (or undefined) and the gradients' grad_k_t (or undefined).
+Window window_of(const Tensor& k_t, const Tensor& v, const Tensor& mask, const Tensor& grad_k_t = Tensor()) {
+  const auto stride = [](const Tensor& t, int64_t d) { return t.defined() ? t.stride(d) : 0; };
+  return {v.size(0), v.size(1), v.size(2), v.size(3), k_t.stride(0), k_t.stride(1), k_t.stride(2), v.stride(0), v.stride(1), v.stride(2),
+          stride(mask, 0), stride(mask, 1), stride(mask, 2), stride(grad_k_t, 0), stride(grad_k_t, 1), stride(grad_k_t, 2)};
+}
+
+// The attention of one step, all envs and heads (the ATen path's position scores, mask bias, key
+// scores, softmax, "seen", dropout and value product: seven operations): q (B, D) the scaled
+// query; k_t (B, H, E, S) the window's keys, transposed; v (B, H, S, E) its values; positions_t
+// (E, S); slot s is visible where t + s >= episode_start[b] (buffer indices counted as the run
+// does); mask (B, H, S) bool or undefined, kept entries scaled by `keep` -> p (B, H, S) the
+// attention weights (0 where not visible; all 0 where nothing is), pd (p after dropout, p itself
+// without), c (B, D) the context.
 std::tuple<Tensor, Tensor, Tensor> attend(const Tensor& q, const Tensor& k_t, const Tensor& v, const Tensor& positions_t,
                                           const Tensor& episode_start, int64_t t, const Tensor& mask, double keep) {
-  const int64_t batch = v.size(0), heads = v.size(1), span = v.size(2), head_width = v.size(3), width = heads * head_width;
-  Tensor scores = at::empty({batch, heads, span}, q.options()), c = at::zeros({batch, width}, q.options());
-  TORCH_CHECK(q.is_contiguous() && k_t.stride(3) == 1 && v.stride(3) == 1, "attend: unexpected layouts");
+  RECORD_FUNCTION("feedback::attend", std::vector<c10::IValue>());  // named in torch.profiler (benchmarks/feedback_compiled.py --profile)
+  const Window w = window_of(k_t, v, mask);
+  TORCH_CHECK(q.is_contiguous() && k_t.stride(3) == 1 && v.stride(3) == 1 && positions_t.is_contiguous(), "attend: unexpected layouts");
+  Tensor scores = at::empty({w.batch, w.heads, w.span}, q.options()), c = at::zeros({w.batch, w.heads * w.head_width}, q.options());
+  std::vector<int64_t> lo(w.batch);  // each env's first visible slot
   const int64_t* start = episode_start.data_ptr<int64_t>();
-  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attend_scores", [&] {  // q . (key + position), -inf where not visible
-    const scalar_t *qs = q.data_ptr<scalar_t>(), *ks = k_t.data_ptr<scalar_t>(), *pos = positions_t.data_ptr<scalar_t>();
-    scalar_t* ss = scores.data_ptr<scalar_t>();
-    for (int64_t b = 0; b < batch; ++b) {
-      const int64_t lo = std::min(span, std::max<int64_t>(0, start[b] - t));  // the first visible slot
-      for (int64_t h = 0; h < heads; ++h) {
-        const scalar_t* qr = qs + b * width + h * head_width;
-        const scalar_t* kr = ks + b * k_t.stride(0) + h * k_t.stride(1);
-        scalar_t* sr = ss + (b * heads + h) * span;
-        for (int64_t s = 0; s < lo; ++s) sr[s] = -std::numeric_limits<scalar_t>::infinity();
-        for (int64_t s = lo; s < span; ++s) sr[s] = 0;
-        for (int64_t e = 0; e < head_width; ++e) {
-          const scalar_t qe = qr[e];
-          const scalar_t *ke = kr + e * k_t.stride(2), *pe = pos + e * span;
-_Pragma("omp simd")
-          for (int64_t s = lo; s < span; ++s) sr[s] += qe * (ke[s] + pe[s]);
-        }
-      }
-    }
+  for (int64_t b = 0; b < w.batch; ++b) lo[b] = std::min(w.span, std::max<int64_t>(0, start[b] - t));
+  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attend_scores", [&] {
+    attend_scores<scalar_t>(w, q.data_ptr<scalar_t>(), k_t.data_ptr<scalar_t>(), positions_t.data_ptr<scalar_t>(), lo.data(),
+                            scores.data_ptr<scalar_t>());
   });
-  Tensor p = at::_softmax(scores, -1, false);  // (B, H, S); rows that see nothing are NaN until zeroed below
+  Tensor p = at::_softmax(scores, -1, false);  // (B, H, S); rows that see nothing are NaN until zeroed
   Tensor pd = mask.defined() ? at::empty_like(p) : p;
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attend_values", [&] {
-    const scalar_t* vs = v.data_ptr<scalar_t>();
-    const bool* ms = mask.defined() ? mask.data_ptr<bool>() : nullptr;
-    scalar_t *ps = p.data_ptr<scalar_t>(), *pds = pd.data_ptr<scalar_t>(), *cs = c.data_ptr<scalar_t>();
-    const scalar_t kept = static_cast<scalar_t>(keep);
-    for (int64_t b = 0; b < batch; ++b) {
-      const int64_t lo = std::min(span, std::max<int64_t>(0, start[b] - t));  // the first visible slot
-      const bool seen = lo < span;
-      for (int64_t h = 0; h < heads; ++h) {
-        const scalar_t* vr = vs + b * v.stride(0) + h * v.stride(1);
-        scalar_t* pr = ps + (b * heads + h) * span;
-        if (!seen) {  // nothing seen: the attention reads nothing
-          std::fill(pr, pr + span, scalar_t(0));
-          if (ms) std::fill(pds + (b * heads + h) * span, pds + (b * heads + h + 1) * span, scalar_t(0));
-          continue;
-        }
-        scalar_t* pdr = pr;
-        if (ms) {
-          pdr = pds + (b * heads + h) * span;
-          const bool* mr = ms + b * mask.stride(0) + h * mask.stride(1);
-          for (int64_t s = 0; s < span; ++s) pdr[s] = mr[s * mask.stride(2)] ? pr[s] * kept : scalar_t(0);
-        }
-        scalar_t* cr = cs + b * width + h * head_width;
-        for (int64_t s = lo; s < span; ++s) {
-          const scalar_t w = pdr[s];
-          const scalar_t* vrow = vr + s * v.stride(2);
-_Pragma("omp simd")
-          for (int64_t e = 0; e < head_width; ++e) cr[e] += w * vrow[e];
-        }
-      }
-    }
+    attend_values<scalar_t>(w, v.data_ptr<scalar_t>(), lo.data(), mask.defined() ? mask.data_ptr<bool>() : nullptr,
+                            static_cast<scalar_t>(keep), p.data_ptr<scalar_t>(), pd.data_ptr<scalar_t>(), c.data_ptr<scalar_t>());
   });
   return {p, pd, c};
 }
 
-
-// attend backwards, as one loop: dc (B, D) at the context; p, pd from the forward; q, k_t, v,
-// positions, mask, keep as attend's -> dq (B, D) at the query and ds (B, H, S) at the scores;
-// the window's value and key gradients added into grad_v_t and grad_k_t (B, H, E, S).
+// attend backwards: dc (B, D) at the context; p, pd from the forward; q, k_t, v, positions, mask,
+// keep as attend's -> dq (B, D) at the query and ds (B, H, S) at the scores; the window's value
+// and key gradients added into grad_v_t and grad_k_t (B, H, E, S).
 std::tuple<Tensor, Tensor> attend_backward(const Tensor& dc, const Tensor& p, const Tensor& pd, const Tensor& q, const Tensor& k_t,
                                            const Tensor& v, const Tensor& positions_t, const Tensor& mask, double keep,
                                            const Tensor& grad_k_t, const Tensor& grad_v_t) {
-  const int64_t batch = v.size(0), heads = v.size(1), span = v.size(2), head_width = v.size(3), width = heads * head_width;
-  Tensor dq = at::zeros_like(q), ds = at::zeros_like(p);
-  TORCH_CHECK(grad_k_t.stride(3) == 1 && grad_v_t.stride(3) == 1 && dc.is_contiguous(), "attend_backward: unexpected layouts");
+  RECORD_FUNCTION("feedback::attend_backward", std::vector<c10::IValue>());
+  const Window w = window_of(k_t, v, mask, grad_k_t);
+  TORCH_CHECK(grad_k_t.strides() == grad_v_t.strides() && grad_k_t.stride(3) == 1 && dc.is_contiguous() && p.is_contiguous() &&
+                  pd.is_contiguous() && q.is_contiguous() && k_t.stride(3) == 1 && v.stride(3) == 1,
+              "attend_backward: unexpected layouts");
+  Tensor dq = at::empty_like(q), ds = at::empty_like(p);
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attend_backward", [&] {
-    const scalar_t *qs = q.data_ptr<scalar_t>(), *ks = k_t.data_ptr<scalar_t>(), *vs = v.data_ptr<scalar_t>(), *pos = positions_t.data_ptr<scalar_t>();
-    const scalar_t *dcs = dc.data_ptr<scalar_t>(), *ps = p.data_ptr<scalar_t>(), *pds = pd.data_ptr<scalar_t>();
-    const bool* ms = mask.defined() ? mask.data_ptr<bool>() : nullptr;
-    scalar_t *dqs = dq.data_ptr<scalar_t>(), *dss = ds.data_ptr<scalar_t>(), *gks = grad_k_t.data_ptr<scalar_t>(), *gvs = grad_v_t.data_ptr<scalar_t>();
-    const scalar_t kept = static_cast<scalar_t>(keep);
-    std::vector<scalar_t> dp(span);
-    for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t h = 0; h < heads; ++h) {
-        const int64_t row = b * heads + h;
-        const scalar_t *pr = ps + row * span, *pdr = pds + row * span;
-        const scalar_t *dcr = dcs + b * width + h * head_width, *qr = qs + b * width + h * head_width;
-        const scalar_t* vr = vs + b * v.stride(0) + h * v.stride(1);
-        const scalar_t* kr = ks + b * k_t.stride(0) + h * k_t.stride(1);
-        scalar_t* gvr = gvs + b * grad_v_t.stride(0) + h * grad_v_t.stride(1);
-        scalar_t* gkr = gks + b * grad_k_t.stride(0) + h * grad_k_t.stride(1);
-        for (int64_t s = 0; s < span; ++s) {  // at the weights after dropout: dc . v_s
-          const scalar_t* vrow = vr + s * v.stride(2);
-          scalar_t acc = 0;
-_Pragma("omp simd reduction(+ : acc)")
-          for (int64_t e = 0; e < head_width; ++e) acc += dcr[e] * vrow[e];
-          dp[s] = acc;
-        }
-        for (int64_t e = 0; e < head_width; ++e) {  // at the values: dc_e pd_s
-          scalar_t* g = gvr + e * grad_v_t.stride(2);
-_Pragma("omp simd")
-          for (int64_t s = 0; s < span; ++s) g[s] += dcr[e] * pdr[s];
-        }
-        if (ms) {
-          const bool* mr = ms + b * mask.stride(0) + h * mask.stride(1);
-          for (int64_t s = 0; s < span; ++s) dp[s] = mr[s * mask.stride(2)] ? dp[s] * kept : scalar_t(0);
-        }
-        scalar_t dot = 0;  // softmax backwards (p is 0 where not visible, and everywhere where nothing is)
-_Pragma("omp simd reduction(+ : dot)")
-        for (int64_t s = 0; s < span; ++s) dot += dp[s] * pr[s];
-        scalar_t* dsr = dss + row * span;
-        for (int64_t s = 0; s < span; ++s) dsr[s] = pr[s] * (dp[s] - dot);
-        scalar_t* dqr = dqs + b * width + h * head_width;
-        for (int64_t e = 0; e < head_width; ++e) {  // at the keys (q_e ds_s) and the query (ds . (k + position))
-          scalar_t* g = gkr + e * grad_k_t.stride(2);
-          const scalar_t *ke = kr + e * k_t.stride(2), *pe = pos + e * span;
-          const scalar_t qe = qr[e];
-          scalar_t acc = 0;
-_Pragma("omp simd reduction(+ : acc)")
-          for (int64_t s = 0; s < span; ++s) {
-            g[s] += qe * dsr[s];
-            acc += dsr[s] * (ke[s] + pe[s]);
-          }
-          dqr[e] = acc;
-        }
-      }
-    }
+    std::vector<scalar_t> dp(w.span);  // one row's gradient at the weights after dropout
+    attend_grads<scalar_t>(w, dc.data_ptr<scalar_t>(), p.data_ptr<scalar_t>(), pd.data_ptr<scalar_t>(), q.data_ptr<scalar_t>(),
+                           k_t.data_ptr<scalar_t>(), v.data_ptr<scalar_t>(), positions_t.data_ptr<scalar_t>(),
+                           mask.defined() ? mask.data_ptr<bool>() : nullptr, static_cast<scalar_t>(keep), dq.data_ptr<scalar_t>(),
+                           ds.data_ptr<scalar_t>(), grad_k_t.data_ptr<scalar_t>(), grad_v_t.data_ptr<scalar_t>(), dp.data());
   });
   return {dq, ds};
 }
@@ -403,6 +464,48 @@ Tensor forward_steps(const Tensor& embedded, const Tensor& first, const Tensor& 
   return tops;
 }
 
+// Steps [t0, t0 + n) of a run from their inputs, as FeedbackRun.step takes them: the embedding
+// of x (n, B, input), forward_steps (its other arguments), then the final norm (norm_out_w,
+// norm_out_b; None without one: post-norm) -> the outputs (n, B, D) and the tops (n, B, D).
+std::tuple<Tensor, Tensor> run_steps(const Tensor& x, const Tensor& first, const Tensor& episode_start, int64_t t0, int64_t start,
+                                     const Tensor& embed_w, const Tensor& embed_b, const std::optional<Tensor>& norm_out_w,
+                                     const std::optional<Tensor>& norm_out_b, const Tensor& mix, const std::vector<LayerWeights>& layer_weights,
+                                     const std::vector<GroupWeights>& group_weights, const Tensor& memory, const TensorList& keys,
+                                     const TensorList& values, const TensorList& attention_masks, const TensorList& relu_masks,
+                                     double keep_scale, bool pre_norm, Tape* tape) {
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  at::NoGradGuard no_grad;
+  Tensor tops = forward_steps(at::linear(x, embed_w, embed_b), first, episode_start, t0, start, mix, layer_weights, group_weights, memory,
+                              keys, values, attention_masks, relu_masks, keep_scale, pre_norm, tape);
+  return {norm_out_w ? std::get<0>(layer_norm(tops, *norm_out_w, *norm_out_b)) : tops, tops};
+}
+
+// An acting call (no gradients, no dropout) whole, as FeedbackCore._act takes it: run_steps from
+// a state, extending its buffers in place. x (T, B, input), first (T, B) bool; valid (B, S) bool,
+// the state's; end: the buffer slot after its last; memory (B, capacity, D), keys (B, H, G, E,
+// capacity) and values (B, H, G, capacity, E) the state's buffers, written at slots [end, end +
+// T) -> the outputs (T, B, D) and the new state's valid (B, S).
+std::tuple<Tensor, Tensor> act_steps(const Tensor& x, const Tensor& first, const Tensor& valid, int64_t end, const Tensor& embed_w,
+                                     const Tensor& embed_b, const std::optional<Tensor>& norm_out_w, const std::optional<Tensor>& norm_out_b,
+                                     const Tensor& mix, const std::vector<LayerWeights>& layer_weights,
+                                     const std::vector<GroupWeights>& group_weights, const Tensor& memory, const Tensor& keys,
+                                     const Tensor& values, bool pre_norm) {
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  at::NoGradGuard no_grad;
+  const int64_t steps = x.size(0), span = valid.size(1);
+  TORCH_CHECK(end + steps <= memory.size(1), "act_steps: ", steps, " steps from slot ", end, " overrun the buffers' ", memory.size(1));
+  Tensor episode_start = span - valid.sum(1);  // (B,) long: FeedbackRun's, counting the window's first slot as 0
+  TensorList group_keys, group_values;
+  for (int64_t g = 0; g < keys.size(2); ++g) {
+    group_keys.push_back(keys.select(2, g));
+    group_values.push_back(values.select(2, g));
+  }
+  Tensor y = std::get<0>(run_steps(x, first, episode_start, 0, end, embed_w, embed_b, norm_out_w, norm_out_b, mix, layer_weights,
+                                   group_weights, memory, group_keys, group_values, {}, {}, 1.0, pre_norm, nullptr));
+  Tensor index = at::arange(steps, steps + span, episode_start.options());  // the new window's slots, counted as episode_start
+  return {y, index.unsqueeze(0) >= episode_start.unsqueeze(1)};
+}
+
 // The steps of a recorded run in reverse (FeedbackRun._backward's loop): grad_y (T, B, D) at the
 // tops -> the gradients at the embedded inputs (T, B, D) and at softmax(w) per step (T, L + 1);
 // the weights' gradients are added into acc_layers (shaped like layer_weights), every slot's key
@@ -451,13 +554,22 @@ std::tuple<Tensor, Tensor> backward_steps(const Tensor& grad_y, const Tensor& to
 
 // Every argument by keyword (py::kw_only): a call names what it passes.
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  py::class_<Tape>(m, "Tape").def(py::init<>());
+  py::class_<Tape>(m, "Tape", py::module_local()).def(py::init<>());
   bind_fields(m, "LayerWeights", LAYER_WEIGHTS, "One layer's weights, by keyword: step.LayerWeights' fields (None for an absent one).");
   bind_fields(m, "GroupWeights", GROUP_WEIGHTS, "A key/value projection's weights, by keyword: step.GroupWeights' fields.");
   m.def("forward_steps", &forward_steps, "steps of a Feedback run", py::kw_only(), py::arg("embedded"), py::arg("first"),
         py::arg("episode_start"), py::arg("t0"), py::arg("start"), py::arg("mix"), py::arg("layer_weights"), py::arg("group_weights"),
         py::arg("memory"), py::arg("keys"), py::arg("values"), py::arg("attention_masks"), py::arg("relu_masks"), py::arg("keep_scale"),
         py::arg("pre_norm"), py::arg("tape").none(true));
+  m.def("run_steps", &run_steps, "steps of a Feedback run from their inputs: embedding, steps, final norm", py::kw_only(), py::arg("x"),
+        py::arg("first"), py::arg("episode_start"), py::arg("t0"), py::arg("start"), py::arg("embed_w"), py::arg("embed_b"),
+        py::arg("norm_out_w").none(true), py::arg("norm_out_b").none(true), py::arg("mix"), py::arg("layer_weights"),
+        py::arg("group_weights"), py::arg("memory"), py::arg("keys"), py::arg("values"), py::arg("attention_masks"),
+        py::arg("relu_masks"), py::arg("keep_scale"), py::arg("pre_norm"), py::arg("tape").none(true));
+  m.def("act_steps", &act_steps, "an acting call whole: embedding, steps, final norm", py::kw_only(), py::arg("x"), py::arg("first"),
+        py::arg("valid"), py::arg("end"), py::arg("embed_w"), py::arg("embed_b"), py::arg("norm_out_w").none(true),
+        py::arg("norm_out_b").none(true), py::arg("mix"), py::arg("layer_weights"), py::arg("group_weights"), py::arg("memory"),
+        py::arg("keys"), py::arg("values"), py::arg("pre_norm"));
   m.def("backward_steps", &backward_steps, "a recorded Feedback run's steps in reverse", py::kw_only(), py::arg("grad_y"),
         py::arg("tops"), py::arg("tape"), py::arg("mix"), py::arg("layer_weights"), py::arg("group_weights"), py::arg("keys"),
         py::arg("values"), py::arg("grad_kv"), py::arg("attention_masks"), py::arg("relu_masks"), py::arg("keep_scale"),
