@@ -43,6 +43,7 @@ from agents.config.config_cli import run_core_options
 from agents.runtime import distributed
 from agents.runtime.checkpoint import CheckpointError, checkpoint_path, load_checkpoint, run_checkpoint, save_checkpoint
 from agents.runtime.device import resolve_device
+from agents.runtime.freed_memory import keep_freed_memory
 from agents.runtime.finite_watch import FiniteWatch, NonFiniteError, total_norm
 from durable.interrupt import StopOnInterrupt
 from agents.runtime.precision import autocast
@@ -78,6 +79,7 @@ class Run:
         self.device = distributed.device_for(resolve_device(config.device), self.world)
         if config.threads:
             torch.set_num_threads(config.threads)
+        keep_freed_memory()  # no page faults on the memory each update frees and takes again
         seed_everything(config.seed)
         self.task = make_task(config.task, config)
         splits = make_splits(self.task, {"train": config.n_train, "valid": config.n_valid, "test": config.n_test}, config.seed)

@@ -50,6 +50,7 @@ from agents.runtime.actors import ActorError, make_env_pool
 from agents.runtime.checkpoint import (CheckpointError, arrays_to_tensors, checkpoint_path, load_checkpoint, run_checkpoint, save_checkpoint,
                                tensors_to_arrays)
 from agents.runtime.device import resolve_device
+from agents.runtime.freed_memory import keep_freed_memory
 from agents.runtime.finite_watch import FiniteWatch, NonFiniteError, total_norm
 from durable.interrupt import StopOnInterrupt
 from agents.model.policy import Policy
@@ -107,6 +108,7 @@ class Trainer:
         self.device = distributed.device_for(resolve_device(config.device), self.world)
         if config.threads:
             torch.set_num_threads(config.threads)
+        keep_freed_memory()  # no page faults on the memory each update frees and takes again
         seed_everything(config.seed)  # alike on every rank: the same initial weights and sampling noise
         self.first_env, last_env = self.world.share(config.num_envs, "num_envs")
         self.own_envs = range(self.first_env, last_env)  # indices into the whole batch
