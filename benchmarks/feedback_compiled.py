@@ -106,13 +106,17 @@ def main(argv=None) -> None:
               f"feedback compiled / lstm {median['compiled', mode] / median['lstm', mode]:.2f}; "
               f"feedback fused / lstm {median['fused', mode] / median['lstm', mode]:.2f}")
     if args.profile:
+        attention = {}
         for name in ("compiled", "lstm"):
-            profile_learning(name, lambda: learn(cores[name], states[name]))
+            attention[name] = profile_learning(name, lambda: learn(cores[name], states[name]))
+        attention_roofline(attention["compiled"])
         split_acting(cores["compiled"], states["compiled"], x[:1], first[:1])
 
 
-def profile_learning(name: str, learn) -> None:
-    """The ATen operations of `learn` (one learning call of LEARN_STEPS steps) by self time per step."""
+def profile_learning(name: str, learn) -> float:
+    """The ATen operations of `learn` (one learning call of LEARN_STEPS steps) by self time per
+    step, and the compiled step's attention loops (feedback::attend, feedback::attend_backward,
+    named in the profile by the C++); returns those loops' seconds a step."""
     from torch.profiler import ProfilerActivity, profile
 
     calls = 5
@@ -125,24 +129,52 @@ def profile_learning(name: str, learn) -> None:
     inside = sum(per_step(e.self_cpu_time_total) for e in ops)
     print(f"{name}: {1e3 * wall:.2f} ms a step; under the profiler, ATen operations {1e3 * inside:.2f} ms ({inside / wall:.0%}), "
           f"outside them {1e3 * (wall - inside):.2f} ms ({1 - inside / wall:.0%})")
-    for e in ops[:8]:
+    loops = [e for e in prof.key_averages() if e.key.startswith("feedback::")]
+    for e in ops[:8] + loops:
         print(f"  {e.key:34s} {1e6 * per_step(e.self_cpu_time_total):6.0f} us a step, {e.count / calls / LEARN_STEPS:5.1f} calls a step")
+    return sum(per_step(e.self_cpu_time_total) for e in loops)
+
+
+def attention_roofline(measured: float) -> None:
+    """The attention loops' time a learning step (`measured`, from the profile) against the bytes
+    they move over the bandwidth this core gets from its cache for data of their size.
+
+    Each layer's step reads its key and value windows (B H S E each) forward; backward it reads
+    them again and reads and writes their gradients (four more): 8 B H S E floats, plus the
+    weights' rows (B H S) written and read five times. The bandwidth is ATen's vectorised
+    `c += a` over three buffers of the size of a layer's windows and gradients (read two, write
+    one), which stay in the last-level cache as the windows do."""
+    heads, span, layers = FEEDBACK["n_heads"], FEEDBACK["span"], FEEDBACK["n_layers"]
+    width = FEEDBACK["d_model"] // heads
+    floats = layers * (8 * BATCH * heads * span * width + 5 * BATCH * heads * span)
+    moved = 4 * floats  # float32
+    a, c = torch.randn(4 * BATCH * heads * span * width), torch.randn(4 * BATCH * heads * span * width)
+    seconds = per_call(lambda: c.add_(a), 1.0)
+    bandwidth = 3 * 4 * a.numel() / seconds
+    predicted = moved / bandwidth
+    print(f"attention loops: {1e3 * measured:.3f} ms a step measured; {moved / 1e6:.1f} MB a step over {bandwidth / 1e9:.1f} GB/s "
+          f"(c += a, {3 * 4 * a.numel() / 2**20:.0f} MiB) = {1e3 * predicted:.3f} ms: measured / bound {measured / predicted:.2f}")
 
 
 def split_acting(core, state, x, first, calls: int = 640) -> None:
     """Time `calls` acting calls in a row (each from the state the last one left) and, inside
-    them, the compiled forward_steps: the rest is the Python around the C++ steps (the call's
-    setup, embedding and final norm, and the buffers' copy every HEADROOM steps)."""
+    them, the compiled step's own calls (act_steps, the whole call where the state's buffers
+    have room, else forward_steps, inside FeedbackRun): the rest is the Python around them (the
+    call's checks and, on FeedbackRun's path, its setup, embedding and final norm, and the
+    buffers' copy every HEADROOM steps)."""
     compiled, inside = feedback_compiled.extension(), [0.0]
-    forward_steps = compiled.forward_steps
+    originals = {name: getattr(compiled, name) for name in ("act_steps", "forward_steps")}
 
-    def timed_steps(**arguments):  # (the steps take keywords only)
-        began = time.perf_counter()
-        tops = forward_steps(**arguments)
-        inside[0] += time.perf_counter() - began
-        return tops
+    def timed(function):
+        def call(**arguments):  # (the steps take keywords only)
+            began = time.perf_counter()
+            result = function(**arguments)
+            inside[0] += time.perf_counter() - began
+            return result
+        return call
 
-    compiled.forward_steps = timed_steps  # the run looks it up on the module at each call
+    for name, function in originals.items():  # the core looks them up on the module at each call
+        setattr(compiled, name, timed(function))
     try:
         with torch.no_grad():
             began = time.perf_counter()
@@ -150,10 +182,11 @@ def split_acting(core, state, x, first, calls: int = 640) -> None:
                 _, state = core(x, state, first)
             total = (time.perf_counter() - began) / calls
     finally:
-        compiled.forward_steps = forward_steps
+        for name, function in originals.items():
+            setattr(compiled, name, function)
     steps = inside[0] / calls
-    print(f"feedback acting: {1e6 * total:.0f} us a call; the C++ steps {1e6 * steps:.0f} us ({steps / total:.0%}), "
-          f"the Python around them {1e6 * (total - steps):.0f} us ({1 - steps / total:.0%})")
+    print(f"feedback acting: {1e6 * total:.0f} us a call; in C++ {1e6 * steps:.0f} us ({steps / total:.0%}), "
+          f"the Python around it {1e6 * (total - steps):.0f} us ({1 - steps / total:.0%})")
 
 
 if __name__ == "__main__":
