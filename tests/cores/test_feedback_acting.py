@@ -51,7 +51,7 @@ def act(core, steps: list[int], dtype: torch.dtype, change_weights_at: int | Non
             x = torch.randn(n, BATCH, INPUT_DIM, generator=generator, dtype=dtype)
             y, state = core(x, state, torch.rand(n, BATCH, generator=generator) < 0.1)
             window = slice(state.end - SPAN, state.end)
-            seen.append((y, state.memory[:, window], state.keys[..., window], state.values[..., window, :], state.valid, state.end))
+            seen.append((y, state.memory[:, window], state.keys[..., window], state.values[..., window], state.valid, state.end))
     return seen
 
 

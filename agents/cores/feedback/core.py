@@ -56,8 +56,8 @@ class FeedbackState(NamedTuple):
     """Buffers of `capacity` slots; slots [end - S, end) hold the last S steps."""
 
     memory: torch.Tensor  # (B, capacity, D) raw memory vectors
-    keys: torch.Tensor  # (B, H, G, E, capacity) keys of that memory, transposed (the forward's layout) ...
-    values: torch.Tensor  # (B, H, G, capacity, E) ... and values
+    keys: torch.Tensor  # (B, H, G, E, capacity) keys of that memory, transposed (slots along the last dim) ...
+    values: torch.Tensor  # (B, H, G, E, capacity) ... and values, the same way
     valid: torch.Tensor  # (B, S) bool: which of the last S steps belong to the episode running now
     end: int
     version: tuple | None  # ... made by the weights with this weights_version
@@ -127,14 +127,16 @@ class FeedbackCore(FeedbackReference):
         return FeedbackState(memory, keys, values, valid, span, None, AppendLog(span))
 
     def _new_buffers(self, batch: int, capacity: int, like: torch.Tensor, make=torch.empty):
-        """Memory (B, capacity, D), keys (B, H, G, E, capacity) and values (B, H, G, capacity, E)
-        (heads before groups: see TransformerCore._new_buffers), made by `make` (zeros for an
-        initial state, whose slots are read; a run writes every slot before reading it)."""
+        """Memory (B, capacity, D), keys and values (B, H, G, E, capacity) (heads before groups: see
+        TransformerCore._new_buffers), made by `make` (zeros for an initial state, whose slots are
+        read; a run writes every slot before reading it). Keys and values both run along the slots:
+        the compiled step's loops then walk a window's slots contiguously in every product, and the
+        Python backward reads values so without a copy of its own."""
         c = self.config
         options = dict(dtype=like.dtype, device=like.device)
         memory = make(batch, capacity, c.d_model, **options)
         keys = make(batch, c.n_heads, self.groups, c.d_model // c.n_heads, capacity, **options)
-        return memory, keys, make(batch, c.n_heads, self.groups, capacity, c.d_model // c.n_heads, **options)
+        return memory, keys, make(batch, c.n_heads, self.groups, c.d_model // c.n_heads, capacity, **options)
 
     def forward(self, x: torch.Tensor, state: FeedbackState, first: torch.Tensor) -> tuple[torch.Tensor, FeedbackState]:
         """x: (T, B, input_dim), first: (T, B) bool -> y: (T, B, D), the state after step T - 1."""
@@ -246,17 +248,18 @@ class FeedbackRun(StepwiseRun):
             start, log = span, AppendLog(span)
         self.memory, self.keys, self.values, self.start, self.log = memory, keys, values, start, log
         groups = range(core.groups)
-        self.group_keys, self.group_values = [keys[:, :, g] for g in groups], [values[:, :, g] for g in groups]  # (B, H, E, capacity), (B, H, capacity, E)
+        self.group_keys, self.group_values = [keys[:, :, g] for g in groups], [values[:, :, g] for g in groups]  # (B, H, E, capacity) each
         self.compiled = feedback_compiled.extension() if core.step_path(like.device, self.dtype, self.master[0].dtype) == "compiled" else None
         self.rows = self.recording and not self.compiled
-        if self.rows:  # the Python backward reads keys as rows and values transposed (step.py)
-            self.key_rows, self.value_columns = torch.empty_like(values), torch.empty_like(keys)
-            self.group_key_rows, self.group_value_columns = [self.key_rows[:, :, g] for g in groups], [self.value_columns[:, :, g] for g in groups]
+        if self.rows:  # the Python backward reads keys as rows (B, H, capacity, E) (step.py)
+            heads, _, head_width, capacity = keys.shape[1:]
+            self.key_rows = keys.new_empty(batch, heads, core.groups, capacity, head_width)
+            self.group_key_rows = [self.key_rows[:, :, g] for g in groups]
         if not extend:  # the carried window's keys and values
             with torch.no_grad(), self.exact():
                 for g in range(core.groups):
                     if reuse:
-                        keys[:, :, g, :, :span], values[:, :, g, :span] = state.keys[:, :, g, :, window], state.values[:, :, g, window]
+                        keys[:, :, g, :, :span], values[:, :, g, :, :span] = state.keys[:, :, g, :, window], state.values[:, :, g, :, window]
                     else:  # recomputed with the current weights
                         self._write(g, memory[:, :span], 0)
         if self.compiled:  # the weights as the C++ step's structs, the tape in C++
@@ -302,10 +305,9 @@ class FeedbackRun(StepwiseRun):
         with torch.no_grad():
             k, v = self._split(kv)
             self.group_keys[g].narrow(-1, slot, n).copy_(k.transpose(-1, -2))
-            self.group_values[g].narrow(2, slot, n).copy_(v)
+            self.group_values[g].narrow(-1, slot, n).copy_(v.transpose(-1, -2))
             if self.rows:
                 self.group_key_rows[g].narrow(2, slot, n).copy_(k)
-                self.group_value_columns[g].narrow(-1, slot, n).copy_(v.transpose(-1, -2))
         return stats
 
     def step(self, x: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
@@ -373,8 +375,8 @@ class FeedbackRun(StepwiseRun):
         h, m, tapes = embedded, self.mix[0] * embedded, []
         for layer, w in enumerate(self.layers):
             g = 0 if c.shared_kv else layer
-            k_t, v = self.group_keys[g][..., lo : lo + span], self.group_values[g][:, :, lo : lo + span]
-            h, tape = layer_forward(h, k_t, v, bias, seen, w, self._scaled(keep[layer]), c.pre_norm)
+            k_t, v_t = self.group_keys[g][..., lo : lo + span], self.group_values[g][..., lo : lo + span]
+            h, tape = layer_forward(h, k_t, v_t.transpose(-1, -2), bias, seen, w, self._scaled(keep[layer]), c.pre_norm)
             m = torch.addcmul(m, self.mix[layer + 1], h)
             tapes.append(tape)
         slot = self.start + t
@@ -464,7 +466,7 @@ class FeedbackRun(StepwiseRun):
                 g = 0 if c.shared_kv else layer
                 window = slice(t, t + span)
                 dh = layer_backward(
-                    dh, self.group_key_rows[g][:, :, window], self.group_value_columns[g][..., window], grad_kv[g][:, 0, ..., window],
+                    dh, self.group_key_rows[g][:, :, window], self.group_values[g][..., window], grad_kv[g][:, 0, ..., window],
                     grad_kv[g][:, 1, ..., window], tape.seen, self.layers[layer], tape.layers[layer], self._scaled(tape.masks[layer]), c.pre_norm,
                     d_layers[layer],
                 )

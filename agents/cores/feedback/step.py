@@ -130,7 +130,8 @@ def layer_forward(
 ) -> tuple[Tensor, LayerTape]:
     """One layer, one step. h (B, D) the layer input; k_t (B, H, E, S) the memory window's keys,
     transposed, and v (B, H, S, E) its values (a one-row product is fastest when the other
-    factor's rows run along the output, so the forward pass reads keys as (E, S)); bias (B, 1, S)
+    factor's rows run along the output, so the forward pass reads keys as (E, S); the run's
+    buffers keep values so too, and v is their transposed view); bias (B, 1, S)
     0 where a slot is visible, dtypes.masked_score where not; seen (B, 1, 1) 1.0 where any slot is visible (else the attention reads nothing, not a uniform mean); masks:
     dropout masks, scaled, (attention (B, H, S [+ N]), ReLU (B, F)) or None -> (B, D), tape."""
     batch, width = h.shape

@@ -155,12 +155,13 @@ void linear_grads(const Tensor& grad, const Tensor& x, const Tensor& acc_w, cons
 #endif
 
 // Where one env's and head's rows lie: q, c, dq, dc at b * width + h * head_width; p, pd and ds
-// at (b * heads + h) * span; the windows (keys transposed (E, S), values (S, E), their gradients
-// both transposed (E, S)) and the dropout mask at their own strides.
+// at (b * heads + h) * span; the windows (keys and values transposed, (E, S), and so their
+// gradients) and the dropout mask at their own strides. Every loop over a window runs along its
+// slots, contiguous, S long: no loop is as short as a head's width.
 struct Window {
   int64_t batch, heads, span, head_width;
   int64_t k0, k1, k2;  // k_t's strides: env, head, element (slots contiguous)
-  int64_t v0, v1, v2;  // v's: env, head, slot (elements contiguous)
+  int64_t v0, v1, v2;  // v_t's: env, head, element (slots contiguous)
   int64_t m0, m1, m2;  // the dropout mask's: env, head, slot
   int64_t g0, g1, g2;  // the key and value gradients' (keys' layout): env, head, element
 };
@@ -189,8 +190,9 @@ WIDEST_VECTORS void attend_scores(const Window& w, const scalar_t* qs, const sca
   }
 }
 
-// The weights after dropout (pd, where a mask is given) and the context c = pd . values; the
-// rows of envs that see nothing are zeroed (softmax of all -inf is NaN) and read nothing.
+// The weights after dropout (pd, where a mask is given) and the context c_e = pd . v_e over the
+// visible slots; the rows of envs that see nothing are zeroed (softmax of all -inf is NaN) and
+// read nothing.
 template <class scalar_t>
 WIDEST_VECTORS void attend_values(const Window& w, const scalar_t* vs, const int64_t* lo_of, const bool* ms, scalar_t kept, scalar_t* ps,
                                   scalar_t* pds, scalar_t* cs) {
@@ -213,11 +215,12 @@ WIDEST_VECTORS void attend_values(const Window& w, const scalar_t* vs, const int
       }
       const scalar_t* vr = vs + b * w.v0 + h * w.v1;
       scalar_t* cr = cs + b * width + h * w.head_width;
-      for (int64_t s = lo; s < span; ++s) {
-        const scalar_t weight = pdr[s];
-        const scalar_t* vrow = vr + s * w.v2;
-#pragma omp simd
-        for (int64_t e = 0; e < w.head_width; ++e) cr[e] += weight * vrow[e];
+      for (int64_t e = 0; e < w.head_width; ++e) {
+        const scalar_t* ve = vr + e * w.v2;
+        scalar_t acc = 0;
+#pragma omp simd reduction(+ : acc)
+        for (int64_t s = lo; s < span; ++s) acc += pdr[s] * ve[s];
+        cr[e] = acc;
       }
     }
   }
@@ -239,18 +242,16 @@ WIDEST_VECTORS void attend_grads(const Window& w, const scalar_t* dcs, const sca
       const scalar_t* kr = ks + b * w.k0 + h * w.k1;
       scalar_t* gvr = gvs + b * w.g0 + h * w.g1;
       scalar_t* gkr = gks + b * w.g0 + h * w.g1;
-      for (int64_t s = 0; s < span; ++s) {  // at the weights after dropout: dc . v_s
-        const scalar_t* vrow = vr + s * w.v2;
-        scalar_t acc = 0;
-#pragma omp simd reduction(+ : acc)
-        for (int64_t e = 0; e < w.head_width; ++e) acc += dcr[e] * vrow[e];
-        dp[s] = acc;
-      }
-      for (int64_t e = 0; e < w.head_width; ++e) {  // at the values: dc_e pd_s
+      std::fill(dp, dp + span, scalar_t(0));
+      for (int64_t e = 0; e < w.head_width; ++e) {  // at the weights after dropout (dp_s = dc . v_s) and at the values (dc_e pd_s)
+        const scalar_t* ve = vr + e * w.v2;
         scalar_t* g = gvr + e * w.g2;
         const scalar_t de = dcr[e];
 #pragma omp simd
-        for (int64_t s = 0; s < span; ++s) g[s] += de * pdr[s];
+        for (int64_t s = 0; s < span; ++s) {
+          dp[s] += de * ve[s];
+          g[s] += de * pdr[s];
+        }
       }
       if (ms) {
         const bool* mr = ms + b * w.m0 + h * w.m1;
@@ -279,25 +280,25 @@ WIDEST_VECTORS void attend_grads(const Window& w, const scalar_t* dcs, const sca
   }
 }
 
-// The window of k_t, v, the mask (or undefined) and the gradients' grad_k_t (or undefined).
-Window window_of(const Tensor& k_t, const Tensor& v, const Tensor& mask, const Tensor& grad_k_t = Tensor()) {
+// The window of k_t, v_t (B, H, E, S), the mask (or undefined) and the gradients' grad_k_t (or undefined).
+Window window_of(const Tensor& k_t, const Tensor& v_t, const Tensor& mask, const Tensor& grad_k_t = Tensor()) {
   const auto stride = [](const Tensor& t, int64_t d) { return t.defined() ? t.stride(d) : 0; };
-  return {v.size(0), v.size(1), v.size(2), v.size(3), k_t.stride(0), k_t.stride(1), k_t.stride(2), v.stride(0), v.stride(1), v.stride(2),
+  return {v_t.size(0), v_t.size(1), v_t.size(3), v_t.size(2), k_t.stride(0), k_t.stride(1), k_t.stride(2), v_t.stride(0), v_t.stride(1), v_t.stride(2),
           stride(mask, 0), stride(mask, 1), stride(mask, 2), stride(grad_k_t, 0), stride(grad_k_t, 1), stride(grad_k_t, 2)};
 }
 
 // The attention of one step, all envs and heads (the ATen path's position scores, mask bias, key
 // scores, softmax, "seen", dropout and value product: seven operations): q (B, D) the scaled
-// query; k_t (B, H, E, S) the window's keys, transposed; v (B, H, S, E) its values; positions_t
+// query; k_t, v_t (B, H, E, S) the window's keys and values, transposed; positions_t
 // (E, S); slot s is visible where t + s >= episode_start[b] (buffer indices counted as the run
 // does); mask (B, H, S) bool or undefined, kept entries scaled by `keep` -> p (B, H, S) the
 // attention weights (0 where not visible; all 0 where nothing is), pd (p after dropout, p itself
 // without), c (B, D) the context.
-std::tuple<Tensor, Tensor, Tensor> attend(const Tensor& q, const Tensor& k_t, const Tensor& v, const Tensor& positions_t,
+std::tuple<Tensor, Tensor, Tensor> attend(const Tensor& q, const Tensor& k_t, const Tensor& v_t, const Tensor& positions_t,
                                           const Tensor& episode_start, int64_t t, const Tensor& mask, double keep) {
   RECORD_FUNCTION("feedback::attend", std::vector<c10::IValue>());  // named in torch.profiler (benchmarks/feedback_compiled.py --profile)
-  const Window w = window_of(k_t, v, mask);
-  TORCH_CHECK(q.is_contiguous() && k_t.stride(3) == 1 && v.stride(3) == 1 && positions_t.is_contiguous(), "attend: unexpected layouts");
+  const Window w = window_of(k_t, v_t, mask);
+  TORCH_CHECK(q.is_contiguous() && k_t.stride(3) == 1 && v_t.stride(3) == 1 && positions_t.is_contiguous(), "attend: unexpected layouts");
   Tensor scores = at::empty({w.batch, w.heads, w.span}, q.options()), c = at::zeros({w.batch, w.heads * w.head_width}, q.options());
   std::vector<int64_t> lo(w.batch);  // each env's first visible slot
   const int64_t* start = episode_start.data_ptr<int64_t>();
@@ -309,44 +310,44 @@ std::tuple<Tensor, Tensor, Tensor> attend(const Tensor& q, const Tensor& k_t, co
   Tensor p = at::_softmax(scores, -1, false);  // (B, H, S); rows that see nothing are NaN until zeroed
   Tensor pd = mask.defined() ? at::empty_like(p) : p;
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attend_values", [&] {
-    attend_values<scalar_t>(w, v.data_ptr<scalar_t>(), lo.data(), mask.defined() ? mask.data_ptr<bool>() : nullptr,
+    attend_values<scalar_t>(w, v_t.data_ptr<scalar_t>(), lo.data(), mask.defined() ? mask.data_ptr<bool>() : nullptr,
                             static_cast<scalar_t>(keep), p.data_ptr<scalar_t>(), pd.data_ptr<scalar_t>(), c.data_ptr<scalar_t>());
   });
   return {p, pd, c};
 }
 
-// attend backwards: dc (B, D) at the context; p, pd from the forward; q, k_t, v, positions, mask,
+// attend backwards: dc (B, D) at the context; p, pd from the forward; q, k_t, v_t, positions, mask,
 // keep as attend's -> dq (B, D) at the query and ds (B, H, S) at the scores; the window's value
 // and key gradients added into grad_v_t and grad_k_t (B, H, E, S).
 std::tuple<Tensor, Tensor> attend_backward(const Tensor& dc, const Tensor& p, const Tensor& pd, const Tensor& q, const Tensor& k_t,
-                                           const Tensor& v, const Tensor& positions_t, const Tensor& mask, double keep,
+                                           const Tensor& v_t, const Tensor& positions_t, const Tensor& mask, double keep,
                                            const Tensor& grad_k_t, const Tensor& grad_v_t) {
   RECORD_FUNCTION("feedback::attend_backward", std::vector<c10::IValue>());
-  const Window w = window_of(k_t, v, mask, grad_k_t);
+  const Window w = window_of(k_t, v_t, mask, grad_k_t);
   TORCH_CHECK(grad_k_t.strides() == grad_v_t.strides() && grad_k_t.stride(3) == 1 && dc.is_contiguous() && p.is_contiguous() &&
-                  pd.is_contiguous() && q.is_contiguous() && k_t.stride(3) == 1 && v.stride(3) == 1,
+                  pd.is_contiguous() && q.is_contiguous() && k_t.stride(3) == 1 && v_t.stride(3) == 1,
               "attend_backward: unexpected layouts");
   Tensor dq = at::empty_like(q), ds = at::empty_like(p);
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attend_backward", [&] {
     std::vector<scalar_t> dp(w.span);  // one row's gradient at the weights after dropout
     attend_grads<scalar_t>(w, dc.data_ptr<scalar_t>(), p.data_ptr<scalar_t>(), pd.data_ptr<scalar_t>(), q.data_ptr<scalar_t>(),
-                           k_t.data_ptr<scalar_t>(), v.data_ptr<scalar_t>(), positions_t.data_ptr<scalar_t>(),
+                           k_t.data_ptr<scalar_t>(), v_t.data_ptr<scalar_t>(), positions_t.data_ptr<scalar_t>(),
                            mask.defined() ? mask.data_ptr<bool>() : nullptr, static_cast<scalar_t>(keep), dq.data_ptr<scalar_t>(),
                            ds.data_ptr<scalar_t>(), grad_k_t.data_ptr<scalar_t>(), grad_v_t.data_ptr<scalar_t>(), dp.data());
   });
   return {dq, ds};
 }
 
-// One layer, one step (step.layer_forward): h (B, D); k_t (B, H, E, S) keys transposed,
-// v (B, H, S, E); episode_start, t: which slots are visible (attend); mask_a (B, H, S) bool or
+// One layer, one step (step.layer_forward): h (B, D); k_t, v_t (B, H, E, S) keys and values
+// transposed; episode_start, t: which slots are visible (attend); mask_a (B, H, S) bool or
 // undefined, kept entries scaled by `keep`; mask_r (B, F): the scaled ReLU mask or undefined ->
 // the layer output (B, D), its tape filled when `tape` is given.
-Tensor layer_forward(const Tensor& h, const Tensor& k_t, const Tensor& v, const Tensor& episode_start, int64_t t, const Layer& w,
+Tensor layer_forward(const Tensor& h, const Tensor& k_t, const Tensor& v_t, const Tensor& episode_start, int64_t t, const Layer& w,
                      const Tensor& mask_a, double keep, const Tensor& mask_r, bool pre_norm, LayerTape* tape) {
   Tensor a = h, mean_a, rstd_a;
   if (pre_norm) std::tie(a, mean_a, rstd_a) = layer_norm(h, w.norm_attn_w, w.norm_attn_b);
   Tensor q = at::addmm(w.query_b, a, w.query_w.t());  // (B, D)
-  auto [p, pd, c] = attend(q, k_t, v, w.positions_t, episode_start, t, mask_a, keep);
+  auto [p, pd, c] = attend(q, k_t, v_t, w.positions_t, episode_start, t, mask_a, keep);
   Tensor z = at::addmm(w.out_b, c, w.out_w.t()) + h;
   Tensor h_mid = z, mean_z, rstd_z;
   if (!pre_norm) std::tie(h_mid, mean_z, rstd_z) = layer_norm(z, w.norm_attn_w, w.norm_attn_b);
@@ -364,12 +365,12 @@ Tensor layer_forward(const Tensor& h, const Tensor& k_t, const Tensor& v, const 
 }
 
 // layer_forward backwards (step.layer_backward): grad (B, D) at the output -> at the
-// input; k_t, v, mask_a, keep, mask_r as layer_forward's; the window's key and value gradients
+// input; k_t, v_t, mask_a, keep, mask_r as layer_forward's; the window's key and value gradients
 // added into grad_k_t, grad_v_t (B, H, E, S), the weights' into acc.
-Tensor layer_backward(const Tensor& grad, const Tensor& k_t, const Tensor& v, const Tensor& grad_k_t, const Tensor& grad_v_t,
+Tensor layer_backward(const Tensor& grad, const Tensor& k_t, const Tensor& v_t, const Tensor& grad_k_t, const Tensor& grad_v_t,
                       const Layer& w, const LayerTape& tape, const Tensor& mask_a, double keep, const Tensor& mask_r, bool pre_norm,
                       const Layer& acc) {
-  const int64_t span = v.size(2), head_width = v.size(3);
+  const int64_t span = v_t.size(3), head_width = v_t.size(2);
   Tensor d_mid = grad;
   if (w.ff) {
     Tensor dz2 = pre_norm ? grad
@@ -387,7 +388,7 @@ Tensor layer_backward(const Tensor& grad, const Tensor& k_t, const Tensor& v, co
                        : layer_norm_grads(d_mid, tape.z, tape.mean_z, tape.rstd_z, w.norm_attn_w, w.norm_attn_b, acc.norm_attn_w, acc.norm_attn_b);
   linear_grads(dz, tape.c, acc.out_w, acc.out_b);
   Tensor dc = at::mm(dz, w.out_w);  // (B, D)
-  auto [dq, ds] = attend_backward(dc, tape.p, tape.pd, tape.q, k_t, v, w.positions_t, mask_a, keep, grad_k_t, grad_v_t);
+  auto [dq, ds] = attend_backward(dc, tape.p, tape.pd, tape.q, k_t, v_t, w.positions_t, mask_a, keep, grad_k_t, grad_v_t);
   acc.positions.addmm_(ds.view({-1, span}).t(), tape.q.view({-1, head_width}));  // (S, B H) @ (B H, E)
   linear_grads(dq, tape.a, acc.query_w, acc.query_b);
   Tensor da = at::mm(dq, w.query_w);
@@ -436,7 +437,7 @@ Tensor forward_steps(const Tensor& embedded, const Tensor& first, const Tensor& 
     for (size_t l = 0; l < layers.size(); ++l) {
       const int64_t g = shared ? 0 : l;
       auto [mask_a, mask_r] = step_masks(attention_masks, relu_masks, l, t, keep_scale, h.scalar_type());
-      h = layer_forward(h, keys[g].narrow(-1, lo, span), values[g].narrow(2, lo, span), episode_start, t, layers[l], mask_a, keep_scale,
+      h = layer_forward(h, keys[g].narrow(-1, lo, span), values[g].narrow(-1, lo, span), episode_start, t, layers[l], mask_a, keep_scale,
                         mask_r, pre_norm, tape ? &step.layers[l] : nullptr);
       m = at::addcmul(m, mix[l + 1], h);
     }
@@ -449,7 +450,7 @@ Tensor forward_steps(const Tensor& embedded, const Tensor& first, const Tensor& 
       Tensor kv = at::addmm(w.kv_b, normed, w.kv_w.t()).view({m.size(0), 2, keys[g].size(1), keys[g].size(2)});  // (B, 2, H, E)
       Tensor k = kv.select(1, 0), v = kv.select(1, 1);
       keys[g].select(-1, at_slot).copy_(k);
-      values[g].select(2, at_slot).copy_(v);
+      values[g].select(-1, at_slot).copy_(v);
       if (tape) {
         step.mean.push_back(mean);
         step.rstd.push_back(rstd);
@@ -483,7 +484,7 @@ std::tuple<Tensor, Tensor> run_steps(const Tensor& x, const Tensor& first, const
 // An acting call (no gradients, no dropout) whole, as FeedbackCore._act takes it: run_steps from
 // a state, extending its buffers in place. x (T, B, input), first (T, B) bool; valid (B, S) bool,
 // the state's; end: the buffer slot after its last; memory (B, capacity, D), keys (B, H, G, E,
-// capacity) and values (B, H, G, capacity, E) the state's buffers, written at slots [end, end +
+// capacity) and values (the same) the state's buffers, written at slots [end, end +
 // T) -> the outputs (T, B, D) and the new state's valid (B, S).
 std::tuple<Tensor, Tensor> act_steps(const Tensor& x, const Tensor& first, const Tensor& valid, int64_t end, const Tensor& embed_w,
                                      const Tensor& embed_b, const std::optional<Tensor>& norm_out_w, const std::optional<Tensor>& norm_out_b,
@@ -509,8 +510,8 @@ std::tuple<Tensor, Tensor> act_steps(const Tensor& x, const Tensor& first, const
 // The steps of a recorded run in reverse (FeedbackRun._backward's loop): grad_y (T, B, D) at the
 // tops -> the gradients at the embedded inputs (T, B, D) and at softmax(w) per step (T, L + 1);
 // the weights' gradients are added into acc_layers (shaped like layer_weights), every slot's key
-// and value gradients into grad_kv (per group (B, 2, H, E, S + T)); keys (B, H, E, S + T) and
-// values (B, H, S + T, E) per group, the buffers the forward wrote; the masks as forward_steps'.
+// and value gradients into grad_kv (per group (B, 2, H, E, S + T)); keys and values (B, H, E,
+// S + T) per group, the buffers the forward wrote; the masks as forward_steps'.
 std::tuple<Tensor, Tensor> backward_steps(const Tensor& grad_y, const Tensor& tops, const Tape& tape, const Tensor& mix,
                                           const std::vector<LayerWeights>& layer_weights, const std::vector<GroupWeights>& group_weights,
                                           const TensorList& keys, const TensorList& values, const TensorList& grad_kv,
@@ -543,7 +544,7 @@ std::tuple<Tensor, Tensor> backward_steps(const Tensor& grad_y, const Tensor& to
       const int64_t g = shared ? 0 : l;
       auto [mask_a, mask_r] = step_masks(attention_masks, relu_masks, l, t, keep_scale, grad_y.scalar_type());
       Tensor grad_k_t = grad_kv[g].select(1, 0).narrow(-1, t, span), grad_v_t = grad_kv[g].select(1, 1).narrow(-1, t, span);
-      dh = layer_backward(dh, keys[g].narrow(-1, t, span), values[g].narrow(2, t, span), grad_k_t, grad_v_t, layers[l], step.layers[l],
+      dh = layer_backward(dh, keys[g].narrow(-1, t, span), values[g].narrow(-1, t, span), grad_k_t, grad_v_t, layers[l], step.layers[l],
                           mask_a, keep_scale, mask_r, pre_norm, acc[l]);
       dh = at::addcmul(dh, dm, mix[l]);
     }
