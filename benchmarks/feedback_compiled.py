@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agents.cores.feedback import compiled as feedback_compiled  # noqa: E402
 
 from agents.cores import make_core  # noqa: E402
+from agents.runtime.freed_memory import keep_freed_memory  # noqa: E402
 from experiments.frame.machine import cpu_model  # noqa: E402
 from benchmarks.targets import interleaved  # noqa: E402
 
@@ -64,6 +65,7 @@ def main(argv=None) -> None:
     parser.add_argument("--profile", action="store_true", help="then profile the learning pass (compiled, LSTM)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    kept = keep_freed_memory()  # as trainers do
     began = time.perf_counter()
     if feedback_compiled.extension() is None:  # any build happens here, not inside a timing
         raise SystemExit("the compiled Feedback step is not available here (see the line above); nothing to compare")
@@ -95,7 +97,7 @@ def main(argv=None) -> None:
         times[path, "act"].append(per_call(lambda: act(core, state), args.seconds) / 8)
     median = {key: statistics.median(value) for key, value in times.items()}
     print(f"{cpu_model()}, torch {torch.__version__}, {args.threads} thread(s), {args.rounds} interleaved rounds of {args.seconds} s; "
-          f"compiled step ready in {build_s:.1f} s (a build, or loading the cached one)")
+          f"compiled step ready in {build_s:.1f} s (a build, or loading the cached one); freed memory kept: {kept}")
     print("| path | learning pass per step (ms) | acting, T = 1 call (ms) | rounds (learning, ms) |")
     print("|---|---|---|---|")
     for path in PATHS:

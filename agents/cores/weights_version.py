@@ -44,11 +44,6 @@ def _fresh_tag(parameter: nn.Parameter) -> tuple[str, int]:
     return tag
 
 
-def _tag(parameter: nn.Parameter) -> tuple[str, int]:
-    tag = getattr(parameter, "_weights_tag", None)
-    return tag if tag is not None else _fresh_tag(parameter)
-
-
 class TrackedParameter(nn.Parameter):
     """An nn.Parameter whose tag is renewed whenever its `data` is set or read (see the module
     docstring); everything else is nn.Parameter's."""
@@ -75,7 +70,8 @@ def weights_version(module: nn.Module) -> tuple:
         for parameter in parameters:
             if type(parameter) is nn.Parameter:
                 parameter.__class__ = TrackedParameter
-    return tuple((_tag(p), p._version) for p in parameters)
+    # each parameter's tag (the one _fresh_tag set, read from its __dict__: every acting call makes a version) and counter
+    return tuple([(p.__dict__.get("_weights_tag") or _fresh_tag(p), p._version) for p in parameters])
 
 
 def mark_weights_changed(module: nn.Module) -> None:

@@ -1,5 +1,5 @@
 """The Feedback core's acting calls in one call of the compiled step (FeedbackCore._act): taken
-by nearly every acting call, equal to the run it replaces (FeedbackRun, itself tested against the
+by every acting call whose state's keys are current, equal to the run it replaces (FeedbackRun, itself tested against the
 reference in test_feedback_paths.py) bit for bit, outputs and state, across the buffers' refills,
 episode starts and calls of several steps; and never taken where it would be wrong (weights
 changed since the state's keys were made, dropout on)."""
@@ -70,8 +70,8 @@ def test_acting_in_one_call_equals_the_run_it_replaces(monkeypatch, act_calls, o
     monkeypatch.setattr(FeedbackCore, "_act", lambda *arguments: None)
     run = act(core_of(options, dtype), steps, dtype)
     assert_identical(fast, run)
-    # every call but the first (an empty state has no keys of these weights) and the buffers' refills
-    assert taken >= len(steps) - 4, f"{taken} of {len(steps)} calls took the one-call path"
+    # every call but the first (an empty state has no keys of these weights), the buffers' refills included
+    assert taken == len(steps) - 1, f"{taken} of {len(steps)} calls took the one-call path"
 
 
 def test_weights_changed_since_the_keys_were_made_take_the_run(monkeypatch, act_calls):
@@ -92,3 +92,13 @@ def test_dropout_in_train_mode_takes_the_run(act_calls):
     assert act_calls[0] == 0
     act(core.eval(), [1] * 5, torch.float32)
     assert act_calls[0] == 4
+
+
+def test_acting_calls_reuse_the_weights_they_prepared():
+    """The derived weights and their compiled structs are made once while the weights stay the
+    same (building them again each call was most of an acting call's Python)."""
+    core = core_of({}, torch.float32)
+    act(core, [1] * 3, torch.float32)
+    prepared = core.__dict__["_compiled_weights"]
+    act(core, [1] * 3, torch.float32)
+    assert core.__dict__["_compiled_weights"] is prepared

@@ -153,28 +153,41 @@ class FeedbackCore(FeedbackReference):
 
     def _act(self, x: torch.Tensor, state: FeedbackState, first: torch.Tensor) -> tuple[torch.Tensor, FeedbackState] | None:
         """An acting call (no gradients) in one call of the compiled step, embedding and final norm
-        included, where its state's keys and values are current and its buffers have room to
-        extend in place (nearly every acting call: see append_log.py); else None, and
-        FeedbackRun takes the call. Equals that path's outputs and state exactly (the same
-        operations in the same order; tests/cores/test_feedback_paths.py)."""
+        included, where its state's keys and values are current (every acting call but the first
+        after a change of the weights): its buffers extended in place, or refilled with its window
+        when they have no room left (_room); else None, and FeedbackRun takes the call. Equals
+        that path's outputs and state exactly (the same operations in the same order;
+        tests/cores/test_feedback_acting.py)."""
         dtype = self.layer_logits.dtype
-        if (self.training and self.config.dropout > 0) or state.memory.dtype != dtype or compute_dtype(x.device, dtype) != dtype:
-            return None
-        if self.step_path(x.device, dtype, dtype) != "compiled" or not state.log.can_extend(state.end, first.shape[0], state.memory.shape[1]):
+        if (self.training and self.config.dropout > 0) or compute_dtype(x.device, dtype) != dtype or self.step_path(x.device, dtype, dtype) != "compiled":
             return None
         version = weights_version(self)
         if state.version != version:
             return None
-        mix, layers, groups = self.call_weights(version)
-        compiled_layers, compiled_groups = self.compiled_weights(feedback_compiled.extension(), (mix, layers, groups), layers, groups)
+        memory, keys, values, end, log = self._room(state, first.shape[0], dtype)
+        master = self.call_weights(version)  # the cached weights (the same object while the version holds) ...
+        mix, layers, groups = master
+        compiled_layers, compiled_groups = self.compiled_weights(feedback_compiled.extension(), master, layers, groups)  # ... and so these
         pre_norm = self.config.pre_norm  # (post-norm has no final norm)
         y, valid = feedback_compiled.extension().act_steps(
-            x=x, first=first, valid=state.valid, end=state.end, embed_w=self.embed.weight, embed_b=self.embed.bias,
-            norm_out_w=self.norm_out.weight if pre_norm else None, norm_out_b=self.norm_out.bias if pre_norm else None, mix=mix, layer_weights=compiled_layers,
-            group_weights=compiled_groups, memory=state.memory, keys=state.keys, values=state.values, pre_norm=pre_norm,
+            x=x, first=first, valid=state.valid, end=end, embed_w=self.embed.weight, embed_b=self.embed.bias,
+            norm_out_w=self.norm_out.weight if pre_norm else None, norm_out_b=self.norm_out.bias if pre_norm else None, mix=mix,
+            layer_weights=compiled_layers, group_weights=compiled_groups, memory=memory, keys=keys, values=values, pre_norm=pre_norm,
         )
-        end = state.log.end = state.end + first.shape[0]
-        return y, FeedbackState(state.memory, state.keys, state.values, valid, end, version, state.log)
+        end = log.end = end + first.shape[0]
+        return y, FeedbackState(memory, keys, values, valid, end, version, log)
+
+    def _room(self, state: FeedbackState, steps: int, dtype: torch.dtype) -> tuple:
+        """Buffers in `dtype` for `steps` more steps after `state`, whose keys and values are
+        current: the state's own, extended in place where it may (append_log.py), else new ones
+        holding a copy of its window (memory, keys and values) -> (memory, keys, values, the slot
+        after the window, the log)."""
+        if state.memory.dtype == dtype and state.log.can_extend(state.end, steps, state.memory.shape[1]):
+            return state.memory, state.keys, state.values, state.end, state.log
+        span, window = self.config.span, slice(state.end - self.config.span, state.end)
+        memory, keys, values = self._new_buffers(state.valid.shape[0], capacity_for(span, steps), state.memory.new_empty(0, dtype=dtype))
+        memory[:, :span], keys[..., :span], values[..., :span] = state.memory[:, window], state.keys[..., window], state.values[..., window]
+        return memory, keys, values, span, AppendLog(span)
 
     def compiled_weights(self, compiled, master: tuple, layers: list, groups: list) -> tuple[list, list]:
         """The layers' and the groups' weights as the compiled step takes them: its LayerWeights and
@@ -238,13 +251,11 @@ class FeedbackRun(StepwiseRun):
                 self.groups = [GroupWeights(*(None if x is None else x.to(self.dtype) for x in w)) for w in self.master[2]]
         self.masks = self._draw_masks(batch, steps, like)
         reuse = not torch.is_grad_enabled() and state.version == self.version  # stored keys are current
-        window = slice(state.end - span, state.end)
-        extend = reuse and state.memory.dtype == self.dtype and state.log.can_extend(state.end, steps, state.memory.shape[1])
-        if extend:
-            memory, keys, values, start, log = state.memory, state.keys, state.values, state.end, state.log
-        else:  # new buffers, starting with this state's memory (its keys and values below)
+        if reuse:  # the state's buffers extended, or new ones with its window's memory, keys and values
+            memory, keys, values, start, log = core._room(state, steps, self.dtype)
+        else:  # new buffers with its window's memory (its keys and values recomputed below)
             memory, keys, values = core._new_buffers(batch, capacity_for(span, steps), like)
-            memory[:, :span] = state.memory[:, window]
+            memory[:, :span] = state.memory[:, state.end - span : state.end]
             start, log = span, AppendLog(span)
         self.memory, self.keys, self.values, self.start, self.log = memory, keys, values, start, log
         groups = range(core.groups)
@@ -255,13 +266,10 @@ class FeedbackRun(StepwiseRun):
             heads, _, head_width, capacity = keys.shape[1:]
             self.key_rows = keys.new_empty(batch, heads, core.groups, capacity, head_width)
             self.group_key_rows = [self.key_rows[:, :, g] for g in groups]
-        if not extend:  # the carried window's keys and values
+        if not reuse:  # the carried window's keys and values, with the current weights
             with torch.no_grad(), self.exact():
                 for g in range(core.groups):
-                    if reuse:
-                        keys[:, :, g, :, :span], values[:, :, g, :, :span] = state.keys[:, :, g, :, window], state.values[:, :, g, :, window]
-                    else:  # recomputed with the current weights
-                        self._write(g, memory[:, :span], 0)
+                    self._write(g, memory[:, :span], 0)
         if self.compiled:  # the weights as the C++ step's structs, the tape in C++
             self.compiled_layers, self.compiled_groups = core.compiled_weights(self.compiled, self.master, self.layers, self.groups)
             self.tape = self.compiled.Tape() if self.recording else None
