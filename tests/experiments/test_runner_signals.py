@@ -60,7 +60,7 @@ def test_a_signalled_runner_stops_its_runs_saved_and_leaves_none_behind(tmp_path
         assert f"interrupted by {signal.Signals(signum).name}" in (path.parent / "train.log").read_text() or signum == signal.SIGINT
 
 
-FRAMES = 16_384  # 512 updates of the quick run: seconds, far more than the first one before the signal
+FRAMES = 8_192  # 256 updates of the quick run: seconds, far more than the first one before the signal
 
 
 def test_the_same_command_after_a_signal_goes_on_from_the_checkpoints(tmp_path):
