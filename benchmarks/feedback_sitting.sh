@@ -13,7 +13,7 @@
 # In order: the compiled step against the fused step and the LSTM, with its profile, the
 # attention's roofline and acting's split; A2C end to end, every core; seqtasks against the
 # authors' code; the learning pass per step at a window of 1,024 against 32; PPO's Feedback agent
-# against ppo_trxl, 3 seeds each, at MemoryS9's 96-step episodes and at 24-step ones. About 35
+# against ppo_trxl, 3 seeds each, at MemoryS9's 96-step episodes and at 24-step ones. About 25
 # minutes on a 2-core machine.
 set -euo pipefail
 LOGS=$(realpath -m "${1:?LOGS}"); AUTHORS=$(realpath "${2:?AUTHORS}"); CLEANRL=$(realpath "${3:?CLEANRL}")
