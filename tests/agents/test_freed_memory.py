@@ -43,9 +43,9 @@ def faults_a_call(mode: str, **environment) -> tuple[bool, float]:
 @glibc_only
 def test_acting_takes_no_page_faults_once_freed_memory_is_kept():
     kept, faults = faults_a_call("keep")
-    assert kept and faults < 0.5, f"{faults} page faults an acting call"
-    _, untouched = faults_a_call("default")
-    assert untouched > faults  # glibc's own thresholds: the buffers' refills fault (5.5 a call on glibc 2.36)
+    _, untouched = faults_a_call("default")  # glibc's own thresholds: the buffers' refills fault (5.5 a call on glibc 2.36)
+    # about none once kept (0.0 on an idle machine, 0.8 beside another test run): at most a quarter of glibc's own
+    assert kept and faults < max(0.5, untouched / 4), f"{faults} page faults an acting call kept, {untouched} not"
 
 
 @glibc_only

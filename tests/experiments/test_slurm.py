@@ -100,7 +100,7 @@ def test_a_job_stopped_as_slurm_stops_it_saves_requeues_and_finishes(tmp_path):
     """SIGUSR2 to every process of the job, as Slurm sends it before a time limit (submitit asks
     for it): the trainer saves, submitit requeues the job, the requeued job resumes, and the run
     ends at the step count of an uninterrupted one."""
-    frames = 32_768  # ~14 s of training a run here; the signal lands within a second of the first checkpoint (step 128)
+    frames = 16_384  # ~7 s of training a run here; the signal lands within a second of the first checkpoint (step 128)
     command = experiment(tmp_path, "requeued", "--launcher", "slurm", "--train-args", "--save-every 0.001", frames=frames)
     waiting = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
