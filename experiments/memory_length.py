@@ -33,7 +33,9 @@ success is >= 0.95; a core "reaches" the longest length that most of its seeds s
 Frames per length follow Ni et al.'s budget for their DQN (experiments/memory_length.py:
 ni_frames: 1e6 env steps up to length 50, 2e6 at 100, 4e6 at 250 and 500, 6e6 at 750, 8e6 at
 1,000, 1e7 beyond) times `--frame-scale` (default 1; a 2-core CPU takes a small fraction and says
-which), or `--frames` for every length. Writes NAME.json (raw per-seed numbers, commands, machine,
+which), or `--frames` for every length, or `--budget bsuite`: bsuite's memory_len budget of
+10,000 episodes a run up to L = 128, then 10,000 episodes or 3M frames, whichever is fewer
+(bsuite_frames; the T-maze's episodes are exactly L + 1 steps, so episodes are frames). Writes NAME.json (raw per-seed numbers, commands, machine,
 wall time), NAME.md and NAME.png (success against length, log axis, one line per model, Ni et
 al.'s transformer result marked).
 """
@@ -93,6 +95,16 @@ def ni_frames(length: int) -> int:
     return next(steps for longest, steps in NI_BUDGET if longest is None or length <= longest)
 
 
+BSUITE_EPISODES, BSUITE_FULL_UNTIL, BSUITE_FRAME_CAP = 10_000, 128, 3_000_000
+
+
+def bsuite_frames(length: int) -> int:
+    """The T-maze's frames for bsuite's budget: 10,000 episodes of L + 1 steps up to L = 128, then
+    at most 3M frames (issue 50's budget, the same for every core)."""
+    frames = BSUITE_EPISODES * episode_steps("tmaze", length)
+    return frames if length <= BSUITE_FULL_UNTIL else min(frames, BSUITE_FRAME_CAP)
+
+
 def episode_steps(env: str, length: int) -> int:
     """The longest episode at this length: L + 1 on the T-maze, the corridor's 4 L time limit."""
     return length + 1 if env == "tmaze" else 4 * length
@@ -107,6 +119,9 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=seed_count, default=5, help="seeds 0 .. N-1 (default: 5)")
     parser.add_argument("--frame-scale", type=positive_float, default=1.0, help="times Ni et al.'s frames per length (default: 1)")
     parser.add_argument("--frames", type=positive_int, default=None, help="env frames per run at every length (instead of Ni et al.'s schedule)")
+    parser.add_argument("--budget", choices=["ni", "bsuite"], default="ni",
+                        help="frames per length: ni (Ni et al.'s schedule times --frame-scale, the default) or bsuite (10,000 episodes "
+                             "a run up to L = 128, then at most 3M frames; the T-maze only)")
     parser.add_argument("--rollout", type=positive_int, default=None, help="steps per update (default: the CPU preset's, 32)")
     parser.add_argument("--entropy-coef", type=non_negative_float, default=None, help="entropy cost (default: the preset's)")
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="evaluation episodes per run, greedy and sampled each (default: 100)")
@@ -119,6 +134,8 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def frames_at(args: argparse.Namespace, length: int) -> int:
+    if args.budget == "bsuite":
+        return run_frames(args, bsuite_frames(length))
     return run_frames(args, max(1, round(ni_frames(length) * args.frame_scale)))
 
 
@@ -139,8 +156,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.doors != "random" and args.env != "corridor":
         parser.error(f"--doors {args.doors} is a corridor option; it needs --env corridor (got --env {args.env})")
     minibatches = minibatch_args(parser, args)
-    if args.frames and args.frame_scale != 1.0:
-        parser.error("give --frames or --frame-scale, not both")
+    if sum([args.frames is not None, args.frame_scale != 1.0, args.budget != "ni"]) > 1:
+        parser.error("give one of --frames, --frame-scale and --budget bsuite")
+    if args.budget == "bsuite" and args.env != "tmaze":
+        parser.error(f"--budget bsuite counts episodes of L + 1 steps, the T-maze's; the {args.env}'s episodes vary (use --frames or --frame-scale)")
     args.name = output_name(args, "_".join(["memory_length", args.env, *(["fixed"] if args.doors == "fixed" else [])]))
     runs_dir = runs_folder(args, ROOT / "runs" / "experiments" / args.name)
     rollout = args.rollout or preset_values(args.env, "feedback", "cpu")[0]["rollout"]
@@ -174,7 +193,8 @@ def main(argv: list[str] | None = None) -> None:
         "env": args.env, "doors": args.doors if args.env == "corridor" else None, "algo": args.algo, "num_minibatches": args.num_minibatches, "train_args": args.train_args,
         "rollout": rollout, "bptt": "episode",
         "lengths": lengths, "frames": {str(length): frames_at(args, length) for length in lengths}, "seeds": seeds,
-        "frame_scale": None if args.frames else args.frame_scale, "solved_at": SOLVED,
+        "frame_scale": None if args.frames or args.budget != "ni" else args.frame_scale, "budget": None if args.frames else args.budget,
+        "solved_at": SOLVED,
         "eval": f"{episodes} greedy and {episodes} sampled episodes per run",
         "wall_seconds_this_invocation": round(time.time() - started, 1), "models": {},
     }

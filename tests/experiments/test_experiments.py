@@ -256,9 +256,22 @@ def test_memory_length_reach_is_the_longest_length_most_seeds_solve_with_every_s
     assert reach(model({8: 5, 16: 5})) == 16
 
 
+def test_the_bsuite_budget_is_ten_thousand_episodes_then_at_most_three_million_frames():
+    from experiments import memory_length
+
+    args = memory_length.make_parser().parse_args(["--budget", "bsuite"])
+    frames = {length: memory_length.frames_at(args, length) for length in (1, 16, 128, 256, 512, 1024)}
+    assert frames == {1: 20_000, 16: 170_000, 128: 1_290_000, 256: 2_570_000, 512: 3_000_000, 1024: 3_000_000}
+    default = memory_length.make_parser().parse_args([])
+    assert memory_length.frames_at(default, 16) == 1_000_000  # Ni et al.'s, unchanged
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--doors", "fixed"], "--doors fixed is a corridor option; it needs --env corridor (got --env tmaze)"),
-    (["--frames", "1000", "--frame-scale", "0.1"], "give --frames or --frame-scale, not both"),
+    (["--frames", "1000", "--frame-scale", "0.1"], "give one of --frames, --frame-scale and --budget bsuite"),
+    (["--frames", "1000", "--budget", "bsuite"], "give one of --frames, --frame-scale and --budget bsuite"),
+    (["--env", "corridor", "--budget", "bsuite"], "--budget bsuite counts episodes of L + 1 steps, the T-maze's; the corridor's episodes vary"),
+    (["--budget", "dqn"], "argument --budget: invalid choice: 'dqn'"),
     (["--models", "lstm", "lstm"], "argument --models: 'lstm' is given twice; give each once"),
     (["--lengths", "0"], "argument --lengths: must be an integer >= 1, got 0"),
     (["--frame-scale", "0"], "argument --frame-scale: must be a finite number > 0, got 0"),
