@@ -197,14 +197,17 @@ def run_jobs_slurm(jobs: list[Job], settings: SlurmSettings, what: str, folder: 
     if fresh:
         handles.update(submit(fresh, settings, folder))
     ids = sorted({str(handle.job_id).split("_")[0] for handle in handles.values()})
-    if todo:
-        print(f"{what}: {len(fresh)} jobs submitted, {len(todo) - len(fresh)} already queued or running "
-              f"(Slurm {'array' if len(ids) == 1 else 'jobs'} {', '.join(ids)})", file=sys.stderr)
+    said = (f"{what}: {len(fresh)} jobs submitted, {len(todo) - len(fresh)} already queued or running "
+            f"(Slurm {'array' if len(ids) == 1 else 'jobs'} {', '.join(ids)})") if todo else None
     if not settings.wait:
+        if said:
+            print(said, file=sys.stderr)
         return not todo
-    bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc=what, unit="job", dynamic_ncols=True)
-    failures, pending, delay = [], {job.name: job for job in todo}, POLL_SECONDS[0]
-    try:
+    failures, pending, delay, bar = [], {job.name: job for job in todo}, POLL_SECONDS[0], None
+    try:  # from the moment the jobs are announced, Ctrl-C leaves them queued and says so
+        if said:
+            print(said, file=sys.stderr)
+        bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc=what, unit="job", dynamic_ncols=True)
         while pending:
             time.sleep(delay)
             delay = min(2 * delay, POLL_SECONDS[1])
@@ -216,7 +219,8 @@ def run_jobs_slurm(jobs: list[Job], settings: SlurmSettings, what: str, folder: 
                     if not job.done:
                         failures.append(failure(job, handles[name]))
     except KeyboardInterrupt:
-        bar.close()
+        if bar is not None:
+            bar.close()
         left = sorted(str(handles[name].job_id) for name in pending)
         print(f"\nstopped waiting; {len(left)} Slurm jobs go on: {' '.join(left)}\n"
               f"run the same command again to wait for them, or cancel them: scancel {' '.join(ids)}", file=sys.stderr)
