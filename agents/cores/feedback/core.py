@@ -167,12 +167,11 @@ class FeedbackCore(FeedbackReference):
         memory, keys, values, end, log = self._room(state, first.shape[0], dtype)
         master = self.call_weights(version)  # the cached weights (the same object while the version holds) ...
         mix, layers, groups = master
-        compiled_layers, compiled_groups = self.compiled_weights(feedback_compiled.extension(), master, layers, groups)  # ... and so these
-        pre_norm = self.config.pre_norm  # (post-norm has no final norm)
-        y, valid = feedback_compiled.extension().act_steps(
-            x=x, first=first, valid=state.valid, end=end, embed_w=self.embed.weight, embed_b=self.embed.bias,
-            norm_out_w=self.norm_out.weight if pre_norm else None, norm_out_b=self.norm_out.bias if pre_norm else None, mix=mix,
-            layer_weights=compiled_layers, group_weights=compiled_groups, memory=memory, keys=keys, values=values, pre_norm=pre_norm,
+        compiled = feedback_compiled.extension()
+        compiled_layers, compiled_groups = self.compiled_weights(compiled, master, layers, groups)  # ... and so these
+        y, valid = compiled.act_steps(
+            x=x, first=first, valid=state.valid, end=end, **self.outer_weights(), mix=mix, layer_weights=compiled_layers,
+            group_weights=compiled_groups, memory=memory, keys=keys, values=values, pre_norm=self.config.pre_norm,
         )
         end = log.end = end + first.shape[0]
         return y, FeedbackState(memory, keys, values, valid, end, version, log)
@@ -188,6 +187,13 @@ class FeedbackCore(FeedbackReference):
         memory, keys, values = self._new_buffers(state.valid.shape[0], capacity_for(span, steps), state.memory.new_empty(0, dtype=dtype))
         memory[:, :span], keys[..., :span], values[..., :span] = state.memory[:, window], state.keys[..., window], state.values[..., window]
         return memory, keys, values, span, AppendLog(span)
+
+    def outer_weights(self) -> dict:
+        """The embedding's and the final norm's weights, detached, as the compiled step's whole
+        calls (act_steps, run_steps) take them; no final norm under post-norm (None)."""
+        norm = self.norm_out if self.config.pre_norm else None
+        return dict(embed_w=self.embed.weight.detach(), embed_b=self.embed.bias.detach(),
+                    norm_out_w=None if norm is None else norm.weight.detach(), norm_out_b=None if norm is None else norm.bias.detach())
 
     def compiled_weights(self, compiled, master: tuple, layers: list, groups: list) -> tuple[list, list]:
         """The layers' and the groups' weights as the compiled step takes them: its LayerWeights and
@@ -325,12 +331,7 @@ class FeedbackRun(StepwiseRun):
         if self.recording:
             self.inputs.append(x)
         if self.compiled:  # embedding, step and final norm in one call of the compiled step
-            core, pre_norm = self.core, self.core.config.pre_norm  # (post-norm has no final norm)
-            y, tops = self.compiled.run_steps(
-                x=x[None], first=first[None], embed_w=core.embed.weight.detach(), embed_b=core.embed.bias.detach(),
-                norm_out_w=core.norm_out.weight.detach() if pre_norm else None, norm_out_b=core.norm_out.bias.detach() if pre_norm else None,
-                **self._compiled_arguments(),
-            )
+            y, tops = self.compiled.run_steps(x=x[None], first=first[None], **self.core.outer_weights(), **self._compiled_arguments())
             self.tops.append(tops[0])
             self.t += 1
             return y[0]
