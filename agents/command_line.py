@@ -18,6 +18,7 @@ from agents.runtime.checkpoint import CheckpointError, existing_checkpoint, run_
 from agents.config.config_cli import (
     add_config_arguments, core_line, flag_name, given_fields, parse_core_options, parse_env_options, run_core_options,
 )
+from agents.config.settings_file import read_settings
 from agents.runtime.finite_watch import NonFiniteError
 from durable.interrupt import exit_interrupted, stop_signals_raise
 from agents.runtime.run_folder import RunFolderError, claim_until
@@ -27,6 +28,9 @@ from agents.learners.train import RESUMABLE_OVERRIDES, Trainer
 def make_parser(trainer_class: type[Trainer], description: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(allow_abbrev=False, description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its checkpoint (run folder or file)")
+    parser.add_argument("--config", metavar="FILE",
+                        help="settings file (JSON, as python -m experiments.tune writes: agents/config/settings_file.py); "
+                             "the flags given beside it win")
     parser.add_argument("--overwrite", action="store_true",
                         help="start a new run in a --run-dir that holds one, deleting it (without this, such a folder is refused)")
     parser.add_argument("--env-module", action="append", default=[], metavar="MODULE",
@@ -54,14 +58,19 @@ def make_trainer(trainer_class: type[Trainer], args: argparse.Namespace, parser:
         if args.resume:
             refused = [f"{flag_name(name)} {given[name]}" for name in sorted(set(given) - RESUMABLE_OVERRIDES)]
             refused += [f"--core-opt {item}" for item in args.core_opt] + [f"--env-opt {item}" for item in args.env_opt]
+            refused += [f"--config {args.config}"] if args.config else []
             if refused:
                 allowed = ", ".join(flag_name(name) for name in sorted(RESUMABLE_OVERRIDES))
                 parser.error(f"--resume keeps the run's config; {', '.join(refused)} would change it (only {allowed} may be given)")
             claim_until(held, existing_checkpoint(args.resume).parent, resume=True)
             # its core's run choices hold where they can, else are made again here (config_from_checkpoint)
             return trainer_class.from_checkpoint(args.resume, given, env_modules=args.env_module)
-        given["core_options"] = parse_core_options(given.get("core", config_class.core), args.core_opt)
-        given["env_options"] = parse_env_options(args.env_opt)
+        if args.config:
+            settings = read_settings(args.config, config_class, trainer_class.script)
+            given = {**settings, **given}
+        core = given.get("core", config_class.core)
+        given["core_options"] = {**given.get("core_options", {}), **parse_core_options(core, args.core_opt)}
+        given["env_options"] = {**given.get("env_options", {}), **parse_env_options(args.env_opt)}
         config = resolve_config(given, config_class)
         options = run_core_options(config.core, config.core_options, config.device, config.precision)
         config = dataclasses.replace(config, core_options=options)  # the run's choices, made once and saved with it

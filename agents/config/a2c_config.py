@@ -12,12 +12,13 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
 import envs
 from agents.cores import CORES, core_options
+from agents.config.search_space import Search
 from agents.cores.checks import check_bool, check_float
 from agents.model.policy import HEAD_INITS
 from agents.runtime.precision import PRECISIONS, check_precision
@@ -120,6 +121,20 @@ class A2CConfig:
     log_every: int = field(default=10, metadata={"help": "updates between TensorBoard loss logs"})
     core_options: dict[str, Any] = field(default_factory=dict)
     env_options: dict[str, Any] = field(default_factory=dict)
+
+    # What `python -m experiments.tune` searches (agents/config/search_space.py), the ranges of
+    # rl-zoo3's A2C / PPO spaces where they have one; the gradient window K is 0 (the rollout) or
+    # reaches before it, 64 and 128 being >= every rollout searched, so every pair is a valid run.
+    search_space: ClassVar[dict[str, Search]] = {
+        "learning_rate": Search(1e-5, 1e-2, log=True),
+        "entropy_coef": Search(1e-5, 0.1, log=True),
+        "gamma": Search(choices=(0.9, 0.95, 0.98, 0.99, 0.995, 0.999)),
+        "gae_lambda": Search(choices=(0.8, 0.9, 0.95, 0.98, 1.0)),
+        "rollout": Search(choices=(8, 16, 32, 64)),
+        "bptt": Search(choices=(0, 64, 128)),
+        "value_coef": Search(0.1, 1.0),
+        "max_grad_norm": Search(choices=(0.25, 0.5, 1.0, 2.0, 5.0)),
+    }
 
     def __post_init__(self):
         envs.env_id(self.env)

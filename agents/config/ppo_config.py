@@ -11,8 +11,10 @@ here: set them with the flags (docs/training.md, "PPO").
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from agents.config.a2c_config import A2CConfig
+from agents.config.search_space import Search
 from agents.cores.checks import check_bool, check_float
 
 
@@ -26,6 +28,14 @@ class PPOConfig(A2CConfig):
     clip_vloss: bool = field(default=True, metadata={"help": "clip the value error as the ratio (--no-clip-vloss: plain squared error)"})
     norm_adv: bool = field(default=False, metadata={"help": "normalise the advantages within each minibatch"})
     target_kl: float = field(default=0.0, metadata={"help": "stop the update's epochs once the approximate KL passes this; 0: never"})
+
+    # A2C's space and the update's own (num_minibatches: divisors of the presets' 64 envs)
+    search_space: ClassVar[dict[str, Search]] = {
+        **A2CConfig.search_space,
+        "update_epochs": Search(1, 8, integer=True),
+        "num_minibatches": Search(choices=(1, 2, 4, 8)),
+        "clip_coef": Search(choices=(0.1, 0.2, 0.3)),
+    }
 
     def __post_init__(self):
         super().__post_init__()

@@ -58,6 +58,7 @@ def normalised(advantages: torch.Tensor, valid: torch.Tensor, count: torch.Tenso
 class PPOTrainer(Trainer):
     kind = KIND
     config_class = PPOConfig
+    script = "train_ppo.py"
     keeps_acting_outputs = True
     sums_gradients = True  # a rank may hold none of a minibatch's envs, which DDP cannot take
 

@@ -99,6 +99,7 @@ class Trainer:
 
     kind = KIND  # the checkpoint's kind
     config_class = A2CConfig
+    script = "train_a2c.py"  # the command that trains it (what a settings file is for: agents/config/settings_file.py)
     keeps_acting_outputs = False  # Actor.collect(keep_outputs=...): PPO's reference point
     sums_gradients = False  # sum the ranks' gradients by hand, not through DDP, whatever the learner
 
