@@ -223,37 +223,13 @@ def main(argv: list[str] | None = None) -> None:
                                        frames, args.algo) for name in names for index in range(left[name])], args.jobs)
     started = time.time()
 
-    def objective_of(name: str):
-        def objective(trial: optuna.trial.Trial, values: dict[str, Any]) -> float:
-            trial_dir = folders[name] / f"trial{runs_of(trial):03d}"
-            config = trial_dir / "settings.json"
-            write_settings(config, trainer.script, {**settings[name], **values},
-                           f"experiments.tune: study {args.name}, model {name}, trial {trial.number}")
-            value = 0.0
-            for chunk in range(1, args.chunks + 1):
-                reached = chunk_frames(frames, chunk, args.chunks)
-                runs = [trial_dir / f"seed{seed}" for seed in seeds]
-                scored = [evaluate_job(run, episodes, reached, greedy=True, tag=f"chunk{chunk}") for run in runs]
-                training = [train_job(f"trial {trial.number} seed {seed}", run, ["--config", str(config), "--seed", str(seed)], reached, args.algo)
-                            for seed, run, score in zip(seeds, runs, scored) if not score.done]
-                for what, jobs in ((f"trial {trial.number}, chunk {chunk}: training", training),
-                                   ("evaluation", [score for score in scored if not score.done])):
-                    if jobs:
-                        run_jobs(jobs, args.jobs, what)
-                value = float(np.mean([objective_value(score, args.objective) for score in scored]))
-                trial.report(value, chunk)
-                if chunk < args.chunks and trial.should_prune():
-                    raise optuna.TrialPruned()
-            return value
-        return objective
-
     if args.launcher == "local":
         for name in names:
             study = studies[name]
             try:
                 with held(folders[name]) if args.worker is None else contextlib.nullcontext():
                     print(f"study {name}: {resume(study, args.trials)}", flush=True)
-                    run_trials(study, space, args.trials, objective_of(name))
+                    run_trials(study, space, args.trials, trial_objective(args, folders[name], settings[name], trainer.script, frames, seeds, episodes))
             except (StudyBusy, SetupError, JobFailed) as error:
                 sys.exit(f"error: {error}")
         if args.worker is not None:
@@ -289,6 +265,36 @@ def main(argv: list[str] | None = None) -> None:
     for name in models:
         draw_study(studies[name], args.out / args.name / name)
     print(table(summary))
+
+
+def trial_objective(args: argparse.Namespace, folder: Path, settings: dict[str, Any], script: str, frames: int, seeds: list[int],
+                    episodes: int):
+    """The objective of one core's study (`settings`: its fixed ones): a trial's values written
+    with them as TRIAL/settings.json, its seeds trained in `args.chunks` pieces of `frames` in
+    TRIAL/seedS (resumed from their checkpoints), each piece scored by the mean greedy objective
+    on evaluation streams, reported to the pruner. A piece already scored (a retried trial) is
+    read, not run again."""
+    def objective(trial: optuna.trial.Trial, values: dict[str, Any]) -> float:
+        trial_dir = folder / f"trial{runs_of(trial):03d}"
+        config = trial_dir / "settings.json"
+        write_settings(config, script, {**settings, **values}, f"experiments.tune: study {args.name}, model {folder.name}, trial {trial.number}")
+        runs = [trial_dir / f"seed{seed}" for seed in seeds]
+        value = 0.0
+        for chunk in range(1, args.chunks + 1):
+            reached = chunk_frames(frames, chunk, args.chunks)
+            scored = [evaluate_job(run, episodes, reached, greedy=True, tag=f"chunk{chunk}") for run in runs]
+            training = [train_job(f"trial {trial.number} seed {seed}", run, ["--config", str(config), "--seed", str(seed)], reached, args.algo)
+                        for seed, run, score in zip(seeds, runs, scored) if not score.done]
+            for what, jobs in ((f"trial {trial.number}, chunk {chunk}: training", training),
+                               ("evaluation", [score for score in scored if not score.done])):
+                if jobs:
+                    run_jobs(jobs, args.jobs, what)
+            value = float(np.mean([objective_value(score, args.objective) for score in scored]))
+            trial.report(value, chunk)
+            if chunk < args.chunks and trial.should_prune():
+                raise optuna.TrialPruned()
+        return value
+    return objective
 
 
 def worker_job(argv: list[str], name: str, folder: Path, index: int, args: argparse.Namespace) -> Job:
