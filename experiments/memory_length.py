@@ -3,14 +3,19 @@
     python -m experiments.memory_length                                # the passive T-maze, A2C, lengths 8 .. 512, 5 seeds
     python -m experiments.memory_length --algo ppo                     # the same with PPO
     python -m experiments.memory_length --env corridor                 # the paper's corridor (random doors: an XOR too)
+    python -m experiments.memory_length --env memory_length --budget bsuite   # bsuite's memory_len: recall alone, nothing to explore
 
-Two tasks. The passive T-maze of Ni et al. (NeurIPS 2023, "When Do Transformers Shine in RL?
+Three tasks. The passive T-maze of Ni et al. (NeurIPS 2023, "When Do Transformers Shine in RL?
 Decoupling Memory from Credit Assignment"; envs/tmaze.py): the goal side is shown at the first
 step only, the episode is exactly L + 1 steps, every step not taken forward costs 1 / L, the right
 side at the end gives +1; a memory of L steps and nothing else. The paper's corridor
 (envs/corridor.py): the cue at the first cell, two doors at the far end whose up/down order is
 random per episode (`--doors random`, the default: the right door is XOR(cue, upper door's
-colour)) or fixed (`--doors fixed`: the cue alone says which), a time limit of 4 L steps.
+colour)) or fixed (`--doors fixed`: the cue alone says which), a time limit of 4 L steps. And
+bsuite's memory_len (envs/memory_length.py, `--env memory_length`): one bit shown at the first
+step, asked for at the last of exactly L + 1 steps, the actions before it doing nothing, so that
+recall is measured with no exploring to do (the T-maze's agents must first learn to walk and to
+turn).
 
 Each (model, length, seed) is a train_a2c.py (or train_ppo.py) run of the CPU preset on the
 observation only (`--no-previous-inputs`: memory is the only way to carry the cue) with a
@@ -63,6 +68,8 @@ from experiments import tmaze_policy
 from experiments.frame.stats import iqm_interval, seed_count, solved_interval
 from experiments.frame.tables import format_interval, format_solved, markdown_table, minutes_per_run
 
+# --env: the task's name on the page and in the figure
+TASKS = {"tmaze": "passive T-maze", "corridor": "corridor ({doors} doors)", "memory_length": "memory length task (bsuite's memory_len, one bit)"}
 SOLVED = 0.95  # greedy success at which a run counts as having solved a length
 LAYERS = 2
 # name -> (core, span: an int, "episode" (the episode's length) or None for the cores without one)
@@ -101,18 +108,18 @@ BSUITE_EPISODES, BSUITE_FULL_UNTIL, BSUITE_FRAME_CAP = 10_000, 128, 3_000_000
 def bsuite_frames(length: int) -> int:
     """The T-maze's frames for bsuite's budget: 10,000 episodes of L + 1 steps up to L = 128, then
     at most 3M frames (issue 50's budget, the same for every core)."""
-    frames = BSUITE_EPISODES * episode_steps("tmaze", length)
+    frames = BSUITE_EPISODES * episode_steps("tmaze", length)  # memory_length's episodes are as long
     return frames if length <= BSUITE_FULL_UNTIL else min(frames, BSUITE_FRAME_CAP)
 
 
 def episode_steps(env: str, length: int) -> int:
-    """The longest episode at this length: L + 1 on the T-maze, the corridor's 4 L time limit."""
-    return length + 1 if env == "tmaze" else 4 * length
+    """The longest episode at this length: L + 1 on the T-maze and memory_length, the corridor's 4 L time limit."""
+    return 4 * length if env == "corridor" else length + 1
 
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--env", choices=["tmaze", "corridor"], default="tmaze")
+    parser.add_argument("--env", choices=list(TASKS), default="tmaze")
     parser.add_argument("--doors", choices=["random", "fixed"], default="random", help="with --env corridor: the doors' order (default: random, the paper's)")
     parser.add_argument("--lengths", nargs="+", type=positive_int, action=Distinct, default=[8, 16, 32, 64, 128, 256, 512])
     parser.add_argument("--models", nargs="+", choices=list(MODELS), action=Distinct, default=list(MODELS))
@@ -121,7 +128,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--frames", type=positive_int, default=None, help="env frames per run at every length (instead of Ni et al.'s schedule)")
     parser.add_argument("--budget", choices=["ni", "bsuite"], default="ni",
                         help="frames per length: ni (Ni et al.'s schedule times --frame-scale, the default) or bsuite (10,000 episodes "
-                             "a run up to L = 128, then at most 3M frames; the T-maze only)")
+                             "a run up to L = 128, then at most 3M frames; tmaze and memory_length, whose episodes are L + 1 steps)")
     parser.add_argument("--rollout", type=positive_int, default=None, help="steps per update (default: the CPU preset's, 32)")
     parser.add_argument("--entropy-coef", type=non_negative_float, default=None, help="entropy cost (default: the preset's)")
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="evaluation episodes per run, greedy and sampled each (default: 100)")
@@ -158,9 +165,9 @@ def main(argv: list[str] | None = None) -> None:
     minibatches = minibatch_args(parser, args)
     if sum([args.frames is not None, args.frame_scale != 1.0, args.budget != "ni"]) > 1:
         parser.error("give one of --frames, --frame-scale and --budget bsuite")
-    if args.budget == "bsuite" and args.env != "tmaze":
-        parser.error(f"--budget bsuite counts episodes of L + 1 steps, the T-maze's; the {args.env}'s episodes vary (use --frames or --frame-scale)")
-    args.name = output_name(args, "_".join(["memory_length", args.env, *(["fixed"] if args.doors == "fixed" else [])]))
+    if args.budget == "bsuite" and args.env == "corridor":
+        parser.error("--budget bsuite counts episodes of L + 1 steps, the T-maze's and memory_length's; the corridor's episodes vary (use --frames or --frame-scale)")
+    args.name = output_name(args, "_".join(["memory_length", "recall" if args.env == "memory_length" else args.env, *(["fixed"] if args.doors == "fixed" else [])]))
     runs_dir = runs_folder(args, ROOT / "runs" / "experiments" / args.name)
     rollout = args.rollout or preset_values(args.env, "feedback", "cpu")[0]["rollout"]
     seeds = list(range(args.seeds))
@@ -255,7 +262,7 @@ def reach(model: dict) -> int | None:
 
 
 def table(summary: dict) -> str:
-    task = {"tmaze": "the passive T-maze", "corridor": f"the corridor ({summary['doors']} doors)"}[summary["env"]]
+    task = "the " + TASKS[summary["env"]].format(doors=summary["doors"])
     window = "following each episode (--bptt episode)" if summary.get("bptt") == "episode" else "of max(rollout, L + 1) steps"
     caption = (f"Success on {task} against its length L, {summary['algo'].upper()}, rollouts of {summary['rollout']} steps and a "
                f"gradient window {window}, the observation only; frames per length: "
@@ -304,7 +311,7 @@ def draw(summary: dict, out: Path) -> None:
     axes.set_xlabel("memory length L (steps between the cue and the decision)")
     axes.set_ylabel("greedy success rate")
     axes.set_ylim(-0.02, 1.05)
-    task = {"tmaze": "passive T-maze", "corridor": f"corridor, {summary['doors']} doors"}[summary["env"]]
+    task = TASKS[summary["env"]].format(doors=summary["doors"])
     axes.set_title(f"{task}, {summary['algo'].upper()}, {len(summary['seeds'])} seeds", loc="left", fontsize=11)
     save_figure(figure, axes, out, fontsize=7, loc="lower left")
 

@@ -245,6 +245,30 @@ def test_a_quick_memory_length_experiment_follows_the_episode_with_the_gradient_
     assert "| transformer-episode | 4 |" in (out / "memory_length_tmaze.md").read_text()
 
 
+def test_a_quick_memory_length_experiment_runs_bsuites_recall_task(tmp_path, monkeypatch):
+    """--env memory_length: bsuite's memory_len at each length (the env's `length`), its episodes
+    L + 1 steps like the T-maze's (the gradient window and the bsuite budget count them), success
+    from the env's last step, and no T-maze reading."""
+    from experiments import memory_length
+
+    out = tmp_path / "out"
+    argv = ["--quick", "--env", "memory_length", "--lengths", "3", "--models", "mlp", "--seeds", "2", "--budget", "bsuite",
+            "--eval-episodes", "2", "--runs-dir", str(tmp_path / "runs"), "--out", str(out), "--jobs", "2", "--frames", "64"]
+    with pytest.raises(SystemExit):  # --frames and --budget: one of them
+        memory_length.main(argv)
+    argv.remove("--budget"), argv.remove("bsuite")
+    monkeypatch.setattr(sys, "argv", ["memory_length"] + argv)
+    memory_length.main(argv)
+    summary = json.loads((out / "memory_length_recall.json").read_text())
+    assert summary["env"] == "memory_length" and list(summary["models"]) == ["mlp"]
+    config = json.loads((tmp_path / "runs" / "mlp" / "L3" / "seed0" / "config.json").read_text())
+    assert (config["env"], config["env_options"], config["bptt"]) == ("memory_length", {"length": 3}, "episode")
+    cell = summary["models"]["mlp"]["lengths"]["3"]
+    assert "failures" not in cell and all("reading" not in run for run in cell["per_seed"])
+    assert all(run["greedy_success"] in (0.0, 0.5, 1.0) for run in cell["per_seed"])  # 2 episodes, each right or wrong
+    assert memory_length.episode_steps("memory_length", 3) == 4 and "memory length task" in (out / "memory_length_recall.md").read_text()
+
+
 def test_memory_length_reach_is_the_longest_length_most_seeds_solve_with_every_shorter_one():
     from experiments.memory_length import reach
 
@@ -270,7 +294,7 @@ def test_the_bsuite_budget_is_ten_thousand_episodes_then_at_most_three_million_f
     (["--doors", "fixed"], "--doors fixed is a corridor option; it needs --env corridor (got --env tmaze)"),
     (["--frames", "1000", "--frame-scale", "0.1"], "give one of --frames, --frame-scale and --budget bsuite"),
     (["--frames", "1000", "--budget", "bsuite"], "give one of --frames, --frame-scale and --budget bsuite"),
-    (["--env", "corridor", "--budget", "bsuite"], "--budget bsuite counts episodes of L + 1 steps, the T-maze's; the corridor's episodes vary"),
+    (["--env", "corridor", "--budget", "bsuite"], "--budget bsuite counts episodes of L + 1 steps, the T-maze's and memory_length's; the corridor's episodes vary"),
     (["--budget", "dqn"], "argument --budget: invalid choice: 'dqn'"),
     (["--models", "lstm", "lstm"], "argument --models: 'lstm' is given twice; give each once"),
     (["--lengths", "0"], "argument --lengths: must be an integer >= 1, got 0"),
