@@ -33,7 +33,8 @@ span covering the episode; LSTM and GRU with PyTorch's initialisation and with c
 initialisation (`gate_init=chrono`, T_max twice the episode: agents/cores/recurrent.py); the
 linear recurrences FFM and LRU (agents/cores/ffm.py, lru.py) at their defaults; the MLP
 (no memory) at the shortest length only, as the floor. A run solves a length when its greedy
-success is >= 0.95; a core "reaches" the longest length that most of its seeds solve.
+success is >= 0.95; a core "reaches" the longest length that most of its seeds solve, and scores
+the share of its lengths that most of its seeds solve (bsuite's kind of score).
 
 Frames per length follow Ni et al.'s budget for their DQN (experiments/memory_length.py:
 ni_frames: 1e6 env steps up to length 50, 2e6 at 100, 4e6 at 250 and 500, 6e6 at 750, 8e6 at
@@ -226,6 +227,7 @@ def main(argv: list[str] | None = None) -> None:
         }
     for model in summary["models"].values():
         model["reaches"] = reach(model)
+        model["score"] = score(model)
     args.out.mkdir(parents=True, exist_ok=True)
     write_json(args.out / f"{args.name}.json", summary, indent=1)
     write_text(args.out / f"{args.name}.md", table(summary))
@@ -261,6 +263,12 @@ def reach(model: dict) -> int | None:
     return longest
 
 
+def score(model: dict) -> float:
+    """bsuite's kind of score: the share of the model's lengths that most of its seeds solve."""
+    cells = model["lengths"].values()
+    return sum(2 * cell["solved"]["solved"] > cell["solved"]["runs"] for cell in cells) / len(cells)
+
+
 def table(summary: dict) -> str:
     task = "the " + TASKS[summary["env"]].format(doors=summary["doors"])
     window = "following each episode (--bptt episode)" if summary.get("bptt") == "episode" else "of max(rollout, L + 1) steps"
@@ -283,7 +291,9 @@ def table(summary: dict) -> str:
             rows.append([name, length, format_interval(cell["greedy"]), format_interval(cell["sampled"]), arrived, format_solved(cell["solved"]),
                          why, per_seed, minutes_per_run(run["training_seconds"] for run in cell["per_seed"])])
     return (markdown_table(columns, rows, caption) + "\nLongest length solved by most seeds (and every shorter one): "
-            + ", ".join(f"{name} {model['reaches'] or 'none'}" for name, model in summary["models"].items()) + ".\n")
+            + ", ".join(f"{name} {model['reaches'] or 'none'}" for name, model in summary["models"].items())
+            + ". Share of lengths solved by most seeds (bsuite's kind of score): "
+            + ", ".join(f"{name} {model['score']:.2f}" for name, model in summary["models"].items()) + ".\n")
 def draw(summary: dict, out: Path) -> None:
     """Greedy success (IQM, 95% intervals) against length on a log axis, one line per model; the
     floor (MLP) as a point at the shortest length; Ni et al.'s transformer result marked."""

@@ -278,6 +278,10 @@ def test_memory_length_reach_is_the_longest_length_most_seeds_solve_with_every_s
     assert reach(model({8: 5, 16: 3, 32: 2, 64: 5})) == 16  # 64 solved again does not count past a failed 32
     assert reach(model({8: 2, 16: 5})) is None
     assert reach(model({8: 5, 16: 5})) == 16
+    from experiments.memory_length import score
+
+    assert score(model({8: 5, 16: 3, 32: 2, 64: 5})) == 0.75  # 3 of 5 is most; 64 counts here, unlike for reach
+    assert score(model({8: 2, 16: 0})) == 0.0
 
 
 def test_the_bsuite_budget_is_ten_thousand_episodes_then_at_most_three_million_frames():
