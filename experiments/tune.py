@@ -46,7 +46,7 @@ import optuna
 
 import envs
 from agents.command_line import make_parser as trainer_parser
-from agents.config.a2c_config import preset_values
+from agents.config.a2c_config import preset_values, resolve_config
 from agents.config.config_cli import given_fields, parse_core_options, parse_env_options
 from agents.config.search_space import narrowed
 from agents.config.settings_file import write_settings
@@ -191,8 +191,10 @@ def main(argv: list[str] | None = None) -> None:
     space, fixed = searched_space(parser, args, trainer, base)
     base = {**base, **fixed}
     models = {model.name: model for model in args.cores}
-    try:
+    try:  # every core's settings make a valid config before any trial runs
         settings = {name: model_settings(base, model, args.core_opt, args.quick) for name, model in models.items()}
+        for values in settings.values():
+            resolve_config(values, trainer.config_class)
     except ValueError as error:
         parser.error(str(error))
     budget = {"env": args.env, "algo": args.algo, "frames": frames, "seeds": seeds, "trials": args.trials, "chunks": args.chunks,

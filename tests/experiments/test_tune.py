@@ -156,6 +156,8 @@ def test_the_command_line_refuses_a_core_whose_study_has_another_budget(tmp_path
     (["--cores", "lstm", "lstm"], "'lstm' is given twice"),
     (["--cores", "lstm:span=4"], "unknown option 'span' for core 'lstm'"),
     (["--seeds", "1"], "must be at least 2"),
+    (["--env", "mazee"], "mazee"),
+    (["--train-args", "--gamma 2"], "gamma must be"),
 ])
 def test_bad_tuner_arguments_exit_2_naming_the_value(tmp_path, argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
