@@ -10,9 +10,10 @@ Runners, reinforcement learning (train_a2c.py / train_ppo.py runs):
     feedback_forgetting.py  why training erases the small-span Feedback core's memory of the cue, and what keeps it
     head_init.py            how the actor and critic heads start, and what it does to learning
     mazes.py                the mazes (Figures 4 and 6 of the paper) at a CPU budget
-    memory_length.py        how far back each core remembers: success against the T-maze's length, each run's reading
+    memory_length.py        how far back each core remembers: success against the T-maze's (or bsuite's recall task's) length, each run's reading
     window_cost.py          what a gradient window that follows the episode costs: time to solve against fixed and aligned
     ppo_peers.py            our PPO beside sb3-contrib's RecurrentPPO and CleanRL's ppo_trxl, same task and settings
+    tune.py                 settings searched with Optuna at one budget per core, the best re-run on fresh seeds beside the preset
 
 Runners, supervised (python -m seqtasks runs):
 
@@ -42,6 +43,7 @@ The frame below them all (experiments/frame/, which imports no experiment):
     frame/jobs.py           running training / evaluation commands in parallel, resumable, one progress bar
     frame/launch.py         where the jobs run: here or on Slurm, and the stages every experiment runs
     frame/slurm.py          the jobs as Slurm jobs, through submitit
+    frame/study.py          an Optuna study kept in its folder, run to a fixed number of trials, resumed after any stop
     frame/estimate.py       the expected training time on this machine, printed before an experiment starts
     frame/stats.py          IQM and bootstrap confidence intervals over seeds, runs solved with their Wilson interval
     frame/tables.py         the markdown tables written beside the JSON, and the cells they share
