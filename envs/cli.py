@@ -38,6 +38,10 @@ def positive_int(text: str) -> int:
     return int_at_least(text, 1, "must be")
 
 
+def non_negative_int(text: str) -> int:
+    return int_at_least(text, 0, "must be")
+
+
 def non_negative_float(text: str) -> float:
     try:
         value = float(text)

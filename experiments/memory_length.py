@@ -59,7 +59,7 @@ import numpy as np
 from agents.config.a2c_config import preset_values
 from agents.plot_curves import save_figure
 from durable.records import write_json, write_text
-from envs.cli import non_negative_float, positive_float, positive_int
+from envs.cli import non_negative_float, non_negative_int, positive_float, positive_int
 from experiments.frame.flags import Distinct, QUICK_ALGO, QUICK_CORE, add_experiment_arguments, minibatch_args, output_name, run_frames, runs_folder
 from experiments.frame.curves import training_seconds
 from experiments.frame.estimate import print_expected_time
@@ -133,6 +133,11 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rollout", type=positive_int, default=None, help="steps per update (default: the CPU preset's, 32)")
     parser.add_argument("--entropy-coef", type=non_negative_float, default=None, help="entropy cost (default: the preset's)")
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="evaluation episodes per run, greedy and sampled each (default: 100)")
+    parser.add_argument("--stop-after", type=non_negative_int, default=0, metavar="N",
+                        help="run the lengths in turn and stop a model's sweep after N lengths in a row that no seed solves "
+                             "(issue 50's rule: 2; the MLP is exempt); 0: every length (default)")
+    parser.add_argument("--floor-every-length", action="store_true", help="run the MLP (no memory) at every length, the chance line, "
+                                                                          "not only the shortest")
     add_experiment_arguments(parser, None, "output file stem (default: memory_length_ENV[_fixed][_ppo])", algo=True, minibatches=True)
     parser.add_argument("--train-args", default="", metavar="'FLAGS'",
                         help="more train_a2c.py / train_ppo.py flags for every run, as one quoted string (e.g. '--learning-rate 3e-4'); "
@@ -173,7 +178,7 @@ def main(argv: list[str] | None = None) -> None:
     rollout = args.rollout or preset_values(args.env, "feedback", "cpu")[0]["rollout"]
     seeds = list(range(args.seeds))
     lengths = sorted(args.lengths)
-    cells = [(model, length) for length in lengths for model in args.models if model != FLOOR or length == lengths[0]]
+    cells = [(model, length) for length in lengths for model in args.models if model != FLOOR or args.floor_every_length or length == lengths[0]]
     runs = [(cell, seed) for seed in seeds for cell in cells]
     run_dir = {(cell, seed): runs_dir / cell[0] / f"L{cell[1]}" / f"seed{seed}" for cell, seed in runs}
 
@@ -184,17 +189,23 @@ def main(argv: list[str] | None = None) -> None:
         return ["--env", args.env, "--env-opt", options, "--preset", "cpu", "--rollout", str(rollout), "--bptt", "episode",
                 "--no-previous-inputs", *extra, *minibatches, *shlex.split(args.train_args), *model_args(model, args.env, length, args.quick), "--seed", str(seed), *quick]
 
-    training = [train_job(f"{model} L{length} seed {seed}", run_dir[(model, length), seed], train_args(model, length, seed),
-                          frames_at(args, length), args.algo) for (model, length), seed in runs]
+    training = {((model, length), seed): train_job(f"{model} L{length} seed {seed}", run_dir[(model, length), seed], train_args(model, length, seed),
+                                                   frames_at(args, length), args.algo) for (model, length), seed in runs}
     episodes = 2 if args.quick else args.eval_episodes
     greedy = {run: evaluate_job(run_dir[run], episodes, frames_at(args, run[0][1]), greedy=True) for run in runs}
     sampled = {run: evaluate_job(run_dir[run], episodes, frames_at(args, run[0][1]), greedy=False, tag="sampled") for run in runs}
     print(f"{len(runs)} runs ({len(cells)} model x length cells, {len(seeds)} seeds) on the {args.env}, {where_runs_go(args)}, in {runs_dir}")
     print("frames per length: " + ", ".join(f"{length}: {frames_at(args, length):,}" for length in lengths))
     if not (args.quick or args.no_estimate):
-        print_expected_time(training, args.jobs)
+        print_expected_time(list(training.values()), args.jobs)
+        if args.stop_after:
+            print(f"(every length of every model: at most that, with the sweep stopping after {args.stop_after} unsolved lengths)")
     started = time.time()
-    run_stages({"training": training, "evaluation": [*greedy.values(), *sampled.values()]}, args)
+    stopped = {}
+    if args.stop_after:
+        cells, stopped = run_lengths_in_turn(cells, seeds, training, greedy, sampled, args)
+    else:
+        run_stages({"training": list(training.values()), "evaluation": [*greedy.values(), *sampled.values()]}, args)
 
     summary = {
         "command": "python -m experiments.memory_length " + shlex.join(sys.argv[1:]), "machine": launcher_description(args),
@@ -204,6 +215,7 @@ def main(argv: list[str] | None = None) -> None:
         "frame_scale": None if args.frames or args.budget != "ni" else args.frame_scale, "budget": None if args.frames else args.budget,
         "solved_at": SOLVED,
         "eval": f"{episodes} greedy and {episodes} sampled episodes per run",
+        "stop_after": args.stop_after, "stopped": stopped, "floor_every_length": args.floor_every_length,
         "wall_seconds_this_invocation": round(time.time() - started, 1), "models": {},
     }
     for model, length in cells:
@@ -225,9 +237,9 @@ def main(argv: list[str] | None = None) -> None:
             "solved": solved_interval(greedy_success, SOLVED),
             **({"failures": failures(per_seed)} if args.env == "tmaze" else {}),
         }
-    for model in summary["models"].values():
+    for name, model in summary["models"].items():
         model["reaches"] = reach(model)
-        model["score"] = score(model)
+        model["score"] = score(model, 1 if name == FLOOR and not args.floor_every_length else len(lengths))
     args.out.mkdir(parents=True, exist_ok=True)
     write_json(args.out / f"{args.name}.json", summary, indent=1)
     write_text(args.out / f"{args.name}.md", table(summary))
@@ -263,10 +275,31 @@ def reach(model: dict) -> int | None:
     return longest
 
 
-def score(model: dict) -> float:
-    """bsuite's kind of score: the share of the model's lengths that most of its seeds solve."""
-    cells = model["lengths"].values()
-    return sum(2 * cell["solved"]["solved"] > cell["solved"]["runs"] for cell in cells) / len(cells)
+def score(model: dict, lengths: int) -> float:
+    """bsuite's kind of score: the share of the sweep's `lengths` lengths that most of the model's
+    seeds solve (a length the stop rule left out counts as not solved)."""
+    return sum(2 * cell["solved"]["solved"] > cell["solved"]["runs"] for cell in model["lengths"].values()) / lengths
+
+
+def run_lengths_in_turn(cells: list, seeds: list[int], training: dict, greedy: dict, sampled: dict,
+                        args: argparse.Namespace) -> tuple[list, dict[str, int]]:
+    """Train and evaluate one length at a time, shortest first, and stop a model's sweep once
+    `args.stop_after` lengths in a row have no seed solving them (the MLP, the chance line, is
+    never stopped). Returns the cells run and {model: the length after which it stopped}."""
+    run, stopped, unsolved = [], {}, {}
+    for length in sorted({length for _, length in cells}):
+        here = [cell for cell in cells if cell[1] == length and cell[0] not in stopped]
+        keys = [(cell, seed) for seed in seeds for cell in here]
+        run_stages({f"training, L = {length}": [training[key] for key in keys],
+                    f"evaluation, L = {length}": [*(greedy[key] for key in keys), *(sampled[key] for key in keys)]}, args)
+        run += here
+        for model, _ in here:
+            solved = any(evaluation(greedy[(model, length), seed])["agent"]["success"] >= SOLVED for seed in seeds)
+            unsolved[model] = 0 if solved else unsolved.get(model, 0) + 1
+            if model != FLOOR and unsolved[model] >= args.stop_after:
+                stopped[model] = length
+                print(f"{model}: no seed solved the last {args.stop_after} lengths; its sweep stops at L = {length}")
+    return run, stopped
 
 
 def table(summary: dict) -> str:

@@ -269,6 +269,30 @@ def test_a_quick_memory_length_experiment_runs_bsuites_recall_task(tmp_path, mon
     assert memory_length.episode_steps("memory_length", 3) == 4 and "memory length task" in (out / "memory_length_recall.md").read_text()
 
 
+def test_the_stop_rule_ends_a_models_sweep_after_n_unsolved_lengths_in_a_row_but_not_the_mlps(monkeypatch):
+    """--stop-after 2 runs the lengths in turn: the LSTM, unsolved at 2 and 4 after solving 1,
+    runs no longer one; the Transformer, unsolved at 2 but solved at 4, goes on; the MLP (the
+    chance line) is never stopped. Each stage runs only the cells still in the sweep."""
+    import argparse
+
+    from experiments import memory_length
+
+    seeds, lengths = [0, 1], [1, 2, 4, 8]
+    models = ["lstm", "transformer-span16", "mlp"]
+    cells = [(model, length) for length in lengths for model in models]
+    solves = {("lstm", 1), ("transformer-span16", 1), ("transformer-span16", 4), ("transformer-span16", 8)}  # by seed 1 only
+    stages = []
+    monkeypatch.setattr(memory_length, "run_stages", lambda stage, args: stages.append({what: list(jobs) for what, jobs in stage.items()}))
+    monkeypatch.setattr(memory_length, "evaluation", lambda job: {"agent": {"success": 1.0 if job[0] in solves and job[1] == 1 else 0.5}})
+    jobs = {(cell, seed): (cell, seed) for cell in cells for seed in seeds}  # a job stands for its run here
+    run, stopped = memory_length.run_lengths_in_turn(cells, seeds, jobs, jobs, jobs, argparse.Namespace(stop_after=2))
+    assert stopped == {"lstm": 4}
+    assert run == [cell for cell in cells if not (cell[0] == "lstm" and cell[1] == 8)]
+    assert [sorted({cell[0] for cell, _ in stage[f"training, L = {length}"]}) for stage, length in zip(stages, lengths)] == [
+        sorted(models), sorted(models), sorted(models), ["mlp", "transformer-span16"]]
+    assert len(stages[3]["evaluation, L = 8"]) == 2 * 2 * 2  # greedy and sampled, 2 models, 2 seeds
+
+
 def test_memory_length_reach_is_the_longest_length_most_seeds_solve_with_every_shorter_one():
     from experiments.memory_length import reach
 
@@ -280,8 +304,8 @@ def test_memory_length_reach_is_the_longest_length_most_seeds_solve_with_every_s
     assert reach(model({8: 5, 16: 5})) == 16
     from experiments.memory_length import score
 
-    assert score(model({8: 5, 16: 3, 32: 2, 64: 5})) == 0.75  # 3 of 5 is most; 64 counts here, unlike for reach
-    assert score(model({8: 2, 16: 0})) == 0.0
+    assert score(model({8: 5, 16: 3, 32: 2, 64: 5}), 4) == 0.75  # 3 of 5 is most; 64 counts here, unlike for reach
+    assert score(model({8: 5, 16: 0}), 4) == 0.25  # two lengths the stop rule left out count as unsolved
 
 
 def test_the_bsuite_budget_is_ten_thousand_episodes_then_at_most_three_million_frames():
