@@ -331,9 +331,9 @@ def report(args: argparse.Namespace, studies: dict, models: dict[str, Model], be
                    "seconds": (trial.datetime_complete - trial.datetime_start).total_seconds()
                    if trial.datetime_complete and trial.datetime_start else None}
                   for trial in studies[name].get_trials(deepcopy=False)]
-        per_seed = {kind: [{"seed": seed, args.objective: objective_value(scored[key], args.objective),
-                            "training_seconds": round(training_seconds(fresh[key]), 1)}
-                           for key in sorted(scored) if key[0] == name and key[1] == kind for seed in [key[2]]]
+        per_seed = {kind: [{"seed": seed, args.objective: objective_value(scored[name, kind, seed], args.objective),
+                            "training_seconds": round(training_seconds(fresh[name, kind, seed]), 1)}
+                           for seed in summary["fresh_seeds"]]
                     for kind in ("tuned", "preset")}
         stats = iqm_interval({kind: np.array([run[args.objective] for run in runs]) for kind, runs in per_seed.items()})
         summary["models"][name] = {

@@ -33,7 +33,7 @@ BUDGET = {"frames": 200_000, "seeds": [0, 1], "trials": 5, "space": {name: searc
 # A tuner on a cheap objective, in a process of its own: trial 2 of its first life blocks (having
 # said so in a file) until it is killed; every other trial scores -(x - 3)^2 at once.
 STUDY_SCRIPT = textwrap.dedent("""
-    import sys, time
+    import sys, threading
     from pathlib import Path
     from experiments.frame.study import open_study, resume, run_trials, runs_of
     from tests.experiments.test_tune import BUDGET, SPACE
@@ -46,8 +46,7 @@ STUDY_SCRIPT = textwrap.dedent("""
         (folder / f"ran-{runs_of(trial)}").touch()
         if block and trial.number == 2:
             (folder / "blocked").touch()
-            while True:
-                time.sleep(0.05)
+            threading.Event().wait()  # until the test kills this process
         return -(values["x"] - 3.0) ** 2
 
     run_trials(study, SPACE, 5, objective)
