@@ -64,6 +64,14 @@ class FeedbackState(NamedTuple):
     log: AppendLog  # how far these buffers have been written
 
 
+class CompiledWeights(NamedTuple):
+    """A core's weights as the compiled step's calls take them (FeedbackCore.compiled_weights)."""
+
+    layers: list  # per layer, the extension's LayerWeights
+    groups: list  # per key/value group, its GroupWeights
+    outer: dict  # embed_w, embed_b, norm_out_w, norm_out_b: act_steps' and run_steps' keywords
+
+
 class FeedbackCore(FeedbackReference):
     """FeedbackReference's parameters and function; its own state (buffers for acting to extend)."""
 
@@ -168,10 +176,10 @@ class FeedbackCore(FeedbackReference):
         master = self.call_weights(version)  # the cached weights (the same object while the version holds) ...
         mix, layers, groups = master
         compiled = feedback_compiled.extension()
-        compiled_layers, compiled_groups = self.compiled_weights(compiled, master, layers, groups)  # ... and so these
+        prepared = self.compiled_weights(compiled, master, layers, groups)  # ... and so these
         y, valid = compiled.act_steps(
-            x=x, first=first, valid=state.valid, end=end, **self.outer_weights(), mix=mix, layer_weights=compiled_layers,
-            group_weights=compiled_groups, memory=memory, keys=keys, values=values, pre_norm=self.config.pre_norm,
+            x=x, first=first, valid=state.valid, end=end, **prepared.outer, mix=mix, layer_weights=prepared.layers,
+            group_weights=prepared.groups, memory=memory, keys=keys, values=values, pre_norm=self.config.pre_norm,
         )
         end = log.end = end + first.shape[0]
         return y, FeedbackState(memory, keys, values, valid, end, version, log)
@@ -188,22 +196,20 @@ class FeedbackCore(FeedbackReference):
         memory[:, :span], keys[..., :span], values[..., :span] = state.memory[:, window], state.keys[..., window], state.values[..., window]
         return memory, keys, values, span, AppendLog(span)
 
-    def outer_weights(self) -> dict:
-        """The embedding's and the final norm's weights, detached, as the compiled step's whole
-        calls (act_steps, run_steps) take them; no final norm under post-norm (None)."""
-        norm = self.norm_out if self.config.pre_norm else None
-        return dict(embed_w=self.embed.weight.detach(), embed_b=self.embed.bias.detach(),
-                    norm_out_w=None if norm is None else norm.weight.detach(), norm_out_b=None if norm is None else norm.bias.detach())
-
-    def compiled_weights(self, compiled, master: tuple, layers: list, groups: list) -> tuple[list, list]:
-        """The layers' and the groups' weights as the compiled step takes them: its LayerWeights and
-        GroupWeights, built by keyword from step.py's `layers` and `groups`, detached. Kept for
-        later calls while `master` (call_weights' cached weights, which acting calls reuse) is the
-        same object and `layers` are its own (not cast for the call)."""
+    def compiled_weights(self, compiled, master: tuple, layers: list, groups: list) -> "CompiledWeights":
+        """The weights as the compiled step takes them, detached: the layers' and the groups' as
+        its LayerWeights and GroupWeights, built by keyword from step.py's `layers` and `groups`,
+        and the embedding's and final norm's as its whole calls (act_steps, run_steps) take them
+        (no final norm under post-norm: None). Kept for later calls while `master` (call_weights'
+        cached weights, which acting calls reuse) is the same object and `layers` are its own
+        (not cast for the call): an acting call then builds none of them."""
         kept = self.__dict__.get("_compiled_weights")
         if kept is not None and kept[0] is master:
             return kept[1]
-        built = ([compiled.LayerWeights(**detached(w)) for w in layers], [compiled.GroupWeights(**detached(w)) for w in groups])
+        norm = self.norm_out if self.config.pre_norm else None
+        outer = dict(embed_w=self.embed.weight.detach(), embed_b=self.embed.bias.detach(),
+                     norm_out_w=None if norm is None else norm.weight.detach(), norm_out_b=None if norm is None else norm.bias.detach())
+        built = CompiledWeights([compiled.LayerWeights(**detached(w)) for w in layers], [compiled.GroupWeights(**detached(w)) for w in groups], outer)
         if not torch.is_grad_enabled() and layers is master[1]:
             self.__dict__["_compiled_weights"] = (master, built)
         return built
@@ -277,7 +283,7 @@ class FeedbackRun(StepwiseRun):
                 for g in range(core.groups):
                     self._write(g, memory[:, :span], 0)
         if self.compiled:  # the weights as the C++ step's structs, the tape in C++
-            self.compiled_layers, self.compiled_groups = core.compiled_weights(self.compiled, self.master, self.layers, self.groups)
+            self.prepared = core.compiled_weights(self.compiled, self.master, self.layers, self.groups)
             self.tape = self.compiled.Tape() if self.recording else None
         self.inputs: list[torch.Tensor] = []  # what step() was given, for outputs()
         self.tops: list[torch.Tensor] = []  # (B, D) the top layer's output per step, before the final norm
@@ -331,7 +337,7 @@ class FeedbackRun(StepwiseRun):
         if self.recording:
             self.inputs.append(x)
         if self.compiled:  # embedding, step and final norm in one call of the compiled step
-            y, tops = self.compiled.run_steps(x=x[None], first=first[None], **self.core.outer_weights(), **self._compiled_arguments())
+            y, tops = self.compiled.run_steps(x=x[None], first=first[None], **self.prepared.outer, **self._compiled_arguments())
             self.tops.append(tops[0])
             self.t += 1
             return y[0]
@@ -366,8 +372,8 @@ class FeedbackRun(StepwiseRun):
         begin, its weights and buffers, dropout's masks, its tape."""
         c = self.core.config
         return dict(
-            episode_start=self.episode_start, t0=self.t, start=self.start, mix=self.mix.detach(), layer_weights=self.compiled_layers,
-            group_weights=self.compiled_groups, memory=self.memory, keys=self.group_keys, values=self.group_values,
+            episode_start=self.episode_start, t0=self.t, start=self.start, mix=self.mix.detach(), layer_weights=self.prepared.layers,
+            group_weights=self.prepared.groups, memory=self.memory, keys=self.group_keys, values=self.group_values,
             **self._compiled_masks(), keep_scale=1.0 / (1.0 - c.dropout), pre_norm=c.pre_norm, tape=self.tape,
         )
 
@@ -441,8 +447,8 @@ class FeedbackRun(StepwiseRun):
         d_layers = [LayerWeights(*(None if x is None else torch.zeros_like(x) for x in w)) for w in master_layers]
         if self.compiled:
             d_embedded, d_mix = self.compiled.backward_steps(
-                grad_y=grad_y, tops=torch.stack(self.tops), tape=self.tape, mix=self.mix.detach(), layer_weights=self.compiled_layers,
-                group_weights=self.compiled_groups, keys=self.group_keys, values=self.group_values, grad_kv=grad_kv, **self._compiled_masks(),
+                grad_y=grad_y, tops=torch.stack(self.tops), tape=self.tape, mix=self.mix.detach(), layer_weights=self.prepared.layers,
+                group_weights=self.prepared.groups, keys=self.group_keys, values=self.group_values, grad_kv=grad_kv, **self._compiled_masks(),
                 keep_scale=1.0 / (1.0 - c.dropout), pre_norm=c.pre_norm, acc_layers=[self.compiled.LayerWeights(**w._asdict()) for w in d_layers],
             )
         else:
