@@ -24,11 +24,12 @@ Runners, supervised (python -m seqtasks runs):
 
 Analysers of runs, and the probes they share:
 
-    cue_memory.py           how much of the corridor's cue a core still holds at the doors
+    cue_memory.py           how much of the corridor's cue a core still holds at the doors; the walks the probes take
     maze_memory.py          whether a maze agent goes back to objects it has seen
     memory_growth.py        which weights' training grew a Feedback corridor agent's memory
     tmaze_policy.py         what a T-maze agent does: walks, reaches the junction, turns, turns the right way
-    memory_probes.py        what a corridor agent's memory path does on corridors walked to the doors
+    memory_probes.py        what an agent's memory path does on episodes walked to the step that needs the cue
+    recall_cliff.py         why recall fails past a length: a memory length sweep's runs probed, fresh and trained
     memory_trace.py         a corridor training run that probes its agent's memory as it trains
 
 Peers (ppo_peers.py's other side):

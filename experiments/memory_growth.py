@@ -18,16 +18,14 @@ import copy
 import numpy as np
 import torch
 
-from agents.evaluation import load_run, new_policy
 from agents.model.policy import Policy
-from agents.runtime.seeding import seed_everything
-from experiments.cue_memory import CorridorWalk, walk_to_doors
+from experiments.cue_memory import CueWalk, trained_and_fresh, walk_to_doors
 from experiments.frame.analyse import UnfitRun, analyse_runs
 from experiments.frame.tables import markdown_table, table_row
 from experiments.memory_probes import probe
 
 
-def size_and_retention(policy: Policy, walk: CorridorWalk) -> tuple[float, float]:
+def size_and_retention(policy: Policy, walk: CueWalk) -> tuple[float, float]:
     numbers = probe(policy, walk)
     return float(np.mean(numbers["memory_norm"][1:])), numbers["retention"]
 
@@ -54,11 +52,9 @@ def groups(policy: Policy) -> dict[str, str]:
 
 def report(run_dir: str) -> None:
     """The run's table: a row per policy, fresh or trained with one weight group swapped."""
-    run = load_run(run_dir, torch.device("cpu"))
-    if run.config.env != "corridor" or run.config.core != "feedback":
+    run, fresh = trained_and_fresh(run_dir, ("corridor",))
+    if run.config.core != "feedback":
         raise UnfitRun(f"{run_dir} is a {run.config.core} run on {run.config.env!r}; this needs a feedback run on the corridor")
-    seed_everything(run.config.seed)
-    fresh = new_policy(run.config).eval()
     walk = walk_to_doors(run.config.env_options)
     print(f"{run_dir} (step {run.global_step:,})\n")
     print(markdown_table(["weights", "memory size", "retention", "retention x size"], []), end="")  # its rows as they are measured

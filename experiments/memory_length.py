@@ -32,7 +32,9 @@ at a time); the Transformer at span 16 (reach 32: the control that must fail bey
 span covering the episode; LSTM and GRU with PyTorch's initialisation and with chrono
 initialisation (`gate_init=chrono`, T_max twice the episode: agents/cores/recurrent.py); the
 linear recurrences FFM and LRU (agents/cores/ffm.py, lru.py) at their defaults; the MLP
-(no memory) at the shortest length only, as the floor. A run solves a length when its greedy
+(no memory) at the shortest length only, as the floor; on request (`--models`), the Feedback
+core at span 16 with one of its options, `read_norm=False` or `value_init=orthogonal`
+(feedback-span16-no-read-norm, feedback-span16-orthogonal). A run solves a length when its greedy
 success is >= 0.95; a core "reaches" the longest length that most of its seeds solve, and scores
 the share of its lengths that most of its seeds solve (bsuite's kind of score).
 
@@ -86,7 +88,12 @@ MODELS = {
     "ffm": ("ffm", None),
     "lru": ("lru", None),
     "mlp": ("mlp", None),
+    "feedback-span16-no-read-norm": ("feedback", 16),
+    "feedback-span16-orthogonal": ("feedback", 16),
 }
+# The Feedback core's options (docs/experiments/corridor-span.md's remedies for its fading memory),
+# rows run where its default fails, on request (--models): not in the default sweep.
+OPTIONS = {"feedback-span16-no-read-norm": "read_norm=False", "feedback-span16-orthogonal": "value_init=orthogonal"}
 CHRONO = ("lstm-chrono", "gru-chrono")  # gate_init=chrono with T_max twice the episode's length
 FLOOR = "mlp"  # run at the shortest length only
 # What evaluation reports per run: success (the right side / door), and on the T-maze whether the
@@ -123,7 +130,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--env", choices=list(TASKS), default="tmaze")
     parser.add_argument("--doors", choices=["random", "fixed"], default="random", help="with --env corridor: the doors' order (default: random, the paper's)")
     parser.add_argument("--lengths", nargs="+", type=positive_int, action=Distinct, default=[8, 16, 32, 64, 128, 256, 512])
-    parser.add_argument("--models", nargs="+", choices=list(MODELS), action=Distinct, default=list(MODELS))
+    parser.add_argument("--models", nargs="+", choices=list(MODELS), action=Distinct, default=[name for name in MODELS if name not in OPTIONS],
+                        help="models to run (default: all but the Feedback options' rows, " + ", ".join(OPTIONS) + ")")
     parser.add_argument("--seeds", type=seed_count, default=5, help="seeds 0 .. N-1 (default: 5)")
     parser.add_argument("--frame-scale", type=positive_float, default=1.0, help="times Ni et al.'s frames per length (default: 1)")
     parser.add_argument("--frames", type=positive_int, default=None, help="env frames per run at every length (instead of Ni et al.'s schedule)")
@@ -158,6 +166,8 @@ def model_args(name: str, env: str, length: int, quick: bool) -> list[str]:
     options = [] if span is None else [f"span={episode_steps(env, length) if span == 'episode' else span}", f"n_layers={LAYERS}"]
     if name in CHRONO:
         options += ["gate_init=chrono", f"t_max={2 * episode_steps(env, length)}"]
+    if name in OPTIONS:
+        options.append(OPTIONS[name])
     if quick:
         options.append(QUICK_CORE[core])
     return ["--core", core, *(["--core-opt", ",".join(options)] if options else [])]

@@ -1,30 +1,35 @@
-"""What a corridor agent's memory path does, measured on corridors walked straight to the doors.
+"""What an agent's memory path does, measured on episodes walked to the step that needs the cue.
 
-The agent's policy is fed the walk of experiments/cue_memory.py (64 fresh corridors, forward at
-every step, so episodes differ only in the cue and the door order) and we read:
+The agent's policy is fed a walk of experiments/cue_memory.py: 64 fresh corridors walked forward
+to the step their doors come into view, or 64 episodes of the memory length task answered 0 up
+to the step that asks for the bit; episodes differ only in the cue and the door order (the
+query). We read:
 
-- `cue_separation`: cue_memory's measure at the doors, on the core's output;
-- `output_separation`: the same at every step of the walk, start cell to doors;
-- `gradient_to_cue`: how much of a signal at the doors reaches the cue's step. The gradient of
-  the log-probability of the correct door at the doors with respect to the core's input at the
-  start cell, over that with respect to the core's input at the doors (norms, mean over
-  episodes); `value_gradient_to_cue` the same for the critic's value. 1e-7 means the learning
-  signal of the door choice never gets back to the cue;
+- `cue_separation`: cue_memory's measure at the walk's last step (the doors, the query), on the
+  core's output;
+- `output_separation`: the same at every step of the walk, first step to last;
+- `gradient_to_cue`: how much of a signal at the last step reaches the cue's step. The gradient
+  of the log-probability of the correct action at the last step with respect to the core's
+  input at the first step, over that with respect to the core's input at the last step (norms,
+  mean over episodes); `value_gradient_to_cue` the same for the critic's value. 1e-7 means the
+  learning signal of the decision never gets back to the cue (0: no path reaches it, as a
+  Transformer's attention past its reach);
 
 and for the Feedback core (m_t = sum_l softmax(w)_l x_t^l, feedback/reference.py):
 
 - `layer_weights`: softmax(w), l = 0 the input embedding;
-- `memory_gap`: per step, |mean m_t (blue cue) - mean m_t (green cue)|, the cue-dependent part
-  of the memory, averaged over door orders; `memory_norm`: mean |m_t|;
+- `memory_gap`: per step, |mean m_t (cue 1) - mean m_t (cue 2)|, the cue-dependent part
+  of the memory, averaged over door orders (queries); `memory_norm`: mean |m_t|;
 - `retention`: the geometric mean over the walk of memory_gap_t / memory_gap_{t-1}, how much
   of the cue's part of m_{t-1} survives into m_t (at span 1 the cue can only pass this way:
-  after the start cell the inputs carry none of it);
+  after the first step the inputs carry none of it);
 - `norms`: the Frobenius norms of the embedding, the key and value halves of the memory's
   projection, each layer's attention output projection, and the mean |gain| of the LayerNorm
   the memory is read through (its denominator is the memory's spread: a memory whose
   cue-independent part grows reads its cue part smaller).
 
-Used by memory_trace.py during training, at a few hundred thousand frames' intervals.
+Used by memory_trace.py during training, at a few hundred thousand frames' intervals, and by
+recall_cliff.py on the memory length runs' final policies.
 """
 
 from __future__ import annotations
@@ -34,10 +39,10 @@ import torch
 
 from agents.cores.feedback.reference import FeedbackReference
 from agents.model.policy import Policy
-from experiments.cue_memory import CorridorWalk, door_outputs, separation, walk_inputs
+from experiments.cue_memory import CueWalk, cue_gap, door_outputs, separation, walk_inputs
 
 
-def probe(policy: Policy, walk: CorridorWalk) -> dict:
+def probe(policy: Policy, walk: CueWalk) -> dict:
     """Every number of the module docstring for `policy` on `walk` (policy left in its mode)."""
     training = policy.training
     policy.eval()
@@ -53,7 +58,7 @@ def probe(policy: Policy, walk: CorridorWalk) -> dict:
 
 
 @torch.no_grad()
-def walk_steps(policy: Policy, walk: CorridorWalk) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def walk_steps(policy: Policy, walk: CueWalk) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """The walk one step at a time: the core's output at each step, (N, D) each, and for the
     Feedback core the memory vector m_t it stored (raw), (N, D) each (else an empty list)."""
     x, first = walk_inputs(policy, walk)
@@ -67,7 +72,7 @@ def walk_steps(policy: Policy, walk: CorridorWalk) -> tuple[list[np.ndarray], li
     return outputs, memories
 
 
-def gradients_to_cue(policy: Policy, walk: CorridorWalk) -> dict[str, float]:
+def gradients_to_cue(policy: Policy, walk: CueWalk) -> dict[str, float]:
     """|d signal at the doors / d core input at the start| over |... / d core input at the doors|,
     mean over episodes, for the log-probability of the correct door and for the value."""
     x, first = walk_inputs(policy, walk)
@@ -85,10 +90,9 @@ def gradients_to_cue(policy: Policy, walk: CorridorWalk) -> dict[str, float]:
     return ratios
 
 
-def feedback_numbers(core: FeedbackReference, memories: list[np.ndarray], walk: CorridorWalk) -> dict:
+def feedback_numbers(core: FeedbackReference, memories: list[np.ndarray], walk: CueWalk) -> dict:
     """softmax(w), the memory's cue gap and norm per step, its retention, the weights' norms."""
-    gap = [float(np.mean([np.linalg.norm(m[(walk.cue == 1) & (walk.upper == u)].mean(0) - m[(walk.cue == 2) & (walk.upper == u)].mean(0))
-                          for u in np.unique(walk.upper)])) for m in memories]
+    gap = [cue_gap(m, walk) for m in memories]
     retention = (gap[-1] / gap[0]) ** (1 / (len(gap) - 1)) if gap[0] > 0 else float("nan")
     d = core.config.d_model
     with torch.no_grad():

@@ -69,15 +69,15 @@ def test_door_outputs_are_taken_where_the_doors_come_into_view():
     assert walk.obs.shape == (5, 16, 3)  # the start cell, then 4 steps forward to the last cell
     assert (walk.obs[:-1, :, 1:] == 0).all() and (walk.obs[-1, :, 1:] != 0).all()  # doors seen only at the end
     assert (walk.obs[1:, :, 0] == 0).all() and (walk.obs[0, :, 0] == walk.cue).all()  # the cue only at the start
-    assert {1, 2} <= set(walk.cue) and {1, 2} <= set(walk.upper)  # both cues and orders drawn (env seeds fixed)
-    assert set(walk.correct[walk.cue == walk.upper]) == {2} and set(walk.correct[walk.cue != walk.upper]) == {3}  # enter upper / lower
+    assert {1, 2} <= set(walk.cue) and {1, 2} <= set(walk.group)  # both cues and orders drawn (env seeds fixed)
+    assert set(walk.correct[walk.cue == walk.group]) == {2} and set(walk.correct[walk.cue != walk.group]) == {3}  # enter upper / lower
     assert door_outputs(policy("lstm", hidden_size=8), walk).shape == (16, 8)
 
 
 def test_cue_separation_with_fixed_doors_uses_the_one_order():
     """With doors fixed only one order is drawn; the separation is still a number, and as before."""
     fixed = {**CORRIDOR, "doors": "fixed"}
-    assert set(walk_to_doors(fixed, episodes=16).upper) == {1}
+    assert set(walk_to_doors(fixed, episodes=16).group) == {1}
     assert cue_separation(policy("lstm"), fixed) > MEMORY_ABOVE
     assert cue_separation(policy("mlp"), fixed) < NO_MEMORY_BELOW
 

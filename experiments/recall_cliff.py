@@ -1,0 +1,134 @@
+"""Why success on the memory length task falls with length: each run's memory path, probed.
+
+    python -m experiments.recall_cliff                                  # the recall headline's runs
+    python -m experiments.recall_cliff --name NAME --models feedback-span16 transformer-span16
+
+For every run of a memory length sweep on the recall task (experiments/memory_length.py --env
+memory_length: its NAME.json and run folders), two policies, each fed 64 episodes of the run's
+length answered 0 up to the query (experiments/cue_memory.py: walk_to_query) and probed
+(experiments/memory_probes.py):
+
+- the run's final policy, and
+- a fresh policy of its config and seed, before any update: what the learner starts from.
+
+The numbers that name a cause of the cliff, per run:
+
+- `gradient_to_cue`: the gradient of the log-probability of the right answer at the query step
+  with respect to the core's input at the step that showed the bit, over that with respect to the
+  input at the query step. 0 where no path reaches back that far (a Transformer whose L steps
+  exceed its reach, layers x span); where it is orders of magnitude below the solved lengths'
+  in the fresh policy, the learning signal that would teach the core to keep the bit hardly
+  reaches the step that has it;
+- `cue_separation`: whether the core's output at the query still tells the two bits apart
+  (cue_memory.py's measure; about 0 when it does not);
+- for the Feedback core, `retention`: the share of the bit's part of the memory vector that
+  survives a step (memory_probes.py), whose L-th power is what is left of it at the query.
+
+Writes NAME_probes.json (per seed: greedy success beside both policies' numbers; the command,
+machine and wall time) and NAME_probes.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from durable.records import read_record, write_json, write_text
+from experiments.cue_memory import EPISODES, trained_and_fresh, walk_to_query
+from experiments.frame.jobs import ROOT, machine
+from experiments.frame.tables import markdown_table
+from experiments.memory_probes import probe
+
+NAME = "memory_length_recall_headline"
+KEPT = ("gradient_to_cue", "value_gradient_to_cue", "cue_separation", "retention")  # of probe()'s numbers, per policy
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--name", default=NAME, help=f"the sweep: OUT/NAME.json and its run folders (default {NAME})")
+    parser.add_argument("--models", nargs="+", default=None, help="the sweep's models to probe (default: all of them)")
+    parser.add_argument("--runs-dir", type=Path, default=None, help="the sweep's run folders (default: runs/experiments/NAME)")
+    parser.add_argument("--out", type=Path, default=ROOT / "assets", help="where NAME.json is and the probes go (default: assets/)")
+    parser.add_argument("--episodes", type=int, default=EPISODES, help=f"episodes walked per policy (default {EPISODES})")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    source = args.out / f"{args.name}.json"
+    sweep = read_record(source)
+    if sweep is None:
+        parser.error(f"no sweep at {source}; give --name of an experiments.memory_length run (and --out where its JSON is)")
+    if sweep["env"] != "memory_length":
+        parser.error(f"{source} is a sweep on {sweep['env']!r}; the probes walk the memory length task (--env memory_length)")
+    models = args.models or list(sweep["models"])
+    unknown = [model for model in models if model not in sweep["models"]]
+    if unknown:
+        parser.error(f"--models: {', '.join(unknown)} not in {source}; it has {', '.join(sweep['models'])}")
+    if args.episodes < 2:
+        parser.error(f"--episodes must be at least 2 (both bits), got {args.episodes}")
+    runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / args.name
+    started = time.time()
+    result = {"command": "python -m experiments.recall_cliff " + shlex.join(sys.argv[1:]), "machine": machine(1),
+              "source": source.name, "episodes": args.episodes, "models": {}}
+    for model in models:
+        for length, cell in sweep["models"][model]["lengths"].items():
+            per_seed = []
+            for run in cell["per_seed"]:
+                run_dir = runs_dir / model / f"L{length}" / f"seed{run['seed']}"
+                per_seed.append({"seed": run["seed"], "greedy_success": run["greedy_success"], **probe_run(str(run_dir), args.episodes)})
+                print(f"{model} L{length} seed {run['seed']}: " + ", ".join(
+                    f"{key} {per_seed[-1]['fresh'][key]:.2e} -> {per_seed[-1]['trained'][key]:.2e}" for key in ("gradient_to_cue", "cue_separation")), flush=True)
+            result["models"].setdefault(model, {})[length] = {"per_seed": per_seed, "median": medians(per_seed)}
+    result["wall_seconds"] = round(time.time() - started, 1)
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_json(args.out / f"{args.name}_probes.json", result, indent=1)
+    write_text(args.out / f"{args.name}_probes.md", table(result))
+    print(table(result))
+
+
+def probe_run(run_dir: str, episodes: int) -> dict:
+    """{"fresh": ..., "trained": ...}: KEPT of probe() for a fresh policy of the run's config and
+    seed and for its final policy, on `episodes` episodes of its length."""
+    run, fresh = trained_and_fresh(run_dir, ("memory_length",))
+    walk = walk_to_query(run.config.env_options, episodes)
+    numbers = {"fresh": probe(fresh, walk), "trained": probe(run.policy, walk)}
+    return {name: {key: float(value[key]) for key in KEPT if key in value} for name, value in numbers.items()}
+
+
+def medians(per_seed: list[dict]) -> dict:
+    """Each policy's numbers, median over seeds."""
+    return {policy: {key: float(np.median([run[policy][key] for run in per_seed])) for key in per_seed[0][policy]} for policy in ("fresh", "trained")}
+
+
+def table(result: dict) -> str:
+    """A row per model and length: seeds solved, then each number fresh -> trained (median over
+    seeds; the gradient's range over seeds too)."""
+    lines = [f"Probes of the memory length runs of {result['source']} ({result['episodes']} episodes walked to the query per policy; "
+             "fresh: a policy of the run's config and seed before any update; trained: the run's final policy). Medians over seeds.\n"]
+    rows = []
+    for model, lengths in result["models"].items():
+        for length, cell in lengths.items():
+            per_seed, median = cell["per_seed"], cell["median"]
+            solved = sum(run["greedy_success"] >= 0.95 for run in per_seed)
+            def gradient(policy: str) -> str:
+                values = [run[policy]["gradient_to_cue"] for run in per_seed]
+                return f"{median[policy]['gradient_to_cue']:.1e} ({min(values):.0e} .. {max(values):.0e})"
+
+            retention = " -> ".join(f"{median[p]['retention']:.3f}" for p in ("fresh", "trained")) if "retention" in median["fresh"] else "-"
+            rows.append([model, length, f"{solved} of {len(per_seed)}", gradient("fresh"), gradient("trained"),
+                         " -> ".join(f"{median[p]['cue_separation']:.2f}" for p in ("fresh", "trained")), retention])
+    return "\n".join(lines) + "\n" + markdown_table(
+        ["model", "L", "solved", "gradient to cue, fresh (range)", "trained (range)", "cue separation at the query, fresh -> trained", "retention per step, fresh -> trained"], rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""The memory length task's walk to the query (experiments/cue_memory.py) and the probes of a
+sweep's runs on it (experiments/recall_cliff.py)."""
+
+import json
+import sys
+
+import numpy as np
+import pytest
+import torch
+from gymnasium.spaces import MultiDiscrete
+
+from agents.config.a2c_config import A2CConfig
+from agents.evaluation import evaluation_seeds
+from agents.learners.train import build_policy
+from agents.runtime.actors import LocalEnvs
+from experiments import memory_length, recall_cliff
+from experiments.cue_memory import SEED, walk_to_query
+from experiments.memory_probes import probe
+
+LENGTH = 5
+
+
+def test_the_walk_shows_the_bit_first_and_the_query_last_and_knows_the_answer():
+    walk = walk_to_query({"length": LENGTH}, episodes=16)
+    assert walk.obs.shape == (LENGTH + 1, 16, 3)  # (time to go, query, bit) from t = 0 to the decision at t = L
+    assert (walk.obs[:, :, 0] == np.arange(LENGTH, -1, -1)[:, None]).all()
+    assert (walk.obs[0, :, 2] == walk.cue).all() and (walk.obs[1:, :, 2] == 0).all()  # the bit only at the first step
+    assert (walk.obs[-1, :, 1] == 1).all() and (walk.obs[:-1, :, 1] == 0).all()  # the query only at the last
+    assert set(walk.cue) == {1, 2} and set(walk.group) == {0}  # both bits drawn; one bit, so one query
+    envs = LocalEnvs("memory_length", evaluation_seeds(SEED, 16), {"length": LENGTH})  # the same episodes, answered as the walk says
+    envs.reset()
+    for _ in range(LENGTH):
+        envs.step(np.zeros(16, dtype=np.int64))
+    _, reward, terminated, _, _ = envs.step(walk.correct)
+    envs.close()
+    assert terminated.all() and (reward == 1.0).all()
+
+
+def recall_policy(core: str, **core_options):
+    torch.manual_seed(0)
+    config = A2CConfig(env="memory_length", core=core, core_options=core_options, env_options={"length": LENGTH})
+    return build_policy(config, MultiDiscrete([LENGTH + 1, 2, 3]), 2).eval()
+
+
+def test_the_gradient_to_the_bit_is_zero_exactly_past_a_transformers_reach():
+    """The bit is L = 5 steps before the query: two layers of span 2 reach 4 steps back, none of
+    the decision's gradient gets to it; span 3 reaches 6, and so do a Feedback core at span 1 and
+    an LSTM, through their recurrence."""
+    walk = walk_to_query({"length": LENGTH}, episodes=16)
+    assert probe(recall_policy("transformer", span=2, n_layers=2, d_model=16, n_heads=2), walk)["gradient_to_cue"] == 0.0
+    assert probe(recall_policy("transformer", span=3, n_layers=2, d_model=16, n_heads=2), walk)["gradient_to_cue"] > 1e-6
+    numbers = probe(recall_policy("feedback", span=1, n_layers=2, d_model=16, n_heads=2), walk)
+    assert numbers["gradient_to_cue"] > 1e-6 and 0 < numbers["retention"]
+    assert probe(recall_policy("lstm", hidden_size=16), walk)["gradient_to_cue"] > 1e-6
+    assert probe(recall_policy("mlp", hidden_size=16), walk)["gradient_to_cue"] == 0.0
+
+
+def test_a_sweeps_runs_are_probed_fresh_and_trained(tmp_path, monkeypatch):
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    argv = ["--quick", "--env", "memory_length", "--lengths", "3", "--models", "mlp", "feedback-span16", "--seeds", "2",
+            "--eval-episodes", "2", "--runs-dir", str(runs), "--out", str(out), "--jobs", "2", "--frames", "64", "--no-estimate"]
+    monkeypatch.setattr(sys, "argv", ["memory_length"] + argv)
+    memory_length.main(argv)
+    probes = ["--name", "memory_length_recall", "--runs-dir", str(runs), "--out", str(out), "--episodes", "8"]
+    recall_cliff.main(probes)
+    result = json.loads((out / "memory_length_recall_probes.json").read_text())
+    assert list(result["models"]) == ["mlp", "feedback-span16"] and result["episodes"] == 8
+    for model, lengths in result["models"].items():
+        per_seed = lengths["3"]["per_seed"]
+        assert [run["seed"] for run in per_seed] == [0, 1]
+        for run in per_seed:
+            assert set(run) == {"seed", "greedy_success", "fresh", "trained"}
+            assert ("retention" in run["fresh"]) == (model == "feedback-span16")
+            if model == "mlp":  # no memory: nothing of the decision reaches the bit
+                assert run["fresh"]["gradient_to_cue"] == run["trained"]["gradient_to_cue"] == 0.0
+            else:
+                assert run["fresh"]["gradient_to_cue"] > 0
+    assert "| feedback-span16 | 3 | " in (out / "memory_length_recall_probes.md").read_text()
+
+
+def test_the_probes_refuse_what_is_not_a_recall_sweep(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exited:
+        recall_cliff.main(["--name", "nothing", "--out", str(tmp_path)])
+    assert exited.value.code == 2 and f"no sweep at {tmp_path / 'nothing.json'}" in capsys.readouterr().err
+    (tmp_path / "maze.json").write_text(json.dumps({"env": "tmaze", "models": {"lstm": {}}}))
+    with pytest.raises(SystemExit):
+        recall_cliff.main(["--name", "maze", "--out", str(tmp_path)])
+    assert "is a sweep on 'tmaze'" in capsys.readouterr().err
+    (tmp_path / "recall.json").write_text(json.dumps({"env": "memory_length", "models": {"lstm": {}}}))
+    with pytest.raises(SystemExit):
+        recall_cliff.main(["--name", "recall", "--out", str(tmp_path), "--models", "gru"])
+    assert "--models: gru not in" in capsys.readouterr().err
