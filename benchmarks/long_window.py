@@ -14,9 +14,10 @@ of at least K steps, where packing (episode_packing.py) has nothing to shorten. 
 
 A row "feedback, K = 32, wide" is the first K's call with its buffers as wide as the last K's
 (capacity S + K_last slots instead of S + max(K, 64)): the same steps and the same work, only the
-buffers' rows farther apart. Where it costs about what the long call costs per step, the long
-call's extra time is the layout's (each (env, head, element) row of the keys, values and their
-gradients a page or more apart), not its length.
+buffers' rows farther apart. Before the compiled step read long calls' windows from blocks
+(agents/cores/feedback/core.py: BLOCKED_FROM) it cost about what the long call cost per step:
+that extra time was the layout's (each (env, head, element) row of the keys, values and their
+gradients a page or more apart), not the length's. Now both read from blocks.
 
 Target (issue 49): per processed step, K = 1,024 within 1.2x of K = 32 for both cores.
 """

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents.cores.feedback import compiled as feedback_compiled
+from agents.cores.feedback import core as feedback_core
 
 from agents.cores import make_core, run_options
 from agents.cores.feedback.reference import reference_of
@@ -122,6 +123,33 @@ def test_each_fast_path_equals_the_reference_in_float32(path, options, seed, ste
     cuts = sorted(set(data.draw(st.lists(st.integers(1, max(1, steps - 1)), max_size=3))) - {steps})
     terms = (steps + carried) * options["n_layers"] * (options["span"] + 4)
     assert_equal_to_the_reference({**options, "step": path}, seed, steps, batch, reset, carried, cuts, torch.float32, close32(terms))
+
+
+@settings(derandomize=True, max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(options=configurations(), seed=st.integers(0, 2**16), steps=st.integers(1, 9), batch=st.integers(1, 3),
+       reset=st.sampled_from([0.0, 0.2, 0.5]), carried=st.integers(1, 8), data=st.data())
+def test_the_compiled_path_reading_its_windows_from_blocks_equals_the_reference(monkeypatch, options, seed, steps, batch, reset, carried, data):
+    """Long recording calls read their windows from blocks of 2 S slots and sum their gradients
+    from them (feedback/core.py: BLOCKED_FROM); made to here, every recording call does, and it
+    still equals the reference to 1e-10, chunked calls (whose blocks carry over between chunks)
+    and the slots carried in included."""
+    monkeypatch.setattr(feedback_core, "BLOCKED_FROM", 0)
+    cuts = sorted(set(data.draw(st.lists(st.integers(1, max(1, steps - 1)), max_size=3))) - {steps})
+    options = {**options, "persistent": 0, "step": "compiled"}
+    assert_equal_to_the_reference(options, seed, steps, batch, reset, carried, cuts, torch.float64, dict(atol=1e-10, rtol=1e-10))
+
+
+def test_recording_calls_read_from_blocks_where_their_buffers_are_long():
+    """Blocks where the buffers hold at least BLOCKED_FROM slots and four windows, and only
+    while recording: not at the CPU preset's rollout (span 64, 32 steps: 128 slots)."""
+    core = make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, span=64)
+    state = core.initial_state(2, "cpu")
+    assert not core.open(state, 32).blocked
+    assert core.open(state, feedback_core.BLOCKED_FROM).blocked
+    with torch.no_grad():
+        assert not core.open(state, feedback_core.BLOCKED_FROM).blocked
+    wide = make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, span=128)
+    assert not wide.open(wide.initial_state(2, "cpu"), 256).blocked  # 384 slots, under 4 x 128
 
 
 @pytest.mark.parametrize("options", [dict(), dict(pre_norm=False, shared_kv=False, dropout=0.3)])

@@ -48,6 +48,12 @@ from agents.cores.feedback.step import (
 from agents.cores.weights_version import track_loads, weights_version
 from agents.cores.state import register_state
 
+# A recording call on the compiled step whose buffers hold at least this many slots, and four
+# windows, reads its windows from blocks of 2 S slots (csrc/feedback_step.cpp: Blocks): in
+# buffers that long each (env, head, element) row is kilobytes from the next, and a window
+# scattered so cost the attention's loops 3-4x their time (benchmarks/long_window.py).
+BLOCKED_FROM = 256
+
 __all__ = ["FeedbackConfig", "FeedbackCore", "FeedbackState"]
 
 
@@ -285,6 +291,7 @@ class FeedbackRun(StepwiseRun):
         if self.compiled:  # the weights as the C++ step's structs, the tape in C++
             self.prepared = core.compiled_weights(self.compiled, self.master, self.layers, self.groups)
             self.tape = self.compiled.Tape() if self.recording else None
+            self.blocked = self.recording and keys.shape[-1] >= max(BLOCKED_FROM, 4 * span)
         self.inputs: list[torch.Tensor] = []  # what step() was given, for outputs()
         self.tops: list[torch.Tensor] = []  # (B, D) the top layer's output per step, before the final norm
         self.tapes: list[StepTape] = []
@@ -374,7 +381,7 @@ class FeedbackRun(StepwiseRun):
         return dict(
             episode_start=self.episode_start, t0=self.t, start=self.start, mix=self.mix.detach(), layer_weights=self.prepared.layers,
             group_weights=self.prepared.groups, memory=self.memory, keys=self.group_keys, values=self.group_values,
-            **self._compiled_masks(), keep_scale=1.0 / (1.0 - c.dropout), pre_norm=c.pre_norm, tape=self.tape,
+            **self._compiled_masks(), keep_scale=1.0 / (1.0 - c.dropout), pre_norm=c.pre_norm, tape=self.tape, blocked=self.blocked,
         )
 
     def _advance(self, embedded: torch.Tensor, first: torch.Tensor) -> torch.Tensor:

@@ -111,11 +111,50 @@ struct StepTape {
   TensorList mean, rstd;  // per group: its norm's statistics of m (pre-norm)
 };
 
+// A long call's windows in overlapping blocks. The buffers hold each (env, head, element) row of
+// keys and values across all their slots, S + T of them in a recording call: at T = 1,024 each
+// row is some 4 KB from the next, and a step's window (S slots of every row) is scattered over
+// the whole buffer, where at T = 32 it lies in one stretch of memory; reading it so cost the
+// attention's loops 3-4x their time (benchmarks/long_window.py, its "wide" row). Block j holds
+// slots [j S, j S + 2 S) of every row, rows 2 S long and next to each other, so that the window
+// [lo, lo + S) lies whole in block lo / S: each slot is written into the two blocks that hold it,
+// the windows are read from the blocks, and their gradients added into blocks of their own that
+// are summed into the buffer's slots at the end.
+struct Blocks {
+  int64_t span = 0;
+  TensorList keys, values;  // per group (blocks, B, H, E, 2 S): the buffer's keys and values, slot s in blocks s / S and s / S - 1
+
+  bool empty() const { return keys.empty(); }
+
+  // group g's keys or values (`blocks`) over the window [lo, lo + S): (B, H, E, S), rows 2 S apart
+  Tensor window(const Tensor& blocks, int64_t lo) const {
+    const int64_t j = lo / span;
+    return blocks[j].narrow(-1, lo - j * span, span);
+  }
+
+  // x (..., n) into `blocks` at slots [slot, slot + n) of every block that holds them
+  void write(const Tensor& blocks, int64_t slot, const Tensor& x) const {
+    for (int64_t s = slot; s < slot + x.size(-1);) {
+      const int64_t j = s / span, n = std::min(slot + x.size(-1) - s, (j + 1) * span - s);  // the slots [s, s + n) share block j
+      for (int64_t b = std::max<int64_t>(0, j - 1); b <= std::min(j, blocks.size(0) - 1); ++b)
+        blocks[b].narrow(-1, s - b * span, n).copy_(x.narrow(-1, s - slot, n));
+      s += n;
+    }
+  }
+};
+
+// Blocks of a buffer of `capacity` slots (like: (B, H, E, capacity)), every slot of it held twice.
+Tensor new_blocks(const Tensor& like, int64_t span) {
+  const int64_t blocks = (like.size(-1) + span - 1) / span;
+  return at::empty({blocks, like.size(0), like.size(1), like.size(2), 2 * span}, like.options());
+}
+
 }  // namespace
 
 // A recording call's tape, held by Python between the forward and the backward.
 struct Tape {
   std::vector<StepTape> steps;
+  Blocks blocks;  // a long call's windows (empty unless its forward was told `blocked`)
 };
 
 namespace {
@@ -420,12 +459,24 @@ void check_masks(const TensorList& attention_masks, const TensorList& relu_masks
 Tensor forward_steps(const Tensor& embedded, const Tensor& first, const Tensor& episode_start, int64_t t0, int64_t start, const Tensor& mix,
                      const std::vector<LayerWeights>& layer_weights, const std::vector<GroupWeights>& group_weights, const Tensor& memory,
                      const TensorList& keys, const TensorList& values, const TensorList& attention_masks, const TensorList& relu_masks,
-                     double keep_scale, bool pre_norm, Tape* tape) {
+                     double keep_scale, bool pre_norm, Tape* tape, bool blocked) {
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   const auto layers = layers_of(layer_weights);
   check_masks(attention_masks, relu_masks, layers.size());
   const int64_t steps = embedded.size(0), span = layers[0].positions.size(0), groups = keys.size();  // positions: (S, E)
   const bool shared = groups == 1;
+  TORCH_CHECK(!blocked || tape, "forward_steps: blocked windows are a recording call's (give its tape)");
+  Blocks* blocks = blocked ? &tape->blocks : nullptr;
+  if (blocks && blocks->empty()) {  // the call's first steps: blocks holding the slots written so far
+    blocks->span = span;
+    for (int64_t g = 0; g < groups; ++g) {
+      blocks->keys.push_back(new_blocks(keys[g], span));
+      blocks->values.push_back(new_blocks(values[g], span));
+      blocks->write(blocks->keys[g], 0, keys[g].narrow(-1, 0, start + t0));
+      blocks->write(blocks->values[g], 0, values[g].narrow(-1, 0, start + t0));
+    }
+  }
+  TORCH_CHECK(blocks == nullptr || blocks->span == span, "forward_steps: the tape's blocks are of span ", blocks ? blocks->span : 0, ", not ", span);
   Tensor tops = at::empty_like(embedded);
   for (int64_t i = 0; i < steps; ++i) {
     const int64_t t = t0 + i, lo = start + t - span;
@@ -437,8 +488,9 @@ Tensor forward_steps(const Tensor& embedded, const Tensor& first, const Tensor& 
     for (size_t l = 0; l < layers.size(); ++l) {
       const int64_t g = shared ? 0 : l;
       auto [mask_a, mask_r] = step_masks(attention_masks, relu_masks, l, t, keep_scale, h.scalar_type());
-      h = layer_forward(h, keys[g].narrow(-1, lo, span), values[g].narrow(-1, lo, span), episode_start, t, layers[l], mask_a, keep_scale,
-                        mask_r, pre_norm, tape ? &step.layers[l] : nullptr);
+      const Tensor k_t = blocks ? blocks->window(blocks->keys[g], lo) : keys[g].narrow(-1, lo, span);
+      const Tensor v_t = blocks ? blocks->window(blocks->values[g], lo) : values[g].narrow(-1, lo, span);
+      h = layer_forward(h, k_t, v_t, episode_start, t, layers[l], mask_a, keep_scale, mask_r, pre_norm, tape ? &step.layers[l] : nullptr);
       m = at::addcmul(m, mix[l + 1], h);
     }
     const int64_t at_slot = start + t;
@@ -451,6 +503,10 @@ Tensor forward_steps(const Tensor& embedded, const Tensor& first, const Tensor& 
       Tensor k = kv.select(1, 0), v = kv.select(1, 1);
       keys[g].select(-1, at_slot).copy_(k);
       values[g].select(-1, at_slot).copy_(v);
+      if (blocks) {
+        blocks->write(blocks->keys[g], at_slot, k.unsqueeze(-1));
+        blocks->write(blocks->values[g], at_slot, v.unsqueeze(-1));
+      }
       if (tape) {
         step.mean.push_back(mean);
         step.rstd.push_back(rstd);
@@ -473,11 +529,11 @@ std::tuple<Tensor, Tensor> run_steps(const Tensor& x, const Tensor& first, const
                                      const std::optional<Tensor>& norm_out_b, const Tensor& mix, const std::vector<LayerWeights>& layer_weights,
                                      const std::vector<GroupWeights>& group_weights, const Tensor& memory, const TensorList& keys,
                                      const TensorList& values, const TensorList& attention_masks, const TensorList& relu_masks,
-                                     double keep_scale, bool pre_norm, Tape* tape) {
+                                     double keep_scale, bool pre_norm, Tape* tape, bool blocked) {
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   at::NoGradGuard no_grad;
   Tensor tops = forward_steps(at::linear(x, embed_w, embed_b), first, episode_start, t0, start, mix, layer_weights, group_weights, memory,
-                              keys, values, attention_masks, relu_masks, keep_scale, pre_norm, tape);
+                              keys, values, attention_masks, relu_masks, keep_scale, pre_norm, tape, blocked);
   return {norm_out_w ? std::get<0>(layer_norm(tops, *norm_out_w, *norm_out_b)) : tops, tops};
 }
 
@@ -502,7 +558,7 @@ std::tuple<Tensor, Tensor> act_steps(const Tensor& x, const Tensor& first, const
     group_values.push_back(values.select(2, g));
   }
   Tensor y = std::get<0>(run_steps(x, first, episode_start, 0, end, embed_w, embed_b, norm_out_w, norm_out_b, mix, layer_weights,
-                                   group_weights, memory, group_keys, group_values, {}, {}, 1.0, pre_norm, nullptr));
+                                   group_weights, memory, group_keys, group_values, {}, {}, 1.0, pre_norm, nullptr, false));
   Tensor index = at::arange(steps, steps + span, episode_start.options());  // the new window's slots, counted as episode_start
   return {y, index.unsqueeze(0) >= episode_start.unsqueeze(1)};
 }
@@ -511,7 +567,9 @@ std::tuple<Tensor, Tensor> act_steps(const Tensor& x, const Tensor& first, const
 // tops -> the gradients at the embedded inputs (T, B, D) and at softmax(w) per step (T, L + 1);
 // the weights' gradients are added into acc_layers (shaped like layer_weights), every slot's key
 // and value gradients into grad_kv (per group (B, 2, H, E, S + T)); keys and values (B, H, E,
-// S + T) per group, the buffers the forward wrote; the masks as forward_steps'.
+// S + T) per group, the buffers the forward wrote (read from the tape's blocks where the forward
+// kept them: gradients then go into blocks of their own, summed into grad_kv at the end); the
+// masks as forward_steps'.
 std::tuple<Tensor, Tensor> backward_steps(const Tensor& grad_y, const Tensor& tops, const Tape& tape, const Tensor& mix,
                                           const std::vector<LayerWeights>& layer_weights, const std::vector<GroupWeights>& group_weights,
                                           const TensorList& keys, const TensorList& values, const TensorList& grad_kv,
@@ -525,13 +583,27 @@ std::tuple<Tensor, Tensor> backward_steps(const Tensor& grad_y, const Tensor& to
   const int64_t span = grad_kv[0].size(-1) - steps;
   const bool shared = groups == 1;
   const int64_t n_layers = layers.size();
+  const Blocks& blocks = tape.blocks;
+  TensorList grad_blocks;  // per group (blocks, B, 2, H, E, 2 S): the slots' key and value gradients, each slot in two blocks
+  for (int64_t g = 0; g < (blocks.empty() ? 0 : groups); ++g) {
+    TORCH_CHECK(blocks.span == span, "backward_steps: the tape's blocks are of span ", blocks.span, ", not ", span);
+    const Tensor& grad = grad_kv[g];  // (B, 2, H, E, S + T)
+    grad_blocks.push_back(at::zeros({(grad.size(-1) + span - 1) / span, batch, 2, grad.size(2), grad.size(3), 2 * span}, grad.options()));
+  }
+  // slot u's key and value gradients of group g, (B, 2, H, E): complete once the steps that read it are done
+  const auto slot_grad = [&](int64_t g, int64_t u) {
+    if (blocks.empty()) return grad_kv[g].select(-1, u);
+    const int64_t j = u / span;
+    Tensor sum = grad_blocks[g][j].select(-1, u - j * span);
+    return j > 0 ? sum + grad_blocks[g][j - 1].select(-1, u - (j - 1) * span) : sum;
+  };
   Tensor d_embedded = at::empty_like(grad_y), d_mix = at::empty({steps, n_layers + 1}, grad_y.options());
   for (int64_t t = steps - 1; t >= 0; --t) {
     const StepTape& step = tape.steps[t];
     Tensor dm;
     for (int64_t g = 0; g < groups; ++g) {
       const GroupWeights& w = group_weights[g];
-      Tensor d_normed = at::mm(grad_kv[g].select(-1, span + t).reshape({batch, 2 * width}), w.kv_w);  // keys' then values' (B, 2 D)
+      Tensor d_normed = at::mm(slot_grad(g, span + t).reshape({batch, 2 * width}), w.kv_w);  // keys' then values' (B, 2 D)
       Tensor dg = !absent(w.norm_w) ? layer_norm_input_grad(d_normed, step.m, step.mean[g], step.rstd[g], w.norm_w) : d_normed;
       dm = dm.defined() ? dm + dg : dg;
     }
@@ -543,12 +615,22 @@ std::tuple<Tensor, Tensor> backward_steps(const Tensor& grad_y, const Tensor& to
     for (int64_t l = n_layers - 1; l >= 0; --l) {
       const int64_t g = shared ? 0 : l;
       auto [mask_a, mask_r] = step_masks(attention_masks, relu_masks, l, t, keep_scale, grad_y.scalar_type());
-      Tensor grad_k_t = grad_kv[g].select(1, 0).narrow(-1, t, span), grad_v_t = grad_kv[g].select(1, 1).narrow(-1, t, span);
-      dh = layer_backward(dh, keys[g].narrow(-1, t, span), values[g].narrow(-1, t, span), grad_k_t, grad_v_t, layers[l], step.layers[l],
-                          mask_a, keep_scale, mask_r, pre_norm, acc[l]);
+      const int64_t j = t / span;  // the block whose rows hold the window [t, t + S), where blocked
+      const Tensor grad_window = blocks.empty() ? grad_kv[g].narrow(-1, t, span) : grad_blocks[g][j].narrow(-1, t - j * span, span);
+      const Tensor k_t = blocks.empty() ? keys[g].narrow(-1, t, span) : blocks.window(blocks.keys[g], t);
+      const Tensor v_t = blocks.empty() ? values[g].narrow(-1, t, span) : blocks.window(blocks.values[g], t);
+      dh = layer_backward(dh, k_t, v_t, grad_window.select(1, 0), grad_window.select(1, 1), layers[l], step.layers[l], mask_a, keep_scale,
+                          mask_r, pre_norm, acc[l]);
       dh = at::addcmul(dh, dm, mix[l]);
     }
     d_embedded[t].copy_(dh);
+  }
+  for (size_t g = 0; g < grad_blocks.size(); ++g) {  // each slot's two parts into grad_kv
+    const int64_t slots = grad_kv[g].size(-1);
+    for (int64_t j = 0; j < grad_blocks[g].size(0); ++j) {
+      const int64_t n = std::min(2 * span, slots - j * span);
+      grad_kv[g].narrow(-1, j * span, n).add_(grad_blocks[g][j].narrow(-1, 0, n));
+    }
   }
   return {d_embedded, d_mix};
 }
@@ -561,12 +643,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("forward_steps", &forward_steps, "steps of a Feedback run", py::kw_only(), py::arg("embedded"), py::arg("first"),
         py::arg("episode_start"), py::arg("t0"), py::arg("start"), py::arg("mix"), py::arg("layer_weights"), py::arg("group_weights"),
         py::arg("memory"), py::arg("keys"), py::arg("values"), py::arg("attention_masks"), py::arg("relu_masks"), py::arg("keep_scale"),
-        py::arg("pre_norm"), py::arg("tape").none(true));
+        py::arg("pre_norm"), py::arg("tape").none(true), py::arg("blocked"));
   m.def("run_steps", &run_steps, "steps of a Feedback run from their inputs: embedding, steps, final norm", py::kw_only(), py::arg("x"),
         py::arg("first"), py::arg("episode_start"), py::arg("t0"), py::arg("start"), py::arg("embed_w"), py::arg("embed_b"),
         py::arg("norm_out_w").none(true), py::arg("norm_out_b").none(true), py::arg("mix"), py::arg("layer_weights"),
         py::arg("group_weights"), py::arg("memory"), py::arg("keys"), py::arg("values"), py::arg("attention_masks"),
-        py::arg("relu_masks"), py::arg("keep_scale"), py::arg("pre_norm"), py::arg("tape").none(true));
+        py::arg("relu_masks"), py::arg("keep_scale"), py::arg("pre_norm"), py::arg("tape").none(true), py::arg("blocked"));
   m.def("act_steps", &act_steps, "an acting call whole: embedding, steps, final norm", py::kw_only(), py::arg("x"), py::arg("first"),
         py::arg("valid"), py::arg("end"), py::arg("embed_w"), py::arg("embed_b"), py::arg("norm_out_w").none(true),
         py::arg("norm_out_b").none(true), py::arg("mix"), py::arg("layer_weights"), py::arg("group_weights"), py::arg("memory"),
