@@ -2,7 +2,6 @@
 sweep's runs on it (experiments/recall_cliff.py)."""
 
 import json
-import sys
 
 import numpy as np
 import pytest
@@ -13,8 +12,8 @@ from agents.config.a2c_config import A2CConfig
 from agents.evaluation import evaluation_seeds
 from agents.learners.train import build_policy
 from agents.runtime.actors import LocalEnvs
-from experiments import memory_length, recall_cliff
-from experiments.cue_memory import SEED, walk_to_query
+from experiments import recall_cliff
+from experiments.cue_memory import SEED, trained_and_fresh, walk_to_query
 from experiments.memory_probes import probe
 
 LENGTH = 5
@@ -55,27 +54,30 @@ def test_the_gradient_to_the_bit_is_zero_exactly_past_a_transformers_reach():
     assert probe(recall_policy("mlp", hidden_size=16), walk)["gradient_to_cue"] == 0.0
 
 
-def test_a_sweeps_runs_are_probed_fresh_and_trained(tmp_path, monkeypatch):
+def test_a_sweeps_runs_are_probed_fresh_and_trained(tmp_path, capsys):
+    """Every run of the sweep's JSON, found in its run folder by model, length and seed, probed
+    twice: its final policy and a fresh one of its config and seed."""
+    from train_a2c import main as train
+
     out, runs = tmp_path / "out", tmp_path / "runs"
-    argv = ["--quick", "--env", "memory_length", "--lengths", "3", "--models", "mlp", "feedback-span16", "--seeds", "2",
-            "--eval-episodes", "2", "--runs-dir", str(runs), "--out", str(out), "--jobs", "2", "--frames", "64", "--no-estimate"]
-    monkeypatch.setattr(sys, "argv", ["memory_length"] + argv)
-    memory_length.main(argv)
-    probes = ["--name", "memory_length_recall", "--runs-dir", str(runs), "--out", str(out), "--episodes", "8"]
-    recall_cliff.main(probes)
-    result = json.loads((out / "memory_length_recall_probes.json").read_text())
-    assert list(result["models"]) == ["mlp", "feedback-span16"] and result["episodes"] == 8
-    for model, lengths in result["models"].items():
-        per_seed = lengths["3"]["per_seed"]
-        assert [run["seed"] for run in per_seed] == [0, 1]
-        for run in per_seed:
-            assert set(run) == {"seed", "greedy_success", "fresh", "trained"}
-            assert ("retention" in run["fresh"]) == (model == "feedback-span16")
-            if model == "mlp":  # no memory: nothing of the decision reaches the bit
-                assert run["fresh"]["gradient_to_cue"] == run["trained"]["gradient_to_cue"] == 0.0
-            else:
-                assert run["fresh"]["gradient_to_cue"] > 0
-    assert "| feedback-span16 | 3 | " in (out / "memory_length_recall_probes.md").read_text()
+    per_seed = []
+    for seed in (0, 1):
+        train(["--env", "memory_length", "--env-opt", "length=3", "--core", "feedback", "--core-opt", "span=2,d_model=8,n_heads=2",
+               "--num-envs", "4", "--rollout", "4", "--total-steps", "32", "--seed", str(seed), "--run-dir", str(runs / "feedback-span2" / "L3" / f"seed{seed}")])
+        per_seed.append({"seed": seed, "greedy_success": 0.5})
+    out.mkdir()
+    (out / "sweep.json").write_text(json.dumps({"env": "memory_length", "models": {"feedback-span2": {"lengths": {"3": {"per_seed": per_seed}}}}}))
+    recall_cliff.main(["--name", "sweep", "--runs-dir", str(runs), "--out", str(out), "--episodes", "8"])
+    result = json.loads((out / "sweep_probes.json").read_text())
+    assert result["source"] == "sweep.json" and result["episodes"] == 8
+    runs_probed = result["models"]["feedback-span2"]["3"]["per_seed"]
+    assert [run["seed"] for run in runs_probed] == [0, 1]
+    for run in runs_probed:
+        assert set(run) == {"seed", "greedy_success", "fresh", "trained"} and set(run["fresh"]) == set(recall_cliff.KEPT)
+        assert run["fresh"]["gradient_to_cue"] > 0 and run["fresh"] != run["trained"]  # 3 steps back: within the memory's reach; trained moved
+    trained = trained_and_fresh(str(runs / "feedback-span2" / "L3" / "seed1"), ("memory_length",))
+    assert trained[0].config.seed == 1  # the folder the seed names
+    assert "| feedback-span2 | 3 | 0 of 2 |" in (out / "sweep_probes.md").read_text()
 
 
 def test_the_probes_refuse_what_is_not_a_recall_sweep(tmp_path, capsys):
