@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agents.cores.feedback import compiled as feedback_compiled  # noqa: E402
 
+from agents.cores.append_log import HEADROOM  # noqa: E402
 from agents.cores import make_core  # noqa: E402
 from agents.runtime.freed_memory import keep_freed_memory  # noqa: E402
 from experiments.frame.machine import cpu_model  # noqa: E402
@@ -158,37 +159,48 @@ def attention_roofline(measured: float) -> None:
           f"(c += a, {3 * 4 * a.numel() / 2**20:.0f} MiB) = {1e3 * predicted:.3f} ms: measured / bound {measured / predicted:.2f}")
 
 
-def split_acting(core, state, x, first, calls: int = 640) -> None:
+def split_acting(core, state, x, first, calls: int = 640) -> dict[str, float]:
     """Time `calls` acting calls in a row (each from the state the last one left) and, inside
-    them, the compiled step's own calls (act_steps, the whole call where the state's buffers
-    have room, else forward_steps, inside FeedbackRun): the rest is the Python around them (the
-    call's checks and, on FeedbackRun's path, its setup, embedding and final norm, and the
-    buffers' copy every HEADROOM steps)."""
-    compiled, inside = feedback_compiled.extension(), [0.0]
+    each, the compiled step's own call (act_steps, the whole call where the state's buffers have
+    room, else forward_steps, inside FeedbackRun) and the buffers' room (FeedbackCore._room: a
+    check, and every HEADROOM steps the refill, ATen copies of the window into new buffers).
+    The rest is the Python
+    around them: the call's checks and, on FeedbackRun's path, its setup. Means, and the median
+    call's Python, which a pause of the process by the scheduler (milliseconds, on a loaded
+    machine) does not move. Printed, and returned in seconds a call: call, steps, refill, python."""
+    compiled, inside, refill = feedback_compiled.extension(), [0.0], [0.0]
     originals = {name: getattr(compiled, name) for name in ("act_steps", "forward_steps")}
 
-    def timed(function):
-        def call(**arguments):  # (the steps take keywords only)
+    def timed(function, into):
+        def call(*args, **arguments):
             began = time.perf_counter()
-            result = function(**arguments)
-            inside[0] += time.perf_counter() - began
+            result = function(*args, **arguments)
+            into[0] += time.perf_counter() - began
             return result
         return call
 
     for name, function in originals.items():  # the core looks them up on the module at each call
-        setattr(compiled, name, timed(function))
+        setattr(compiled, name, timed(function, inside))
+    core._room = timed(core._room, refill)  # an instance attribute over the method, removed below
+    per_call = []
     try:
         with torch.no_grad():
-            began = time.perf_counter()
             for _ in range(calls):
+                inside[0] = refill[0] = 0.0
+                began = time.perf_counter()
                 _, state = core(x, state, first)
-            total = (time.perf_counter() - began) / calls
+                per_call.append((time.perf_counter() - began, inside[0], refill[0]))
     finally:
         for name, function in originals.items():
             setattr(compiled, name, function)
-    steps = inside[0] / calls
-    print(f"feedback acting: {1e6 * total:.0f} us a call; in C++ {1e6 * steps:.0f} us ({steps / total:.0%}), "
-          f"the Python around it {1e6 * (total - steps):.0f} us ({1 - steps / total:.0%})")
+        del core._room
+    total, steps, copies = (statistics.mean(column) for column in zip(*per_call))
+    python = total - steps - copies
+    median = statistics.median(call - step - copy for call, step, copy in per_call)
+    print(f"feedback acting: {1e6 * total:.0f} us a call; in C++ {1e6 * steps:.0f} us ({steps / total:.0%}), the buffers' room "
+          f"(a refill every {HEADROOM} calls) {1e6 * copies:.0f} us ({copies / total:.0%}), the Python around them {1e6 * python:.0f} us ({python / total:.0%}; "
+          f"the median call's {1e6 * median:.0f} us, {median / statistics.median(call for call, _, _ in per_call):.0%})")
+    return {"call": total, "steps": steps, "refill": copies, "python": python}
 
 
 if __name__ == "__main__":
