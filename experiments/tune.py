@@ -360,9 +360,11 @@ def table(summary: dict) -> str:
     for name, model in summary["models"].items():
         fresh = model["fresh"]
         settings = ", ".join(f"{key}={value:.3g}" if isinstance(value, float) else f"{key}={value}" for key, value in model["best"]["params"].items())
+        per_seed = lambda kind: ", ".join(f"{run[objective]:.2f}" for run in fresh[kind]["per_seed"])  # noqa: E731
         rows.append([name, f"{model['finished']} ({model['pruned']} pruned)", f"{model['best']['value']:.2f} (trial {model['best']['trial']})",
-                     format_interval(fresh["tuned"]), format_interval(fresh["preset"]), settings])
-    return markdown_table(["model", "trials", "best trial", "tuned, fresh seeds", "preset, fresh seeds", "best settings"], rows, caption)
+                     format_interval(fresh["tuned"]), per_seed("tuned"), format_interval(fresh["preset"]), per_seed("preset"), settings])
+    return markdown_table(["model", "trials", "best trial", "tuned, fresh seeds", "tuned per seed", "preset, fresh seeds", "preset per seed",
+                           "best settings"], rows, caption)
 
 
 def draw_study(study: optuna.Study, stem: Path) -> None:

@@ -206,6 +206,8 @@ def test_a_quick_study_end_to_end_resumes_and_its_settings_train_as_the_flags_do
     assert [run["seed"] for run in model["fresh"]["tuned"]["per_seed"]] == [100, 101] == summary["fresh_seeds"]
     assert summary["budget"]["seeds"] == [0, 1] and summary["budget"]["space"]["rollout"]["choices"] == [8, 16]
     assert (out / "tq" / "lstm-history.png").stat().st_size > 0 and "| lstm | 1 (0 pruned) |" in (out / "tq.md").read_text()
+    for kind in ("tuned", "preset"):  # the table gives each fresh seed's value, as the JSON has it
+        assert ", ".join(f"{run['success']:.2f}" for run in model["fresh"][kind]["per_seed"]) in (out / "tq.md").read_text()
 
     # evaluation streams are never training's: neither the trials' seeds' nor the fresh seeds'
     evaluations = [json.loads(path.read_text())["command"] for path in runs.glob("lstm/*/seed*/evaluate*.done.json")]
