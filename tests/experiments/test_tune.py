@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import optuna
 import pytest
@@ -26,6 +25,7 @@ from experiments import tune
 from experiments.frame.jobs import EVAL_SEED, ROOT
 from experiments.frame.study import BudgetMismatch, StudyBusy, held, open_study, retry_stopped, run_trials, runs_of
 from tests.trained import assert_same_parameters
+from tests.launch import wait_until
 
 SPACE = {"x": Search(0.0, 10.0), "k": Search(choices=(1, 2, 4))}
 BUDGET = {"frames": 200_000, "seeds": [0, 1], "trials": 5, "space": {name: search.to_dict() for name, search in SPACE.items()}}
@@ -53,14 +53,6 @@ STUDY_SCRIPT = textwrap.dedent("""
 """)
 
 
-def wait_for(path, process, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, f"{path} did not appear"
-        time.sleep(0.05)
-
-
 @pytest.mark.parametrize("storage", ["sqlite", "journal"])
 def test_a_study_killed_mid_trial_resumes_with_its_finished_trials_and_retries_the_stopped_one(tmp_path, storage):
     script = tmp_path / "study.py"
@@ -70,7 +62,7 @@ def test_a_study_killed_mid_trial_resumes_with_its_finished_trials_and_retries_t
     for name in ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID"):
         env.pop(name, None)
     first = subprocess.Popen([sys.executable, str(script), str(folder), storage, "block"], env=env, stdout=subprocess.PIPE, text=True)
-    wait_for(folder / "blocked", first)
+    assert wait_until((folder / "blocked").exists, first, timeout=60.0), f"{folder / 'blocked'} did not appear: {first.communicate()}"
     first.send_signal(signal.SIGKILL)
     first.wait()
 
