@@ -461,9 +461,9 @@ class FeedbackRun(StepwiseRun):
         else:
             d_embedded, d_mix = self._backward_steps(grad_y, grad_kv, d_layers)
         d_mix = d_mix.to(master_mix.dtype).sum(0)  # softmax(w): layer l's output reaches m_t times w_l (l = 0: the embedded input)
-        memory = self.memory[:, : span + steps].reshape(-1, width).to(master_mix.dtype)  # every slot the call read
-        d_groups = [  # each slot's key and value gradients as one row (B (S + T), 2 D)
-            projection_gradients(w, memory, grad.permute(0, 4, 1, 2, 3).reshape(-1, 2 * width)) for w, grad in zip(master_groups, grad_kv)
+        memory = self.memory[:, : span + steps].to(master_mix.dtype)  # (B, S + T, D): every slot the call read
+        d_groups = [  # each slot's key and value gradients as a column of (B, 2 D, S + T)
+            projection_gradients(w, memory, grad.view(batch, 2 * width, span + steps)) for w, grad in zip(master_groups, grad_kv)
         ]
         return (d_embedded, None, d_mix, *[x for w in d_layers for x in w], *[x for w in d_groups for x in w])
 
