@@ -35,7 +35,7 @@ from agents.plot_curves import save_figure
 from agents.config.ppo_config import PPOConfig
 from durable.records import write_json, write_text
 from envs.cli import non_negative_float, positive_int
-from experiments.frame.flags import Distinct, QUICK_ALGO, QUICK_CORE, QUICK_FRAMES, add_experiment_arguments, minibatch_args, output_name, run_frames, runs_folder
+from experiments.frame.flags import Distinct, QUICK_ALGO, QUICK_CORE, QUICK_FRAMES, add_experiment_arguments, as_published, minibatch_args, output_name, run_frames, runs_folder
 from experiments.cue_memory import run_cue_separation
 from experiments.frame.curves import training_seconds
 from experiments.frame.estimate import print_expected_time
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> None:
                 "--preset", args.preset, "--rollout", str(args.rollout), "--previous-inputs" if args.previous_inputs else "--no-previous-inputs", "--entropy-coef", str(args.entropy_coef), *minibatches]
     # (core, span or None) -> train_a2c.py arguments of that model
     models = {(core, span): ["--core", core, "--core-opt", f"span={span},n_layers={LAYERS}"] for core in args.cores for span in args.spans}
-    models.update({(core, None): ["--core", core] for core in args.references})
+    models.update({(core, None): ["--core", core, *as_published(core)] for core in args.references})
     cells = [(model, seed) for seed in seeds for model in models]
     run_dir = {(model, seed): runs_dir / model[0] / (f"span{model[1]}" if model[1] else "") / f"seed{seed}" for model, seed in cells}
     quick_algo = [] if minibatches else QUICK_ALGO[args.algo]  # an explicit --num-minibatches wins

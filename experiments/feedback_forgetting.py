@@ -29,7 +29,7 @@ import numpy as np
 from agents.plot_curves import save_figure
 from durable.records import read_record, write_json, write_text
 from envs.cli import positive_int
-from experiments.frame.flags import Distinct, QUICK_ALGO, add_experiment_arguments, minibatch_args, output_name, run_frames, runs_folder
+from experiments.frame.flags import Distinct, QUICK_ALGO, add_experiment_arguments, as_published, minibatch_args, output_name, run_frames, runs_folder
 from experiments.frame.curves import training_seconds
 from experiments.frame.estimate import print_expected_time
 from experiments.frame.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, train_job
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
     # (variant, doors, span or None for a reference) -> its train_ALGO.py arguments
     models = {(variant, doors, span): ["--core", "feedback", "--core-opt", f"span={span},n_layers={LAYERS}", *VARIANTS[variant][1], *(QUICK if args.quick else [])]
               for variant in args.variants for doors in args.doors for span in args.spans}
-    models.update({(core, doors, None): ["--core", core, *(QUICK_LSTM if args.quick else [])] for core in args.references for doors in args.doors})
+    models.update({(core, doors, None): ["--core", core, *as_published(core), *(QUICK_LSTM if args.quick else [])] for core in args.references for doors in args.doors})
     cells = [(model, seed) for seed in seeds for model in models]
     run_dir = {(model, seed): runs_dir / model[0] / model[1] / (f"span{model[2]}" if model[2] else "") / f"seed{seed}" for model, seed in cells}
     env = lambda doors: ["--env", "corridor", "--env-opt", f"length={LENGTH},max_episode_steps={4 * LENGTH},doors={doors}"]  # noqa: E731

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from durable.records import write_json, write_text
-from experiments.frame.flags import Distinct
+from experiments.frame.flags import Distinct, as_published
 from experiments.frame.curves import binned_curve, draw_curves, training_seconds
 from experiments.frame.estimate import print_expected_time
 from experiments.frame.jobs import ROOT, train_job
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> None:
     run_dir = {cell: args.runs_dir.joinpath(*cell[:3], f"seed{cell[3]}") for cell in cells}
     frames = {task: int(TASKS[task][1] * args.frames_scale) for task in args.tasks}
     jobs = [train_job(f"{task}/{core}/{init}/seed{seed}", run_dir[task, core, init, seed],
-                      [*TASKS[task][0], "--core", core, "--preset", "cpu", "--seed", str(seed), "--head-init", init], frames[task])
+                      [*TASKS[task][0], "--core", core, *as_published(core), "--preset", "cpu", "--seed", str(seed), "--head-init", init], frames[task])
             for task, core, init, seed in cells]
     print(f"{len(jobs)} runs, {where_runs_go(args)}, in {args.runs_dir}")
     if not args.no_estimate:
@@ -109,7 +109,7 @@ def gradient_norms(env_args: list[str], core: str, head_init: str, seed: int) ->
     from agents.learners.train import Trainer
 
     parser = make_parser(Trainer, "")
-    args = parser.parse_args([*env_args, "--core", core, "--preset", "cpu", "--seed", str(seed),
+    args = parser.parse_args([*env_args, "--core", core, *as_published(core), "--preset", "cpu", "--seed", str(seed),
                               "--head-init", head_init, "--run-dir", "unused", "--threads", "1"])
     trainer = make_trainer(Trainer, args, parser)
     try:

@@ -34,7 +34,7 @@ import numpy as np
 
 from durable.records import write_json, write_text
 from envs.cli import positive_int
-from experiments.frame.flags import Distinct, add_experiment_arguments, runs_folder
+from experiments.frame.flags import Distinct, add_experiment_arguments, as_published, runs_folder
 from experiments.frame.estimate import print_expected_time
 from experiments.frame.jobs import ROOT, seq_flags, seq_job, seq_results
 from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
@@ -83,7 +83,7 @@ def seq_args(args: argparse.Namespace, problem: str, setting: str, length: int, 
                   n_train=train_sequences(args.train_sequences, length))
     if args.quick:
         values.update(QUICK, n_train=max(QUICK["batch_size"], min(values["n_train"], 16)))
-    return seq_flags(values) + (["--variable-length"] if setting == "variable" else [])
+    return seq_flags(values) + (["--variable-length"] if setting == "variable" else []) + as_published(model)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -35,7 +35,7 @@ from agents.cores import CORES
 from durable.records import write_json, write_text
 from envs.cli import env_name, positive_int
 from experiments.frame import flags
-from experiments.frame.flags import Distinct, QUICK_ALGO, QUICK_FRAMES, add_experiment_arguments, output_name, run_frames, runs_folder
+from experiments.frame.flags import Distinct, QUICK_ALGO, QUICK_FRAMES, add_experiment_arguments, as_published, output_name, run_frames, runs_folder
 from experiments.frame.curves import binned_curve, draw_curves, training_seconds
 from experiments.frame.estimate import print_expected_time
 from experiments.frame.jobs import EVAL_SEED, ROOT, evaluate_job, evaluation, train_job
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
 
     training = []
     for env, core, seed in cells:
-        train_args = ["--env", env, "--core", core, "--preset", args.preset, "--seed", str(seed), *shlex.split(args.train_args)]
+        train_args = ["--env", env, "--core", core, *as_published(core), "--preset", args.preset, "--seed", str(seed), *shlex.split(args.train_args)]
         if args.quick:
             train_args += QUICK_TRAIN + QUICK_ALGO[args.algo] + ["--core-opt", QUICK_CORE[core]]
         training.append(train_job(f"train {env}/{core}/seed{seed}", run_dir[env, core, seed], train_args, args.frames, args.algo))

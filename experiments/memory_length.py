@@ -95,6 +95,7 @@ MODELS = {
 # rows run where its default fails, on request (--models): not in the default sweep.
 OPTIONS = {"feedback-span16-no-read-norm": "read_norm=False", "feedback-span16-orthogonal": "value_init=orthogonal"}
 CHRONO = ("lstm-chrono", "gru-chrono")  # gate_init=chrono with T_max twice the episode's length
+PYTORCH = ("lstm", "gru")  # gate_init=pytorch: torch's biases (the LSTM's default before 2026-11-27, the GRU's still)
 FLOOR = "mlp"  # run at the shortest length only
 # What evaluation reports per run: success (the right side / door), and on the T-maze whether the
 # agent got to either side in time at all (envs/tmaze.py: a failure to walk, not to remember).
@@ -166,6 +167,8 @@ def model_args(name: str, env: str, length: int, quick: bool) -> list[str]:
     options = [] if span is None else [f"span={episode_steps(env, length) if span == 'episode' else span}", f"n_layers={LAYERS}"]
     if name in CHRONO:
         options += ["gate_init=chrono", f"t_max={2 * episode_steps(env, length)}"]
+    if name in PYTORCH:
+        options.append("gate_init=pytorch")
     if name in OPTIONS:
         options.append(OPTIONS[name])
     if quick:
@@ -197,7 +200,7 @@ def main(argv: list[str] | None = None) -> None:
         extra = ["--entropy-coef", str(args.entropy_coef)] if args.entropy_coef is not None else []
         quick = ["--num-envs", "4", *([] if minibatches else QUICK_ALGO[args.algo])] if args.quick else []
         return ["--env", args.env, "--env-opt", options, "--preset", "cpu", "--rollout", str(rollout), "--bptt", "episode",
-                "--no-previous-inputs", *extra, *minibatches, *shlex.split(args.train_args), *model_args(model, args.env, length, args.quick), "--seed", str(seed), *quick]
+                "--no-previous-inputs", *extra, *minibatches, *model_args(model, args.env, length, args.quick), *shlex.split(args.train_args), "--seed", str(seed), *quick]
 
     training = {((model, length), seed): train_job(f"{model} L{length} seed {seed}", run_dir[(model, length), seed], train_args(model, length, seed),
                                                    frames_at(args, length), args.algo) for (model, length), seed in runs}

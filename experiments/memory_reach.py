@@ -44,7 +44,7 @@ import numpy as np
 
 from durable.records import atomic_file, write_json, write_text
 from envs.cli import positive_int
-from experiments.frame.flags import Distinct, add_experiment_arguments, runs_folder
+from experiments.frame.flags import Distinct, add_experiment_arguments, as_published, runs_folder
 from experiments.frame.estimate import print_expected_time
 from experiments.frame.jobs import ROOT, seq_flags, seq_job, seq_results
 from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
@@ -120,7 +120,7 @@ def seq_args(args: argparse.Namespace, task: str, core: str, span: int | None, s
     values.update(core=core, seed=seed)
     if span is not None:
         values["span"] = span
-    return seq_flags(values)
+    return seq_flags(values) + as_published(core)
 
 
 def budget(args: argparse.Namespace, core: str) -> int:

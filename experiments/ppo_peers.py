@@ -45,7 +45,7 @@ import numpy as np
 from durable.records import write_json, write_text
 from envs import env_id
 from envs.cli import positive_int
-from experiments.frame.flags import Distinct, QUICK_FRAMES, add_experiment_arguments, run_frames, runs_folder
+from experiments.frame.flags import Distinct, QUICK_FRAMES, add_experiment_arguments, as_published, run_frames, runs_folder
 from experiments.frame.curves import binned_curve, draw_curves
 from experiments.frame.estimate import print_expected, seconds_per_frame, spread_over
 from experiments.frame.jobs import ROOT, Job, run_jobs
@@ -85,7 +85,7 @@ def make_parser() -> argparse.ArgumentParser:
 def ours_args(core: str, env: str, seed: int, r: dict) -> list[str]:
     """train_ppo.py's flags for our agent with `core` under recipe `r` (one thread and the budget come from the job)."""
     core_opt = f"hidden_size={r['lstm']}" if core == "lstm" else f"d_model={r['width']},n_layers={r['layers']},n_heads={r['heads']},span={r['memory']}"
-    return ["--env", env, "--core", core, "--preset", "cpu", "--seed", str(seed), "--core-opt", core_opt,
+    return ["--env", env, "--core", core, "--preset", "cpu", "--seed", str(seed), "--core-opt", core_opt, *as_published(core),
             "--num-envs", str(r["num_envs"]), "--rollout", str(r["rollout"]), "--update-epochs", str(r["epochs"]),
             "--num-minibatches", str(r["minibatches"]), "--clip-coef", str(r["clip"]), "--clip-vloss", "--no-norm-adv",
             "--target-kl", "0", "--learning-rate", str(r["lr"]), "--optimizer-eps", "1e-5", "--gamma", str(r["gamma"]),

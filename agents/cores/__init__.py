@@ -22,7 +22,7 @@ from agents.cores.feedback import compiled as feedback_compiled
 from agents.cores.feedback.core import FeedbackConfig, FeedbackCore
 from agents.cores.ffm import FFMConfig, FFMCore
 from agents.cores.gru import GRUCore
-from agents.cores.lstm import LSTMCore
+from agents.cores.lstm import LSTMConfig, LSTMCore
 from agents.cores.lru import LRUConfig, LRUCore
 from agents.cores.mlp import MLPConfig, MLPCore
 from agents.cores.recurrent import RecurrentConfig
@@ -33,7 +33,7 @@ from agents.cores.transformer import TransformerConfig, TransformerCore
 CORES: dict[str, tuple[type, Callable[[int, Any], nn.Module]]] = {
     "feedback": (FeedbackConfig, FeedbackCore),
     "transformer": (TransformerConfig, TransformerCore),
-    "lstm": (RecurrentConfig, LSTMCore),
+    "lstm": (LSTMConfig, LSTMCore),
     "gru": (RecurrentConfig, GRUCore),
     "reservoir": (ReservoirConfig, make_reservoir),
     "ffm": (FFMConfig, FFMCore),
@@ -63,13 +63,21 @@ def make_core(name: str, input_dim: int, **options: Any) -> nn.Module:
 def run_options(name: str, options: dict[str, Any], device: torch.device, dtype: torch.dtype,
                 saved: bool = False) -> dict[str, Any]:
     """Core `name`'s `options` with the choices a run makes once, at its start, for the device it
-    runs on and the dtype it computes in: today one, the Feedback core's `step` ("auto" becomes
-    "compiled" or "python": feedback/compiled.py). ValueError where a choice given cannot run there.
+    runs on and the dtype it computes in, and the defaults that have changed, so that a run's
+    config says what it was built with:
+    - the Feedback core's `step` ("auto" becomes "compiled" or "python": feedback/compiled.py);
+      ValueError where a step given cannot run there;
+    - the LSTM's and GRU's `gate_init` and `t_max`. The LSTM's default became "chrono" on
+      2026-11-27; a checkpoint without `gate_init` (`saved`) was made before, when every
+      recurrent core started from torch's biases, and says "pytorch".
 
     `saved`: the options come from a checkpoint (a resumed or evaluated run), whose `step` is the
     path its run took where it ran. Where that path cannot run here (a CPU run resumed or
     evaluated on a GPU) it is chosen again, as auto: both paths compute the same model."""
     config_class, _ = _lookup(name)
+    if issubclass(config_class, RecurrentConfig):
+        gate_init = options.get("gate_init", "pytorch" if saved else config_class.gate_init)
+        return {**options, "gate_init": gate_init, "t_max": options.get("t_max", config_class.t_max)}
     if config_class is not FeedbackConfig:
         return options
     step, persistent = options.get("step", FeedbackConfig.step), options.get("persistent", FeedbackConfig.persistent)

@@ -206,11 +206,11 @@ def test_step_compiled_where_it_cannot_run_is_refused_saying_why(monkeypatch):
                                                     ("cuda", torch.float32, "python")])
 def test_a_run_resolves_auto_to_the_path_it_takes(monkeypatch, device, dtype, chosen):
     """run_options makes "auto" concrete for the run's device and compute dtype, so its config says
-    which path ran; other cores' options pass through."""
+    which path ran; cores without run choices pass theirs through."""
     monkeypatch.delenv(feedback_compiled.SWITCH, raising=False)
     assert run_options("feedback", {"span": 3}, torch.device(device), dtype) == {"span": 3, "step": chosen}
     assert run_options("feedback", {"step": "python"}, torch.device(device), dtype) == {"step": "python"}
-    assert run_options("lstm", {"hidden_size": 8}, torch.device(device), dtype) == {"hidden_size": 8}
+    assert run_options("transformer", {"span": 8}, torch.device(device), dtype) == {"span": 8}
 
 
 def test_gradcheck_through_the_hand_written_backward():

@@ -31,7 +31,7 @@ def core_name(core):
     return "lstm" if isinstance(core.rnn, torch.nn.LSTM) else "gru"
 
 
-def assert_default_elsewhere(core, default, changed):
+def assert_default_elsewhere(core, default, changed):  # default: torchs(name), the same seed
     """Every weight but the biases of the `changed` gates equals the default core's (same seed)."""
     for name, weight in core.rnn.named_parameters():
         if not name.startswith("bias"):
@@ -42,10 +42,23 @@ def assert_default_elsewhere(core, default, changed):
             torch.testing.assert_close(ours[gate], theirs[gate], atol=0, rtol=0)
 
 
+def torchs(name, seed=0):
+    """The core with torch's own biases (gate_init="pytorch"), the reference the others change."""
+    return build(name, seed, gate_init="pytorch")
+
+
+@pytest.mark.parametrize("name, default", [("lstm", "chrono"), ("gru", "pytorch")])
+def test_the_lstm_starts_chrono_and_the_gru_from_torchs_biases_by_default(name, default):
+    assert core_options(name)["gate_init"] == default and core_options(name)["t_max"] == 100
+    built, given = build(name), build(name, gate_init=default, t_max=100)
+    assert all(torch.equal(p, q) for p, q in zip(built.parameters(), given.parameters(), strict=True))
+
+
 @pytest.mark.parametrize("name", ["lstm", "gru"])
-def test_pytorch_is_the_default_and_changes_nothing(name):
-    assert core_options(name)["gate_init"] == "pytorch" and core_options(name)["t_max"] == 100
-    assert_default_elsewhere(build(name, gate_init="pytorch"), build(name), changed=())
+def test_pytorch_changes_nothing_torch_made(name):
+    torch.manual_seed(0)
+    module = (torch.nn.LSTM if name == "lstm" else torch.nn.GRU)(INPUT_DIM, HIDDEN, LAYERS)
+    assert all(torch.equal(p, q) for p, q in zip(torchs(name).rnn.parameters(), module.parameters(), strict=True))
 
 
 @pytest.mark.parametrize("name", ["lstm", "gru"])
@@ -54,7 +67,7 @@ def test_forget_bias_sets_the_keep_gates_bias_to_one_exactly_in_every_layer(name
     for layer in range(LAYERS):
         b_ih, b_hh = gate_biases(core, layer)[keep]
         assert torch.equal(b_ih + b_hh, torch.ones(HIDDEN)) and torch.equal(b_hh, torch.zeros(HIDDEN))
-    assert_default_elsewhere(core, build(name), changed=keep)
+    assert_default_elsewhere(core, torchs(name), changed=keep)
 
 
 @pytest.mark.parametrize("name, changed", [("lstm", "fi"), ("gru", "z")])
@@ -70,7 +83,7 @@ def test_chrono_draws_the_keep_bias_in_log_1_to_log_t_max_minus_1_and_the_lstms_
         if name == "lstm":
             assert torch.equal(sum(gates["i"]), -b_keep)
         assert all(torch.equal(gates[gate][1], torch.zeros(HIDDEN)) for gate in changed)
-    assert_default_elsewhere(core, build(name), changed=changed)
+    assert_default_elsewhere(core, torchs(name), changed=changed)
 
 
 @pytest.mark.parametrize("name", ["lstm", "gru"])
@@ -98,7 +111,7 @@ def keep_fraction(core, steps=20, batch=64):
 
 @pytest.mark.parametrize("name", ["lstm", "gru"])
 def test_chrono_keeps_most_of_the_memory_a_step_where_the_default_keeps_half(name):
-    assert 0.4 < keep_fraction(build(name)) < 0.6
+    assert 0.4 < keep_fraction(torchs(name)) < 0.6
     assert 0.65 < keep_fraction(build(name, gate_init="forget_bias")) < 0.8  # sigmoid(1) = 0.73
     assert keep_fraction(build(name, gate_init="chrono", t_max=100)) > 0.9
 
@@ -119,7 +132,7 @@ def test_make_core_hands_the_options_to_the_config():
 
 @pytest.mark.parametrize("name", ["lstm", "gru"])
 def test_a_checkpoint_loaded_replaces_the_initialisation(name):
-    core, default = build(name, gate_init="chrono"), build(name, seed=3)
+    core, default = build(name, gate_init="chrono"), torchs(name, seed=3)
     core.load_state_dict(default.state_dict())
     assert all(torch.equal(p, q) for p, q in zip(core.parameters(), default.parameters(), strict=True))
 

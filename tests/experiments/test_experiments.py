@@ -58,6 +58,9 @@ def test_a_quick_experiment_writes_its_table_json_and_figures_and_resumes(tmp_pa
     assert summary["command"].startswith("python -m experiments.mazes --quick")
     assert (out / "smoke_corridor.png").stat().st_size > 0
     assert "| corridor | lstm |" in (out / "smoke.md").read_text()
+    # the LSTM as the published mazes ran it: torch's gate biases, not the core's default since
+    config = json.loads((runs / "corridor" / "lstm" / "seed0" / "config.json").read_text())
+    assert config["core_options"]["gate_init"] == "pytorch"
 
     # Run again: every job has its record, so nothing trains or evaluates again.
     checkpoint = runs / "corridor" / "lstm" / "seed0" / "checkpoint.pt"
@@ -232,6 +235,7 @@ def test_a_quick_memory_length_experiment_follows_the_episode_with_the_gradient_
         assert (config["bptt"], config["rollout"], config["core_options"]["span"]) == ("episode", 2, length + 1)
         assert memory_length.model_args("gru-chrono", "tmaze", length, quick=False) == [
             "--core", "gru", "--core-opt", f"gate_init=chrono,t_max={2 * (length + 1)}"]
+        assert memory_length.model_args("lstm", "tmaze", length, quick=False) == ["--core", "lstm", "--core-opt", "gate_init=pytorch"]
         assert config["previous_inputs"] is False and config["env_options"] == {"length": length}
         assert config["learning_rate"] == 0.002  # --train-args reach every run
     cell = summary["models"]["transformer-episode"]["lengths"]["4"]
