@@ -28,7 +28,8 @@ class LSTMConfig(RecurrentConfig):
     """The LSTM starts with chrono gate biases (T_max 100): on the recall task it carried the bit
     16 and 32 steps in 5 of 5 seeds each, where torch's default solved fewer, and it cost nothing
     measurable on the corridor and the maze at 2M frames (docs/experiments/memory-length.md,
-    "The default initialisation"). Runs before 2026-11-27 used gate_init="pytorch"."""
+    "The LSTM's and the GRU's cliff: their initialisation"; docs/cores.md). Runs before
+    2026-11-27 used gate_init="pytorch"."""
 
     gate_init: str = "chrono"
 
