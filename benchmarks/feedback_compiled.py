@@ -15,11 +15,17 @@ median round is reported, and ratios come only from this run.
 
     python benchmarks/feedback_compiled.py --threads 1 --seconds 2 --rounds 3
     python benchmarks/feedback_compiled.py --threads 1 --profile   # then where the learning pass goes
+    python benchmarks/feedback_compiled.py --threads 1 --scaling   # then the pass against batch and span
 
 --profile adds torch.profiler over 5 learning calls of the compiled Feedback core and of the LSTM:
 each one's ATen operations by self time per step, and the share of the call outside them (on the
 compiled path: its C++ loops, the attention's). Then it splits an acting call (T = 1, no
 gradients) of the compiled core into its C++ steps and the Python around them.
+
+--scaling adds the learning pass per step of the compiled core at span 2 and 64 and of the LSTM,
+at B = 1, 4, 16 and 64 envs, interleaved: B = 1 is about the cost a step has whatever the batch
+(its operations' calls, allocations and Python), and span 64 less span 2 at B 64 the attention's
+share of the preset's step (at span 2 its loops read two slots).
 """
 
 from __future__ import annotations
@@ -64,6 +70,7 @@ def main(argv=None) -> None:
     parser.add_argument("--seconds", type=float, default=2.0, help="per path, mode and round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--profile", action="store_true", help="then profile the learning pass (compiled, LSTM)")
+    parser.add_argument("--scaling", action="store_true", help="then the learning pass against batch and span")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     kept = keep_freed_memory()  # as trainers do
@@ -114,6 +121,48 @@ def main(argv=None) -> None:
             attention[name] = profile_learning(name, lambda: learn(cores[name], states[name]))
         attention_roofline(attention["compiled"])
         split_acting(cores["compiled"], states["compiled"], x[:1], first[:1])
+    if args.scaling:
+        learning_scaling(args.rounds, min(args.seconds, 0.5))
+
+
+SCALING_BATCHES = (1, 4, 16, 64)
+SCALING_SPANS = (2, 64)
+
+
+def learning_scaling(rounds: int, seconds: float) -> dict[tuple[str, int], float]:
+    """The learning pass per step (T = LEARN_STEPS, from a state holding a full span) of the
+    compiled Feedback core at each of SCALING_SPANS and of the LSTM, at each of SCALING_BATCHES,
+    interleaved round by round; prints the medians in ms and returns them in seconds, by (model,
+    batch)."""
+    models = {f"feedback span {span}": make_core("feedback", INPUT_DIM, **{**FEEDBACK, "span": span}, step="compiled") for span in SCALING_SPANS}
+    models["lstm"] = make_core("lstm", INPUT_DIM, **LSTM)
+    cases = {}
+    for name, core in models.items():
+        for batch in SCALING_BATCHES:
+            x, first = torch.randn(LEARN_STEPS, batch, INPUT_DIM), torch.zeros(LEARN_STEPS, batch, dtype=torch.bool)
+            span = FEEDBACK["span"]
+            with torch.no_grad():
+                _, state = core(torch.randn(span, batch, INPUT_DIM), core.initial_state(batch, "cpu"), torch.zeros(span, batch, dtype=torch.bool))
+
+            def learn(core=core, x=x, state=state, first=first):
+                y, _ = core(x, state, first)
+                y.square().sum().backward()
+
+            cases[name, batch] = learn
+    times = {case: [] for case in cases}
+    for case in interleaved(list(cases), rounds):
+        times[case].append(per_call(cases[case], seconds) / LEARN_STEPS)
+    median = {case: statistics.median(value) for case, value in times.items()}
+    print("learning pass per step (ms) against the batch B:")
+    print("| model | " + " | ".join(f"B {batch}" for batch in SCALING_BATCHES) + " |")
+    print("|---|" + "---|" * len(SCALING_BATCHES))
+    for name in models:
+        print(f"| {name} | " + " | ".join(f"{1e3 * median[name, batch]:.3f}" for batch in SCALING_BATCHES) + " |")
+    full, last = f"feedback span {SCALING_SPANS[-1]}", SCALING_BATCHES[-1]
+    print(f"at B {last}: a step's cost at B 1 {median[full, 1] / median[full, last]:.0%} of the span-{SCALING_SPANS[-1]} step; "
+          f"span {SCALING_SPANS[-1]} less span {SCALING_SPANS[0]} {1e3 * (median[full, last] - median[f'feedback span {SCALING_SPANS[0]}', last]):.3f} ms "
+          f"({1 - median[f'feedback span {SCALING_SPANS[0]}', last] / median[full, last]:.0%})")
+    return median
 
 
 def profile_learning(name: str, learn) -> float:

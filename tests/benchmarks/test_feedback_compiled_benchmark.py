@@ -45,3 +45,18 @@ def test_the_acting_split_adds_up_and_puts_the_compiled_step_back(capsys, monkey
     assert re.search(r"acting: \d+ us a call; in C\+\+ \d+ us .*room .*\d+ us .*around them \d+ us", capsys.readouterr().out)
     assert feedback_compiled.extension() is compiled and (compiled.forward_steps, compiled.act_steps) == (forward_steps, act_steps)
     assert "_room" not in vars(core)
+
+
+def test_the_scaling_table_times_every_model_at_every_batch(capsys, monkeypatch):
+    """--scaling: the learning pass per step of each span's compiled core and of the LSTM at each
+    batch, every cell timed (a positive median), in the table, and the two derived shares said."""
+    monkeypatch.setenv(feedback_compiled.SWITCH, "1")
+    median = benchmark.learning_scaling(rounds=1, seconds=0)
+    models = [f"feedback span {span}" for span in benchmark.SCALING_SPANS] + ["lstm"]
+    assert set(median) == {(model, batch) for model in models for batch in benchmark.SCALING_BATCHES}
+    assert all(seconds > 0 for seconds in median.values())
+    out = capsys.readouterr().out
+    for model in models:
+        row = re.search(rf"\| {model} \|((?: [0-9.]+ \|)+)", out)
+        assert row and len(row.group(1).split("|")) - 1 == len(benchmark.SCALING_BATCHES), out
+    assert re.search(r"a step's cost at B 1 \d+% of the span-64 step; span 64 less span 2 [0-9.]+ ms \(-?\d+%\)", out), out
