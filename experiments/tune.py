@@ -50,6 +50,7 @@ from agents.config.a2c_config import preset_values, resolve_config
 from agents.config.config_cli import given_fields, parse_core_options, parse_env_options
 from agents.config.search_space import narrowed
 from agents.config.settings_file import write_settings
+from agents.cores import with_changed_defaults
 from agents.learners.ppo import PPOTrainer
 from agents.learners.train import Trainer
 from durable.records import write_json, write_text
@@ -146,11 +147,14 @@ def base_settings(parser: argparse.ArgumentParser, args: argparse.Namespace, tra
 
 
 def model_settings(base: dict[str, Any], model: Model, core_opt: list[str], quick: bool) -> dict[str, Any]:
-    """One core's settings: the shared ones, the core and its options (with --quick, its tiny size)."""
+    """One core's settings: the shared ones, the core and its options (with --quick, its tiny size),
+    with every default that has changed named, so that the settings files train the study's core
+    after the next change of default (a best-settings file of an LSTM without `gate_init` trained
+    torch's biases before 2026-11-27 and chrono's after)."""
     options = {**parse_core_options(model.core, core_opt), **model.options}
     if quick:
         options = {**parse_core_options(model.core, [QUICK_CORE[model.core]]), **options}
-    return {**base, "core": model.core, "core_options": options}
+    return {**base, "core": model.core, "core_options": with_changed_defaults(model.core, options)}
 
 
 def searched_space(parser: argparse.ArgumentParser, args: argparse.Namespace, trainer: type[Trainer], base: dict[str, Any]):

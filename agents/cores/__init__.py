@@ -60,6 +60,19 @@ def make_core(name: str, input_dim: int, **options: Any) -> nn.Module:
     return build(input_dim, config_class(**options))
 
 
+def with_changed_defaults(name: str, options: dict[str, Any], saved: bool = False) -> dict[str, Any]:
+    """Core `name`'s `options` with every default that has changed named, so that what they build
+    does not change with the next default: the LSTM's and GRU's `gate_init` and `t_max` (the
+    LSTM's default became "chrono" on 2026-11-27). `saved`: the options come from a checkpoint,
+    and one without `gate_init` was made before that day, when every recurrent core started from
+    torch's biases: "pytorch"."""
+    config_class, _ = _lookup(name)
+    if not issubclass(config_class, RecurrentConfig):
+        return options
+    gate_init = options.get("gate_init", "pytorch" if saved else config_class.gate_init)
+    return {**options, "gate_init": gate_init, "t_max": options.get("t_max", config_class.t_max)}
+
+
 def run_options(name: str, options: dict[str, Any], device: torch.device, dtype: torch.dtype,
                 saved: bool = False) -> dict[str, Any]:
     """Core `name`'s `options` with the choices a run makes once, at its start, for the device it
@@ -67,19 +80,15 @@ def run_options(name: str, options: dict[str, Any], device: torch.device, dtype:
     config says what it was built with:
     - the Feedback core's `step` ("auto" becomes "compiled" or "python": feedback/compiled.py);
       ValueError where a step given cannot run there;
-    - the LSTM's and GRU's `gate_init` and `t_max`. The LSTM's default became "chrono" on
-      2026-11-27; a checkpoint without `gate_init` (`saved`) was made before, when every
-      recurrent core started from torch's biases, and says "pytorch".
+    - the defaults that have changed (`with_changed_defaults`): the LSTM's and GRU's `gate_init`
+      and `t_max`.
 
     `saved`: the options come from a checkpoint (a resumed or evaluated run), whose `step` is the
     path its run took where it ran. Where that path cannot run here (a CPU run resumed or
     evaluated on a GPU) it is chosen again, as auto: both paths compute the same model."""
     config_class, _ = _lookup(name)
-    if issubclass(config_class, RecurrentConfig):
-        gate_init = options.get("gate_init", "pytorch" if saved else config_class.gate_init)
-        return {**options, "gate_init": gate_init, "t_max": options.get("t_max", config_class.t_max)}
     if config_class is not FeedbackConfig:
-        return options
+        return with_changed_defaults(name, options, saved)
     step, persistent = options.get("step", FeedbackConfig.step), options.get("persistent", FeedbackConfig.persistent)
     check_choice("step", step, feedback_compiled.STEPS)
     blocked = feedback_compiled.blocker(persistent)

@@ -19,6 +19,8 @@ from agents.config.a2c_config import A2CConfig
 from agents.config.ppo_config import PPOConfig
 from agents.config.search_space import Search, narrowed
 from agents.config.settings_file import read_settings
+from agents.cores.lstm import LSTMConfig
+from agents.cores.recurrent import RecurrentConfig
 from agents.runtime.checkpoint import load_checkpoint
 from agents.runtime.seeding import env_seeds
 from experiments import tune
@@ -216,6 +218,7 @@ def test_a_quick_study_end_to_end_resumes_and_its_settings_train_as_the_flags_do
 
     # the best settings file trains to the same first update as the same flags typed by hand
     settings = json.loads((out / "tq" / "lstm.json").read_text())["settings"]
+    assert {"gate_init", "t_max"} <= set(settings["core_options"])  # named, so the next default changes nothing it trains
     flags = []
     for key, value in settings.items():
         if key.endswith("_options"):
@@ -231,6 +234,17 @@ def test_a_quick_study_end_to_end_resumes_and_its_settings_train_as_the_flags_do
     assert by_file["config"] == {**by_flags["config"], "run_dir": by_file["config"]["run_dir"]}
     assert_same_parameters(by_file["policy"], by_flags["policy"])
     assert by_file["counters"]["updates"] == by_flags["counters"]["updates"] == 1
+
+
+def test_the_settings_name_every_default_that_has_changed():
+    """A study's settings (what its files train) name the recurrent cores' initialisation, given
+    or not: a best-settings file of an LSTM without it trained torch's biases before 2026-11-27
+    and chrono's after. Other cores' options are as given."""
+    settings = lambda text: tune.model_settings({}, tune.model_of(text), [], quick=False)["core_options"]  # noqa: E731
+    assert settings("lstm") == {"gate_init": LSTMConfig.gate_init, "t_max": LSTMConfig.t_max}
+    assert settings("gru:gate_init=chrono") == {"gate_init": "chrono", "t_max": RecurrentConfig.t_max}
+    assert settings("lstm:gate_init=pytorch,t_max=50") == {"gate_init": "pytorch", "t_max": 50}
+    assert settings("feedback:span=16") == {"span": 16}
 
 
 def test_a_study_held_by_one_tuner_is_refused_to_another(tmp_path):
