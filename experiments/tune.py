@@ -48,7 +48,7 @@ import envs
 from agents.command_line import make_parser as trainer_parser
 from agents.config.a2c_config import preset_values, resolve_config
 from agents.config.config_cli import given_fields, parse_core_options, parse_env_options
-from agents.config.search_space import narrowed
+from agents.config.search_space import Search, narrowed
 from agents.config.settings_file import write_settings
 from agents.cores import with_changed_defaults
 from agents.learners.ppo import PPOTrainer
@@ -69,6 +69,9 @@ from experiments.frame.tables import format_interval, markdown_table
 TRAINERS: dict[str, type[Trainer]] = {"a2c": Trainer, "ppo": PPOTrainer}
 OBJECTIVES = ("success", "return")  # evaluate.py's per-episode quantities a study may maximise
 FRESH_SEED = 100  # the fresh-seed re-runs take seeds FRESH_SEED, FRESH_SEED + 1, ...: no trial's (trials take 0 .. --seeds - 1)
+# The searched settings that set a run's speed, and the end of their range that is slow: the fewest
+# new steps an update, the longest gradient window recomputed each update, the most epochs.
+SLOW_END = {"rollout": min, "bptt": max, "update_epochs": max}
 TUNER_SETS = ("--seed", "--total-steps", "--run-dir", "--resume", "--config", "--core", "--env", "--threads")  # --train-args may not
 
 
@@ -157,6 +160,21 @@ def model_settings(base: dict[str, Any], model: Model, core_opt: list[str], quic
     return {**base, "core": model.core, "core_options": with_changed_defaults(model.core, options)}
 
 
+def slowest_corner(space: dict[str, Search]) -> dict[str, Any]:
+    """The values of the searched settings that set a run's speed (SLOW_END) at their slow end: a
+    study's runs take between the preset's time and this corner's, and a search that favours long
+    gradient windows over short rollouts takes several times the preset's."""
+    corner = {}
+    for name, end in SLOW_END.items():
+        search = space.get(name)
+        if search is None:
+            continue
+        values = [value for value in search.choices if isinstance(value, (int, float))] if search.choices else [search.low, search.high]
+        if values:
+            corner[name] = int(end(values)) if search.choices or search.integer else end(values)
+    return corner
+
+
 def searched_space(parser: argparse.ArgumentParser, args: argparse.Namespace, trainer: type[Trainer], base: dict[str, Any]):
     """(the space every study searches, the settings fixed by --space): the learner's space less
     what --train-args sets, narrowed by --space; PPO's minibatch counts kept to divisors of the envs."""
@@ -224,9 +242,16 @@ def main(argv: list[str] | None = None) -> None:
         write_settings(preset_files[name], trainer.script, settings[name], f"experiments.tune: study {args.name}, model {name}: the preset")
     if not (args.quick or args.no_estimate or args.worker):
         left = {name: max(0, args.trials - len(finished(studies[name]))) * len(seeds) for name in names}
-        print("the search's runs at the preset's settings (a trial's own rollout and epochs change its speed):")
-        print_expected_time([train_job(f"{name} estimate {index}", folders[name] / "estimate" / str(index), ["--config", str(preset_files[name])],
-                                       frames, args.algo) for name in names for index in range(left[name])], args.jobs)
+        estimates = [("at the preset's settings", [])]
+        corner = slowest_corner(space)
+        if corner:
+            estimates.append((f"at the slowest settings the space holds ({', '.join(f'{key} {value}' for key, value in corner.items())})",
+                              [arg for key, value in corner.items() for arg in (f"--{key.replace('_', '-')}", str(value))]))
+        for what, flags in estimates:
+            print(f"the search's runs {what}:")
+            print_expected_time([train_job(f"{name} estimate {index}", folders[name] / "estimate" / str(index),
+                                           ["--config", str(preset_files[name]), *flags], frames, args.algo)
+                                 for name in names for index in range(left[name])], args.jobs)
     started = time.time()
 
     if args.launcher == "local":

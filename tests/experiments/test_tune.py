@@ -236,6 +236,37 @@ def test_a_quick_study_end_to_end_resumes_and_its_settings_train_as_the_flags_do
     assert by_file["counters"]["updates"] == by_flags["counters"]["updates"] == 1
 
 
+def test_the_slowest_corner_is_the_fewest_new_steps_the_longest_window_and_the_most_epochs():
+    """The tuner's second estimate trains at this corner: the search's runs take between the
+    preset's time and its (a window of 128 over rollouts of 8 recomputes 16 steps for each new one)."""
+    assert tune.slowest_corner(A2CConfig.search_space) == {"rollout": 8, "bptt": 128}
+    assert tune.slowest_corner(PPOConfig.search_space) == {"rollout": 8, "bptt": 128, "update_epochs": 8}
+    space, fixed = narrowed(PPOConfig.search_space, ["bptt=0", "rollout=16,32", "update_epochs=2:5"])
+    assert tune.slowest_corner(space) == {"rollout": 16, "update_epochs": 5} and fixed == {"bptt": 0}
+
+
+def test_the_estimate_times_the_preset_and_the_slowest_corner(tmp_path, monkeypatch):
+    """Before a search, the tuner estimates its runs twice, each timing the runs it has left: at
+    the preset's settings, then at the slowest corner of the space searched."""
+    estimated = []
+
+    class Estimated(Exception):
+        pass
+
+    def record(jobs, workers):
+        estimated.append([job.work[1] for job in jobs])
+        if len(estimated) == 2:
+            raise Estimated
+
+    monkeypatch.setattr(tune, "print_expected_time", record)
+    with pytest.raises(Estimated):
+        tune.main(["--cores", "lstm", "--trials", "1", "--seeds", "2", "--env-opt", "length=2", "--space", "rollout=16,32",
+                   "--name", "te", "--runs-dir", str(tmp_path / "runs"), "--out", str(tmp_path / "out")])
+    preset = str(tmp_path / "runs" / "lstm" / "preset.json")
+    assert estimated[0] == [["--config", preset]] * 2  # 1 trial of 2 seeds left
+    assert estimated[1] == [["--config", preset, "--rollout", "16", "--bptt", "128"]] * 2
+
+
 def test_the_settings_name_every_default_that_has_changed():
     """A study's settings (what its files train) name the recurrent cores' initialisation, given
     or not: a best-settings file of an LSTM without it trained torch's biases before 2026-11-27
