@@ -31,6 +31,7 @@ share of the preset's step (at span 2 its loops read two slots).
 from __future__ import annotations
 
 import argparse
+import collections
 import statistics
 import sys
 import time
@@ -120,6 +121,7 @@ def main(argv=None) -> None:
         for name in ("compiled", "lstm"):
             attention[name] = profile_learning(name, lambda: learn(cores[name], states[name]))
         attention_roofline(attention["compiled"])
+        products_roofline(lambda: learn(cores["compiled"], states["compiled"]), median["compiled", "learn"])
         split_acting(cores["compiled"], states["compiled"], x[:1], first[:1])
     if args.scaling:
         learning_scaling(args.rounds, min(args.seconds, 0.5))
@@ -206,6 +208,39 @@ def attention_roofline(measured: float) -> None:
     predicted = moved / bandwidth
     print(f"attention loops: {1e3 * measured:.3f} ms a step measured; {moved / 1e6:.1f} MB a step over {bandwidth / 1e9:.1f} GB/s "
           f"(c += a, {3 * 4 * a.numel() / 2**20:.0f} MiB) = {1e3 * predicted:.3f} ms: measured / bound {measured / predicted:.2f}")
+
+
+PRODUCTS = ("aten::mm", "aten::addmm", "aten::addmm_")
+
+
+def products_roofline(learn, step_seconds: float) -> dict[str, float]:
+    """The matrix products of one `learn()` call (LEARN_STEPS steps), each shape replayed alone on
+    fresh contiguous tensors at the rate ATen reaches on it here: operations over their measured
+    rate, a step's floor for its products. Each replayed call includes Python's call of it (about
+    a microsecond; the step's own products are called from C++). Printed against `step_seconds`,
+    the learning pass's measured time a step; returns seconds, flops and calls a step."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        learn()
+    counts = collections.Counter((e.name, tuple(tuple(shape) for shape in e.input_shapes[:3])) for e in prof.events() if e.name in PRODUCTS)
+    seconds = flops = 0.0
+    for (name, shapes), count in counts.items():
+        (m, k), n = shapes[-2], shapes[-1][1]  # mm(a, b); addmm(bias, a, b); self.addmm_(a, b): a (m, k), b (k, n)
+        a, b = torch.randn(m, k), torch.randn(k, n)
+        if name == "aten::mm":
+            call = lambda a=a, b=b: torch.mm(a, b)  # noqa: E731
+        elif name == "aten::addmm":
+            call = lambda c=torch.randn(shapes[0]), a=a, b=b: torch.addmm(c, a, b)  # noqa: E731
+        else:
+            call = lambda c=torch.zeros(m, n), a=a, b=b: c.addmm_(a, b)  # noqa: E731
+        seconds += per_call(call, 0.05) * count
+        flops += 2 * m * k * n * count
+    step = {"seconds": seconds / LEARN_STEPS, "flops": flops / LEARN_STEPS, "calls": sum(counts.values()) / LEARN_STEPS}
+    print(f"products: {step['calls']:.1f} calls a step, {step['flops'] / 1e6:.1f} MFLOP; each shape replayed alone at ATen's rate here: "
+          f"{1e3 * step['seconds']:.3f} ms a step ({step['flops'] / step['seconds'] / 1e9:.0f} GFLOP/s), "
+          f"{step['seconds'] / step_seconds:.0%} of the learning pass's {1e3 * step_seconds:.2f} ms")
+    return step
 
 
 def split_acting(core, state, x, first, calls: int = 640) -> dict[str, float]:

@@ -60,3 +60,20 @@ def test_the_scaling_table_times_every_model_at_every_batch(capsys, monkeypatch)
         row = re.search(rf"\| {model} \|((?: [0-9.]+ \|)+)", out)
         assert row and len(row.group(1).split("|")) - 1 == len(benchmark.SCALING_BATCHES), out
     assert re.search(r"a step's cost at B 1 \d+% of the span-64 step; span 64 less span 2 [0-9.]+ ms \(-?\d+%\)", out), out
+
+
+def test_the_products_roofline_counts_every_product_once_at_its_shape(capsys):
+    """--profile's products line: every mm, addmm and addmm_ of a learning call counted once, with
+    its shape's operations, per step of the call (LEARN_STEPS of them), and timed when replayed."""
+    a, b, bias, acc = torch.randn(6, 5), torch.randn(5, 7), torch.randn(7), torch.zeros(5, 7)
+
+    def learn():
+        torch.mm(a, b)
+        torch.mm(a, b)
+        torch.addmm(bias, a, b)
+        acc.addmm_(a.t(), torch.randn(6, 7))  # (5, 6) @ (6, 7)
+
+    step = benchmark.products_roofline(learn, step_seconds=1.0)
+    assert step["calls"] == pytest.approx(4 / benchmark.LEARN_STEPS)
+    assert step["flops"] == pytest.approx((3 * 2 * 6 * 5 * 7 + 2 * 5 * 6 * 7) / benchmark.LEARN_STEPS)
+    assert step["seconds"] > 0 and "products: 0.1 calls a step" in capsys.readouterr().out
