@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import statistics
 import sys
 import time
@@ -84,15 +85,10 @@ def main(argv=None) -> None:
     cores["fused"] = make_core("feedback", INPUT_DIM, **FEEDBACK, step="python")
     cores["fused"].load_state_dict(cores["compiled"].state_dict())  # the same weights
     x, first = torch.randn(LEARN_STEPS, BATCH, INPUT_DIM), torch.zeros(LEARN_STEPS, BATCH, dtype=torch.bool)
-    states = {}
-    with torch.no_grad():
-        for name, core in cores.items():
-            span = FEEDBACK["span"]
-            _, states[name] = core(torch.randn(span, BATCH, INPUT_DIM), core.initial_state(BATCH, "cpu"), torch.zeros(span, BATCH, dtype=torch.bool))
+    states = {name: full_state(core, BATCH) for name, core in cores.items()}
 
     def learn(core, state):
-        y, _ = core(x, state, first)
-        y.square().sum().backward()
+        learning_call(core, x, state, first)
 
     def act(core, state):
         with torch.no_grad():
@@ -127,6 +123,20 @@ def main(argv=None) -> None:
         learning_scaling(args.rounds, min(args.seconds, 0.5))
 
 
+def full_state(core, batch: int):
+    """`core`'s state after a span (FEEDBACK's) of random inputs from its initial state, no gradients."""
+    span = FEEDBACK["span"]
+    with torch.no_grad():
+        _, state = core(torch.randn(span, batch, INPUT_DIM), core.initial_state(batch, "cpu"), torch.zeros(span, batch, dtype=torch.bool))
+    return state
+
+
+def learning_call(core, x, state, first) -> None:
+    """One learning pass: the call over x (T, B, input) from `state`, then the backward of a loss over its outputs."""
+    y, _ = core(x, state, first)
+    y.square().sum().backward()
+
+
 SCALING_BATCHES = (1, 4, 16, 64)
 SCALING_SPANS = (2, 64)
 
@@ -142,15 +152,7 @@ def learning_scaling(rounds: int, seconds: float) -> dict[tuple[str, int], float
     for name, core in models.items():
         for batch in SCALING_BATCHES:
             x, first = torch.randn(LEARN_STEPS, batch, INPUT_DIM), torch.zeros(LEARN_STEPS, batch, dtype=torch.bool)
-            span = FEEDBACK["span"]
-            with torch.no_grad():
-                _, state = core(torch.randn(span, batch, INPUT_DIM), core.initial_state(batch, "cpu"), torch.zeros(span, batch, dtype=torch.bool))
-
-            def learn(core=core, x=x, state=state, first=first):
-                y, _ = core(x, state, first)
-                y.square().sum().backward()
-
-            cases[name, batch] = learn
+            cases[name, batch] = functools.partial(learning_call, core, x, full_state(core, batch), first)
     times = {case: [] for case in cases}
     for case in interleaved(list(cases), rounds):
         times[case].append(per_call(cases[case], seconds) / LEARN_STEPS)

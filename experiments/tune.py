@@ -47,7 +47,7 @@ import optuna
 import envs
 from agents.command_line import make_parser as trainer_parser
 from agents.config.a2c_config import preset_values, resolve_config
-from agents.config.config_cli import given_fields, parse_core_options, parse_env_options
+from agents.config.config_cli import flag_name, given_fields, parse_core_options, parse_env_options
 from agents.config.search_space import Search, narrowed
 from agents.config.settings_file import write_settings
 from agents.cores import with_changed_defaults
@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> None:
         corner = slowest_corner(space)
         if corner:
             estimates.append((f"at the slowest settings the space holds ({', '.join(f'{key} {value}' for key, value in corner.items())})",
-                              [arg for key, value in corner.items() for arg in (f"--{key.replace('_', '-')}", str(value))]))
+                              [arg for key, value in corner.items() for arg in (flag_name(key), str(value))]))
         for what, flags in estimates:
             print(f"the search's runs {what}:")
             print_expected_time([train_job(f"{name} estimate {index}", folders[name] / "estimate" / str(index),
