@@ -161,9 +161,9 @@ def model_settings(base: dict[str, Any], model: Model, core_opt: list[str], quic
 
 
 def slowest_corner(space: dict[str, Search]) -> dict[str, Any]:
-    """The values of the searched settings that set a run's speed (SLOW_END) at their slow end: a
-    study's runs take between the preset's time and this corner's, and a search that favours long
-    gradient windows over short rollouts takes several times the preset's."""
+    """The values of the searched settings that set a run's speed (SLOW_END) at their slow end:
+    the corner of the space whose runs the tuner's second estimate times (a trial of longer
+    rollouts than the preset's runs faster than the preset)."""
     corner = {}
     for name, end in SLOW_END.items():
         search = space.get(name)

@@ -237,8 +237,8 @@ def test_a_quick_study_end_to_end_resumes_and_its_settings_train_as_the_flags_do
 
 
 def test_the_slowest_corner_is_the_fewest_new_steps_the_longest_window_and_the_most_epochs():
-    """The tuner's second estimate trains at this corner: the search's runs take between the
-    preset's time and its (a window of 128 over rollouts of 8 recomputes 16 steps for each new one)."""
+    """The tuner's second estimate trains at this corner, the slow end of the settings that set a
+    run's speed (a window of 128 over rollouts of 8 recomputes 16 steps for each new one)."""
     assert tune.slowest_corner(A2CConfig.search_space) == {"rollout": 8, "bptt": 128}
     assert tune.slowest_corner(PPOConfig.search_space) == {"rollout": 8, "bptt": 128, "update_epochs": 8}
     space, fixed = narrowed(PPOConfig.search_space, ["bptt=0", "rollout=16,32", "update_epochs=2:5"])
