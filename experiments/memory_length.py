@@ -342,7 +342,8 @@ def table(summary: dict) -> str:
             + ", ".join(f"{name} {model['score']:.2f}" for name, model in summary["models"].items()) + ".\n")
 def draw(summary: dict, out: Path) -> None:
     """Greedy success (IQM, 95% intervals) against length on a log axis, one line per model; the
-    floor (MLP) as a point at the shortest length; Ni et al.'s transformer result marked."""
+    floor (MLP) as a point at the shortest length; Ni et al.'s transformer result (the passive
+    T-maze, L = 1,500) marked beside the T-maze and the recall task."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -356,12 +357,14 @@ def draw(summary: dict, out: Path) -> None:
         iqm = np.array([cell["greedy"]["iqm"] for _, cell in cells])
         low, high = np.array([cell["greedy"]["ci_low"] for _, cell in cells]), np.array([cell["greedy"]["ci_high"] for _, cell in cells])
         axes.errorbar(x, iqm, yerr=[iqm - low, high - iqm], marker="o", capsize=3, linewidth=1.6, label=name)
-    if summary["env"] == "tmaze":
+    ni_marked = summary["env"] != "corridor"  # their memory task is the passive T-maze; the recall task asks its question without exploring
+    if ni_marked:
+        where = "" if summary["env"] == "tmaze" else " the passive T-maze to"
         axes.plot([NI_TRANSFORMER_SOLVES], [1.0], marker="*", markersize=12, color="black", linestyle="none",
-                  label=f"Ni et al.: transformer, DQN, solves {NI_TRANSFORMER_SOLVES:,}")
+                  label=f"Ni et al.: transformer, DQN, solves{where} {NI_TRANSFORMER_SOLVES:,}")
     axes.axhline(0.5, color="#999999", linestyle=":", linewidth=1)
     axes.set_xscale("log", base=2)
-    ticks = [*summary["lengths"], *([NI_TRANSFORMER_SOLVES] if summary["env"] == "tmaze" else [])]
+    ticks = [*summary["lengths"], *([NI_TRANSFORMER_SOLVES] if ni_marked else [])]
     axes.set_xticks(ticks, [str(t) for t in ticks])
     axes.minorticks_off()
     axes.set_xlabel("memory length L (steps between the cue and the decision)")
