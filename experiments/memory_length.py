@@ -40,10 +40,11 @@ the share of its lengths that most of its seeds solve (bsuite's kind of score).
 
 Frames per length follow Ni et al.'s budget for their DQN (experiments/memory_length.py:
 ni_frames: 1e6 env steps up to length 50, 2e6 at 100, 4e6 at 250 and 500, 6e6 at 750, 8e6 at
-1,000, 1e7 beyond) times `--frame-scale` (default 1; a 2-core CPU takes a small fraction and says
-which), or `--frames` for every length, or `--budget bsuite`: bsuite's memory_len budget of
-10,000 episodes a run up to L = 128, then 10,000 episodes or 3M frames, whichever is fewer
-(bsuite_frames; the T-maze's episodes are exactly L + 1 steps, so episodes are frames). Writes NAME.json (raw per-seed numbers, commands, machine,
+1,000, 1e7 beyond), or `--budget bsuite`: bsuite's memory_len budget of 10,000 episodes a run
+up to L = 128, then 10,000 episodes or 3M frames, whichever is fewer (bsuite_frames; the
+T-maze's episodes are exactly L + 1 steps, so episodes are frames); either times `--frame-scale`
+(default 1; a 2-core CPU takes a small fraction of Ni et al.'s and says which; 4 at a cliff asks
+whether more training moves it). Or `--frames` for every length. Writes NAME.json (raw per-seed numbers, commands, machine,
 wall time), NAME.md and NAME.png (success against length, log axis, one line per model, Ni et
 al.'s transformer result marked).
 """
@@ -134,10 +135,10 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--models", nargs="+", choices=list(MODELS), action=Distinct, default=[name for name in MODELS if name not in OPTIONS],
                         help="models to run (default: all but the Feedback options' rows, " + ", ".join(OPTIONS) + ")")
     parser.add_argument("--seeds", type=seed_count, default=5, help="seeds 0 .. N-1 (default: 5)")
-    parser.add_argument("--frame-scale", type=positive_float, default=1.0, help="times Ni et al.'s frames per length (default: 1)")
+    parser.add_argument("--frame-scale", type=positive_float, default=1.0, help="times the budget's frames per length (default: 1)")
     parser.add_argument("--frames", type=positive_int, default=None, help="env frames per run at every length (instead of Ni et al.'s schedule)")
     parser.add_argument("--budget", choices=["ni", "bsuite"], default="ni",
-                        help="frames per length: ni (Ni et al.'s schedule times --frame-scale, the default) or bsuite (10,000 episodes "
+                        help="frames per length, times --frame-scale: ni (Ni et al.'s schedule, the default) or bsuite (10,000 episodes "
                              "a run up to L = 128, then at most 3M frames; tmaze and memory_length, whose episodes are L + 1 steps)")
     parser.add_argument("--rollout", type=positive_int, default=None, help="steps per update (default: the CPU preset's, 32)")
     parser.add_argument("--entropy-coef", type=non_negative_float, default=None, help="entropy cost (default: the preset's)")
@@ -156,9 +157,8 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def frames_at(args: argparse.Namespace, length: int) -> int:
-    if args.budget == "bsuite":
-        return run_frames(args, bsuite_frames(length))
-    return run_frames(args, max(1, round(ni_frames(length) * args.frame_scale)))
+    budget = bsuite_frames(length) if args.budget == "bsuite" else ni_frames(length)
+    return run_frames(args, max(1, round(budget * args.frame_scale)))
 
 
 def model_args(name: str, env: str, length: int, quick: bool) -> list[str]:
@@ -182,8 +182,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.doors != "random" and args.env != "corridor":
         parser.error(f"--doors {args.doors} is a corridor option; it needs --env corridor (got --env {args.env})")
     minibatches = minibatch_args(parser, args)
-    if sum([args.frames is not None, args.frame_scale != 1.0, args.budget != "ni"]) > 1:
-        parser.error("give one of --frames, --frame-scale and --budget bsuite")
+    if args.frames is not None and (args.frame_scale != 1.0 or args.budget != "ni"):
+        parser.error("give --frames alone, or a --budget (times --frame-scale)")
     if args.budget == "bsuite" and args.env == "corridor":
         parser.error("--budget bsuite counts episodes of L + 1 steps, the T-maze's and memory_length's; the corridor's episodes vary (use --frames or --frame-scale)")
     args.name = output_name(args, "_".join(["memory_length", "recall" if args.env == "memory_length" else args.env, *(["fixed"] if args.doors == "fixed" else [])]))
@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> None:
         "env": args.env, "doors": args.doors if args.env == "corridor" else None, "algo": args.algo, "num_minibatches": args.num_minibatches, "train_args": args.train_args,
         "rollout": rollout, "bptt": "episode",
         "lengths": lengths, "frames": {str(length): frames_at(args, length) for length in lengths}, "seeds": seeds,
-        "frame_scale": None if args.frames or args.budget != "ni" else args.frame_scale, "budget": None if args.frames else args.budget,
+        "frame_scale": None if args.frames else args.frame_scale, "budget": None if args.frames else args.budget,
         "solved_at": SOLVED,
         "eval": f"{episodes} greedy and {episodes} sampled episodes per run",
         "stop_after": args.stop_after, "stopped": stopped, "floor_every_length": args.floor_every_length,

@@ -320,12 +320,14 @@ def test_the_bsuite_budget_is_ten_thousand_episodes_then_at_most_three_million_f
     assert frames == {1: 20_000, 16: 170_000, 128: 1_290_000, 256: 2_570_000, 512: 3_000_000, 1024: 3_000_000}
     default = memory_length.make_parser().parse_args([])
     assert memory_length.frames_at(default, 16) == 1_000_000  # Ni et al.'s, unchanged
+    longer = memory_length.make_parser().parse_args(["--budget", "bsuite", "--frame-scale", "4"])
+    assert [memory_length.frames_at(longer, length) for length in (64, 512)] == [2_600_000, 12_000_000]  # either budget, scaled
 
 
 @pytest.mark.parametrize("argv, message", [
     (["--doors", "fixed"], "--doors fixed is a corridor option; it needs --env corridor (got --env tmaze)"),
-    (["--frames", "1000", "--frame-scale", "0.1"], "give one of --frames, --frame-scale and --budget bsuite"),
-    (["--frames", "1000", "--budget", "bsuite"], "give one of --frames, --frame-scale and --budget bsuite"),
+    (["--frames", "1000", "--frame-scale", "0.1"], "give --frames alone, or a --budget (times --frame-scale)"),
+    (["--frames", "1000", "--budget", "bsuite"], "give --frames alone, or a --budget (times --frame-scale)"),
     (["--env", "corridor", "--budget", "bsuite"], "--budget bsuite counts episodes of L + 1 steps, the T-maze's and memory_length's; the corridor's episodes vary"),
     (["--budget", "dqn"], "argument --budget: invalid choice: 'dqn'"),
     (["--models", "lstm", "lstm"], "argument --models: 'lstm' is given twice; give each once"),

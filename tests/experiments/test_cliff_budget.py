@@ -1,0 +1,57 @@
+"""experiments/cliff_budget.py: a sweep's models run again at their first failing length, with
+the sweep's flags and more frames."""
+
+import json
+import shlex
+import sys
+
+import pytest
+
+from experiments import cliff_budget, memory_length
+
+
+def model(solved_of_five: dict[int, int]) -> dict:
+    return {"lengths": {str(length): {"solved": {"solved": solved, "runs": 5}} for length, solved in solved_of_five.items()}}
+
+
+def test_the_first_failing_length_is_the_first_that_most_seeds_do_not_solve():
+    assert cliff_budget.first_failing(model({16: 5, 8: 5, 32: 2, 64: 0})) == 32  # lengths in order, whatever the JSON's
+    assert cliff_budget.first_failing(model({8: 3, 16: 1, 32: 4})) == 16  # 3 of 5 is most; 2 of 5 is not
+    assert cliff_budget.first_failing(model({8: 5, 16: 5})) is None
+
+
+@pytest.mark.parametrize("budget, scaled", [
+    ("--budget bsuite", "--budget bsuite --frame-scale 4"),
+    ("--frames 50000", "--frames 200000"),
+    ("--frame-scale 0.5", "--frame-scale 2"),  # Ni et al.'s schedule, already scaled
+])
+def test_longer_runs_repeat_the_sweeps_task_learner_and_flags_with_scale_times_the_frames(budget, scaled):
+    common = "--env memory_length --algo ppo --num-minibatches 2 --rollout 16 --train-args '--learning-rate 1e-3'"
+    command = f"python -m experiments.memory_length {common} {budget} --lengths 8 16 --models lstm gru --seeds 5 --stop-after 2 --jobs 2"
+    longer = memory_length.make_parser().parse_args(cliff_budget.sweep_flags(command, 4.0))
+    expected = memory_length.make_parser().parse_args(shlex.split(f"{common} {scaled}"))
+    assert vars(longer) == vars(expected)
+    sweep = memory_length.make_parser().parse_args(shlex.split(f"{common} {budget}"))
+    assert memory_length.frames_at(longer, 16) == 4 * memory_length.frames_at(sweep, 16)
+
+
+def test_a_quick_budget_check_runs_each_cliff_and_leaves_out_the_floor_and_the_models_without_one(tmp_path, monkeypatch):
+    runs = lambda solved: {"solved": {"solved": solved, "runs": 2}, "per_seed": [{"greedy_success": 1.0 if s < solved else 0.5} for s in range(2)]}  # noqa: E731
+    sweep = {"command": "python -m experiments.memory_length --env memory_length --budget bsuite --lengths 2 3 --models lstm gru mlp --seeds 2",
+             "frames": {"2": 30_000, "3": 40_000},
+             "models": {"lstm": {"lengths": {"2": runs(2), "3": runs(0)}}, "gru": {"lengths": {"2": runs(2), "3": runs(2)}},
+                        "mlp": {"lengths": {"2": runs(0), "3": runs(0)}}}}
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "sweep.json").write_text(json.dumps(sweep))
+    argv = ["--name", "sweep", "--out", str(out), "--runs-dir", str(tmp_path / "runs"), "--seeds", "2", "--jobs", "2", "--quick"]
+    monkeypatch.setattr(sys, "argv", ["cliff_budget", *argv])
+    cliff_budget.main(argv)
+    result = json.loads((out / "sweep_budget.json").read_text())
+    assert list(result["models"]) == ["lstm"]  # gru solved every length; the MLP is the floor
+    cell = result["models"]["lstm"]
+    assert (cell["length"], cell["sweep_frames"], cell["sweep_greedy_per_seed"]) == (3, 40_000, [0.5, 0.5])
+    assert [run["seed"] for run in cell["per_seed"]] == [0, 1] and (tmp_path / "runs" / "lstm" / "L3" / "seed1" / "train.done.json").exists()
+    assert "| lstm | 3 | 40,000 | 0 of 2 |" in (out / "sweep_budget.md").read_text()
+    with pytest.raises(SystemExit):  # a model that has no cliff asked for by name
+        cliff_budget.main([*argv, "--models", "gru"])
