@@ -316,30 +316,44 @@ def run_lengths_in_turn(cells: list, seeds: list[int], training: dict, greedy: d
 
 
 def table(summary: dict) -> str:
+    """The solved matrix, then a row per model and length; the arrived column where the env
+    reports arriving (T-maze, corridor), the failures' column on the T-maze (its readings)."""
     task = "the " + TASKS[summary["env"]].format(doors=summary["doors"])
     window = "following each episode (--bptt episode)" if summary.get("bptt") == "episode" else "of max(rollout, L + 1) steps"
+    cells = [(name, length, cell) for name, model in summary["models"].items() for length, cell in model["lengths"].items()]
+    arrives, read = any("greedy_arrived" in cell for *_, cell in cells), summary["env"] == "tmaze"
     caption = (f"Success on {task} against its length L, {summary['algo'].upper()}, rollouts of {summary['rollout']} steps and a "
                f"gradient window {window}, the observation only; frames per length: "
                + ", ".join(f"{length}: {frames:,}" for length, frames in summary["frames"].items())
-               + f". IQM over {len(summary['seeds'])} seeds [95% bootstrap CI]; arrived (T-maze): on either side at the end, "
-               f"so success / arrived is memory and arrived is walking; solved: greedy success >= {summary['solved_at']} "
-               "(runs, probability [Wilson 95% CI]); unsolved runs by their reading (T-maze): did not walk / did not reach the "
-               "junction / did not turn / turned the wrong way / other.")
-    columns = ["model", "L", "greedy success", "sampled success", "arrived (greedy, sampled)", "solved",
-               "unsolved: walk / junction / turn / wrong way / other", "greedy per seed", "training time per run"]
+               + f". IQM over {len(summary['seeds'])} seeds [95% bootstrap CI]"
+               + ("; arrived: on either side at the end, so success / arrived is memory and arrived is walking" if arrives else "")
+               + f"; solved: greedy success >= {summary['solved_at']} (runs, probability [Wilson 95% CI])"
+               + ("; unsolved runs by their reading: did not walk / did not reach the junction / did not turn / turned the wrong way / other"
+                  if read else "") + ".")
+    columns = ["model", "L", "greedy success", "sampled success", *(["arrived (greedy, sampled)"] if arrives else []), "solved",
+               *(["unsolved: walk / junction / turn / wrong way / other"] if read else []), "greedy per seed", "training time per run"]
     rows = []
-    for name, model in summary["models"].items():
-        for length, cell in model["lengths"].items():
-            per_seed = ", ".join(f"{run['greedy_success']:.2f}" for run in cell["per_seed"])
-            arrived = f"{cell['greedy_arrived']['iqm']:.2f}, {cell['sampled_arrived']['iqm']:.2f}" if "greedy_arrived" in cell else "-"
-            failed = cell.get("failures")
-            why = " / ".join(str(failed[key]) for key in ("no_walk", "no_junction", "no_turn", "wrong_way", "other")) if failed else "-"
-            rows.append([name, length, format_interval(cell["greedy"]), format_interval(cell["sampled"]), arrived, format_solved(cell["solved"]),
-                         why, per_seed, minutes_per_run(run["training_seconds"] for run in cell["per_seed"])])
-    return (markdown_table(columns, rows, caption) + "\nLongest length solved by most seeds (and every shorter one): "
-            + ", ".join(f"{name} {model['reaches'] or 'none'}" for name, model in summary["models"].items())
-            + ". Share of lengths solved by most seeds (bsuite's kind of score): "
-            + ", ".join(f"{name} {model['score']:.2f}" for name, model in summary["models"].items()) + ".\n")
+    for name, length, cell in cells:
+        per_seed = ", ".join(f"{run['greedy_success']:.2f}" for run in cell["per_seed"])
+        arrived = [f"{cell['greedy_arrived']['iqm']:.2f}, {cell['sampled_arrived']['iqm']:.2f}" if "greedy_arrived" in cell else "-"] if arrives else []
+        failed = cell.get("failures")
+        why = [" / ".join(str(failed[key]) for key in ("no_walk", "no_junction", "no_turn", "wrong_way", "other")) if failed else "-"] if read else []
+        rows.append([name, length, format_interval(cell["greedy"]), format_interval(cell["sampled"]), *arrived, format_solved(cell["solved"]),
+                     *why, per_seed, minutes_per_run(run["training_seconds"] for run in cell["per_seed"])])
+    return solved_matrix(summary) + "\n" + markdown_table(columns, rows, caption)
+
+
+def solved_matrix(summary: dict) -> str:
+    """The curve at a glance, before the full table: runs solved per model and length, then each
+    model's reach and score."""
+    lengths = [str(length) for length in summary["lengths"]]
+    rows = [[name, *(model["lengths"][length]["solved"]["solved"] if length in model["lengths"] else "-" for length in lengths),
+             model["reaches"] or "none", f"{model['score']:.2f}"] for name, model in summary["models"].items()]
+    caption = (f"Runs of {len(summary['seeds'])} that solved each length L (greedy success >= {summary['solved_at']}; -: not run"
+               + (f", the sweep of a model stopping after {summary['stop_after']} lengths in a row that no seed solved" if summary.get("stop_after") else "")
+               + "). Reaches: the longest length solved by most seeds, and every shorter one too; score: the share of the "
+               f"{len(lengths)} lengths solved by most seeds (bsuite's kind of score).")
+    return markdown_table(["model", *(f"L {length}" for length in lengths), "reaches", "score"], rows, caption)
 def draw(summary: dict, out: Path) -> None:
     """Greedy success (IQM, 95% intervals) against length on a log axis, one line per model; the
     floor (MLP) as a point at the shortest length; Ni et al.'s transformer result (the passive
