@@ -56,6 +56,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -135,6 +136,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--models", nargs="+", choices=list(MODELS), action=Distinct, default=[name for name in MODELS if name not in OPTIONS],
                         help="models to run (default: all but the Feedback options' rows, " + ", ".join(OPTIONS) + ")")
     parser.add_argument("--seeds", type=seed_count, default=5, help="seeds 0 .. N-1 (default: 5)")
+    parser.add_argument("--fewer-seeds", nargs=2, type=positive_int, default=None, metavar=("LENGTH", "N"),
+                        help="from LENGTH on, seeds 0 .. N-1 only: long lengths cost the most (issue 50's sweep: 3 from L = 128)")
     parser.add_argument("--frame-scale", type=positive_float, default=1.0, help="times the budget's frames per length (default: 1)")
     parser.add_argument("--frames", type=positive_int, default=None, help="env frames per run at every length (instead of Ni et al.'s schedule)")
     parser.add_argument("--budget", choices=["ni", "bsuite"], default="ni",
@@ -190,9 +193,16 @@ def main(argv: list[str] | None = None) -> None:
     runs_dir = runs_folder(args, ROOT / "runs" / "experiments" / args.name)
     rollout = args.rollout or preset_values(args.env, "feedback", "cpu")[0]["rollout"]
     seeds = list(range(args.seeds))
+    if args.fewer_seeds and args.fewer_seeds[1] > args.seeds:
+        parser.error(f"--fewer-seeds {args.fewer_seeds[0]} {args.fewer_seeds[1]}: at most --seeds ({args.seeds}) seeds, not more")
+
+    def seeds_at(length: int) -> list[int]:
+        fewer = args.fewer_seeds and length >= args.fewer_seeds[0]
+        return seeds[: args.fewer_seeds[1]] if fewer else seeds
+
     lengths = sorted(args.lengths)
     cells = [(model, length) for length in lengths for model in args.models if model != FLOOR or args.floor_every_length or length == lengths[0]]
-    runs = [(cell, seed) for seed in seeds for cell in cells]
+    runs = [(cell, seed) for seed in seeds for cell in cells if seed in seeds_at(cell[1])]
     run_dir = {(cell, seed): runs_dir / cell[0] / f"L{cell[1]}" / f"seed{seed}" for cell, seed in runs}
 
     def train_args(model: str, length: int, seed: int) -> list[str]:
@@ -207,7 +217,7 @@ def main(argv: list[str] | None = None) -> None:
     episodes = 2 if args.quick else args.eval_episodes
     greedy = {run: evaluate_job(run_dir[run], episodes, frames_at(args, run[0][1]), greedy=True) for run in runs}
     sampled = {run: evaluate_job(run_dir[run], episodes, frames_at(args, run[0][1]), greedy=False, tag="sampled") for run in runs}
-    print(f"{len(runs)} runs ({len(cells)} model x length cells, {len(seeds)} seeds) on the {args.env}, {where_runs_go(args)}, in {runs_dir}")
+    print(f"{len(runs)} runs ({len(cells)} model x length cells, {seeds_text(len(seeds), args.fewer_seeds)}) on the {args.env}, {where_runs_go(args)}, in {runs_dir}")
     print("frames per length: " + ", ".join(f"{length}: {frames_at(args, length):,}" for length in lengths))
     if not (args.quick or args.no_estimate):
         print_expected_time(list(training.values()), args.jobs)
@@ -216,7 +226,7 @@ def main(argv: list[str] | None = None) -> None:
     started = time.time()
     stopped = {}
     if args.stop_after:
-        cells, stopped = run_lengths_in_turn(cells, seeds, training, greedy, sampled, args)
+        cells, stopped = run_lengths_in_turn(cells, seeds_at, training, greedy, sampled, args)
     else:
         run_stages({"training": list(training.values()), "evaluation": [*greedy.values(), *sampled.values()]}, args)
 
@@ -225,6 +235,7 @@ def main(argv: list[str] | None = None) -> None:
         "env": args.env, "doors": args.doors if args.env == "corridor" else None, "algo": args.algo, "num_minibatches": args.num_minibatches, "train_args": args.train_args,
         "rollout": rollout, "bptt": "episode",
         "lengths": lengths, "frames": {str(length): frames_at(args, length) for length in lengths}, "seeds": seeds,
+        "fewer_seeds": {"from_length": args.fewer_seeds[0], "seeds": args.fewer_seeds[1]} if args.fewer_seeds else None,
         "frame_scale": None if args.frames else args.frame_scale, "budget": None if args.frames else args.budget,
         "solved_at": SOLVED,
         "eval": f"{episodes} greedy and {episodes} sampled episodes per run",
@@ -233,7 +244,7 @@ def main(argv: list[str] | None = None) -> None:
     }
     for model, length in cells:
         per_seed = []
-        for seed in seeds:
+        for seed in seeds_at(length):
             run = ((model, length), seed)
             agent = {"greedy": evaluation(greedy[run])["agent"], "sampled": evaluation(sampled[run])["agent"]}
             per_seed.append({"seed": seed, **{f"{how}_{key}": agent[how][key] for how in agent for key in ARRIVAL_KEYS if key in agent[how]},
@@ -294,7 +305,7 @@ def score(model: dict, lengths: int) -> float:
     return sum(2 * cell["solved"]["solved"] > cell["solved"]["runs"] for cell in model["lengths"].values()) / lengths
 
 
-def run_lengths_in_turn(cells: list, seeds: list[int], training: dict, greedy: dict, sampled: dict,
+def run_lengths_in_turn(cells: list, seeds_at: Callable[[int], list[int]], training: dict, greedy: dict, sampled: dict,
                         args: argparse.Namespace) -> tuple[list, dict[str, int]]:
     """Train and evaluate one length at a time, shortest first, and stop a model's sweep once
     `args.stop_after` lengths in a row have no seed solving them (the MLP, the chance line, is
@@ -302,6 +313,7 @@ def run_lengths_in_turn(cells: list, seeds: list[int], training: dict, greedy: d
     run, stopped, unsolved = [], {}, {}
     for length in sorted({length for _, length in cells}):
         here = [cell for cell in cells if cell[1] == length and cell[0] not in stopped]
+        seeds = seeds_at(length)
         keys = [(cell, seed) for seed in seeds for cell in here]
         run_stages({f"training, L = {length}": [training[key] for key in keys],
                     f"evaluation, L = {length}": [*(greedy[key] for key in keys), *(sampled[key] for key in keys)]}, args)
@@ -315,6 +327,17 @@ def run_lengths_in_turn(cells: list, seeds: list[int], training: dict, greedy: d
     return run, stopped
 
 
+def fewer_seeds(summary: dict) -> tuple[int, int] | None:
+    """(LENGTH, N) of the sweep's --fewer-seeds, or None (sweeps before it have no such key)."""
+    fewer = summary.get("fewer_seeds")
+    return (fewer["from_length"], fewer["seeds"]) if fewer else None
+
+
+def seeds_text(seeds: int, fewer: tuple[int, int] | None) -> str:
+    """"5 seeds", or "5 seeds (3 from L = 256)"."""
+    return f"{seeds} seeds" + (f" ({fewer[1]} from L = {fewer[0]})" if fewer else "")
+
+
 def table(summary: dict) -> str:
     """The solved matrix, then a row per model and length; the arrived column where the env
     reports arriving (T-maze, corridor), the failures' column on the T-maze (its readings)."""
@@ -325,7 +348,7 @@ def table(summary: dict) -> str:
     caption = (f"Success on {task} against its length L, {summary['algo'].upper()}, rollouts of {summary['rollout']} steps and a "
                f"gradient window {window}, the observation only; frames per length: "
                + ", ".join(f"{length}: {frames:,}" for length, frames in summary["frames"].items())
-               + f". IQM over {len(summary['seeds'])} seeds [95% bootstrap CI]"
+               + f". IQM over {seeds_text(len(summary['seeds']), fewer_seeds(summary))} [95% bootstrap CI]"
                + ("; arrived: on either side at the end, so success / arrived is memory and arrived is walking" if arrives else "")
                + f"; solved: greedy success >= {summary['solved_at']} (runs, probability [Wilson 95% CI])"
                + ("; unsolved runs by their reading: did not walk / did not reach the junction / did not turn / turned the wrong way / other"
@@ -349,7 +372,7 @@ def solved_matrix(summary: dict) -> str:
     lengths = [str(length) for length in summary["lengths"]]
     rows = [[name, *(model["lengths"][length]["solved"]["solved"] if length in model["lengths"] else "-" for length in lengths),
              model["reaches"] or "none", f"{model['score']:.2f}"] for name, model in summary["models"].items()]
-    caption = (f"Runs of {len(summary['seeds'])} that solved each length L (greedy success >= {summary['solved_at']}; -: not run"
+    caption = (f"Runs that solved each length L, of {seeds_text(len(summary['seeds']), fewer_seeds(summary))} (greedy success >= {summary['solved_at']}; -: not run"
                + (f", the sweep of a model stopping after {summary['stop_after']} lengths in a row that no seed solved" if summary.get("stop_after") else "")
                + "). Reaches: the longest length solved by most seeds, and every shorter one too; score: the share of the "
                f"{len(lengths)} lengths solved by most seeds (bsuite's kind of score).")
@@ -385,7 +408,7 @@ def draw(summary: dict, out: Path) -> None:
     axes.set_ylabel("greedy success rate")
     axes.set_ylim(-0.02, 1.05)
     task = TASKS[summary["env"]].format(doors=summary["doors"])
-    axes.set_title(f"{task}, {summary['algo'].upper()}, {len(summary['seeds'])} seeds", loc="left", fontsize=11)
+    axes.set_title(f"{task}, {summary['algo'].upper()}, {seeds_text(len(summary['seeds']), fewer_seeds(summary))}", loc="left", fontsize=11)
     save_figure(figure, axes, out, fontsize=7, loc="lower left")
 
 

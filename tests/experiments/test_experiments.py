@@ -289,7 +289,7 @@ def test_the_stop_rule_ends_a_models_sweep_after_n_unsolved_lengths_in_a_row_but
     monkeypatch.setattr(memory_length, "run_stages", lambda stage, args: stages.append({what: list(jobs) for what, jobs in stage.items()}))
     monkeypatch.setattr(memory_length, "evaluation", lambda job: {"agent": {"success": 1.0 if job[0] in solves and job[1] == 1 else 0.5}})
     jobs = {(cell, seed): (cell, seed) for cell in cells for seed in seeds}  # a job stands for its run here
-    run, stopped = memory_length.run_lengths_in_turn(cells, seeds, jobs, jobs, jobs, argparse.Namespace(stop_after=2))
+    run, stopped = memory_length.run_lengths_in_turn(cells, lambda length: seeds, jobs, jobs, jobs, argparse.Namespace(stop_after=2))
     assert stopped == {"lstm": 4}
     assert run == [cell for cell in cells if not (cell[0] == "lstm" and cell[1] == 8)]
     assert [sorted({cell[0] for cell, _ in stage[f"training, L = {length}"]}) for stage, length in zip(stages, lengths)] == [
@@ -355,3 +355,22 @@ def test_quick_runs_go_to_a_folder_of_their_own(tmp_path):
     assert runs_folder(argparse.Namespace(runs_dir=None, quick=False), default) == default
     assert runs_folder(argparse.Namespace(runs_dir=None, quick=True), default) == tmp_path / "runs" / "corridor_span-quick"
     assert runs_folder(argparse.Namespace(runs_dir=tmp_path / "mine", quick=True), default) == tmp_path / "mine"
+
+
+def test_fewer_seeds_from_a_length_on_run_and_report_only_those(tmp_path, monkeypatch):
+    """--fewer-seeds LENGTH N (issue 50: 3 seeds from L = 128): lengths from LENGTH on run seeds
+    0 .. N-1 only, each cell's statistics over its own seeds, and the tables say so."""
+    from experiments import memory_length
+
+    out = tmp_path / "out"
+    argv = ["--quick", "--env", "memory_length", "--lengths", "2", "3", "--models", "mlp", "--seeds", "3", "--fewer-seeds", "3", "2",
+            "--eval-episodes", "2", "--runs-dir", str(tmp_path / "runs"), "--out", str(out), "--jobs", "2", "--floor-every-length"]
+    monkeypatch.setattr(sys, "argv", ["memory_length"] + argv)
+    memory_length.main(argv)
+    summary = json.loads((out / "memory_length_recall.json").read_text())
+    lengths = summary["models"]["mlp"]["lengths"]
+    assert [[run["seed"] for run in lengths[length]["per_seed"]] for length in ("2", "3")] == [[0, 1, 2], [0, 1]]
+    assert lengths["3"]["solved"]["runs"] == 2 and not (tmp_path / "runs" / "mlp" / "L3" / "seed2").exists()
+    assert summary["fewer_seeds"] == {"from_length": 3, "seeds": 2} and "3 seeds (2 from L = 3)" in (out / "memory_length_recall.md").read_text()
+    with pytest.raises(SystemExit):  # more seeds than --seeds
+        memory_length.main([*argv[:-2], "--fewer-seeds", "3", "4"])
