@@ -11,6 +11,7 @@ Runners, reinforcement learning (train_a2c.py / train_ppo.py runs):
     head_init.py            how the actor and critic heads start, and what it does to learning
     mazes.py                the mazes (Figures 4 and 6 of the paper) at a CPU budget
     memory_length.py        how far back each core remembers: success against the T-maze's (or bsuite's recall task's) length, each run's reading
+    cliff_budget.py         whether more frames move a memory length cliff: each model's first failing length run again, longer
     window_cost.py          what a gradient window that follows the episode costs: time to solve against fixed and aligned
     ppo_peers.py            our PPO beside sb3-contrib's RecurrentPPO and CleanRL's ppo_trxl, same task and settings
     tune.py                 settings searched with Optuna at one budget per core, the best re-run on fresh seeds beside the preset
