@@ -45,9 +45,10 @@ up to L = 128, then 10,000 episodes or 3M frames, whichever is fewer (bsuite_fra
 T-maze's episodes are exactly L + 1 steps, so episodes are frames); either times `--frame-scale`
 (default 1; a 2-core CPU takes a small fraction of Ni et al.'s and says which; 4 at a cliff asks
 whether more training moves it). Or `--frames` for every length. `--seeds` N runs seeds 0 .. N-1,
-and `--fewer-seeds LENGTH M` only the first M from LENGTH on, where runs cost the most. Writes NAME.json (raw per-seed numbers, commands, machine,
-wall time), NAME.md and NAME.png (success against length, log axis, one line per model, Ni et
-al.'s transformer result marked).
+and `--fewer-seeds LENGTH M` only the first M from LENGTH on, where runs cost the most.
+
+Writes NAME.json (raw per-seed numbers, commands, machine, wall time), NAME.md and NAME.png
+(success against length, log axis, one line per model, Ni et al.'s transformer result marked).
 """
 
 from __future__ import annotations
