@@ -196,7 +196,6 @@ def test_oracle_follows_shortest_paths(env_id):
     env = gym.make_vec(env_id, num_envs=8)
     env.reset(seed=2)
     oracle = make_oracle(env)
-    rules = env.unwrapped.rules
     total = np.zeros(8)
     for _ in range(199):
         before = oracle.steps_to_target()
