@@ -52,7 +52,7 @@ def make_parser() -> argparse.ArgumentParser:
 def first_failing(model: dict) -> int | None:
     """The first of a sweep model's lengths that most of its seeds did not solve (None: it solved every one)."""
     for length, cell in sorted(model["lengths"].items(), key=lambda item: int(item[0])):
-        if 2 * cell["solved"]["solved"] <= cell["solved"]["runs"]:
+        if not memory_length.solved_by_most(cell):
             return int(length)
     return None
 
@@ -112,9 +112,9 @@ def table(result: dict) -> str:
     """A row per model: its first failing length, the sweep's runs there, and the longer runs."""
     caption = (f"The first length most seeds of {result['source']} did not solve, per model, run again with {result['scale']:g}x "
                f"the frames ({len(result['seeds'])} seeds); solved: greedy success >= {result['solved_at']}.")
+    solved = lambda s: f"{s['solved']} of {s['runs']}"  # noqa: E731
     rows = []
     for model, cell in result["models"].items():
-        solved = lambda s: f"{s['solved']} of {s['runs']}"  # noqa: E731
         rows.append([model, cell["length"], f"{cell['sweep_frames']:,}", solved(cell["sweep_solved"]),
                      ", ".join(f"{x:.2f}" for x in cell["sweep_greedy_per_seed"]), f"{cell['frames']:,}", solved(cell["solved"]),
                      ", ".join(f"{run['greedy_success']:.2f}" for run in cell["per_seed"]),

@@ -290,12 +290,17 @@ def failures(per_seed: list[dict]) -> dict[str, int]:
     return counts
 
 
+def solved_by_most(cell: dict) -> bool:
+    """Whether most of a cell's seeds solved its length."""
+    return 2 * cell["solved"]["solved"] > cell["solved"]["runs"]
+
+
 def reach(model: dict) -> int | None:
     """The longest length solved by most of the model's seeds, with every shorter length run also
     solved by most (None: not even the shortest)."""
     longest = None
     for length, cell in sorted(model["lengths"].items(), key=lambda item: int(item[0])):
-        if 2 * cell["solved"]["solved"] <= cell["solved"]["runs"]:
+        if not solved_by_most(cell):
             break
         longest = int(length)
     return longest
@@ -304,7 +309,7 @@ def reach(model: dict) -> int | None:
 def score(model: dict, lengths: int) -> float:
     """bsuite's kind of score: the share of the sweep's `lengths` lengths that most of the model's
     seeds solve (a length the stop rule left out counts as not solved)."""
-    return sum(2 * cell["solved"]["solved"] > cell["solved"]["runs"] for cell in model["lengths"].values()) / lengths
+    return sum(solved_by_most(cell) for cell in model["lengths"].values()) / lengths
 
 
 def run_lengths_in_turn(cells: list, seeds_at: Callable[[int], list[int]], training: dict, greedy: dict, sampled: dict,
