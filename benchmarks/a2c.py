@@ -71,13 +71,18 @@ PEER = "recurrent-ppo"  # sb3-contrib's RecurrentPPO with an LSTM sized as CORES
 TARGETS = {"feedback / transformer": 0.7, f"lstm / {PEER}": 1.0, "feedback / lstm": 0.6}  # frames/s in-process, this run
 
 
+GRAPHED = "+graph"  # a measurement "CORE+graph": the core acting through a CUDA graph (--graphed), the recompute learner
+
+
 def make_trainer(core: str, actors: int, device: str, threads: int, learner: str = "auto", sizes: str = "paper"):
+    """The trainer of one measurement; learner "graphed": recompute, acting through a CUDA graph (--cuda-graph)."""
     from agents.config.a2c_config import resolve_config
     from agents.learners.train import Trainer
 
     name, options = CORES[core]
-    given = dict(env="maze", core=name, preset="cpu", num_actors=actors, device=device, threads=threads, learner=learner,
-                 run_dir="/tmp/unused-benchmark-run")
+    graphed = learner == "graphed"
+    given = dict(env="maze", core=name, preset="cpu", num_actors=actors, device=device, threads=threads,
+                 learner="recompute" if graphed else learner, cuda_graph=graphed, run_dir="/tmp/unused-benchmark-run")
     if sizes == "paper":
         given.update(num_envs=NUM_ENVS, rollout=ROLLOUT, optimizer="adam", core_options=options)
     return Trainer(resolve_config(given))
@@ -200,6 +205,8 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=0, help="learner torch threads (0: torch's default)")
     parser.add_argument("--seconds", type=float, default=10.0, help="timed training per measurement, over all rounds")
     parser.add_argument("--rounds", type=int, default=2, help="timed slices per measurement, interleaved with the others'")
+    parser.add_argument("--graphed", nargs="+", default=[], choices=["feedback", "lstm", "mlp"],
+                        help="also measure these cores acting through a CUDA graph (--cuda-graph, the recompute learner; in-process only), rows CORE+graph")
     parser.add_argument("--no-learner-comparison", action="store_true", help="skip the kept-graph against recompute columns")
     parser.add_argument("--markdown", default=None, help="also write the table to this file")
     parser.add_argument("--check", action="store_true", help="exit 1 unless the targets pass")
@@ -219,6 +226,7 @@ def main() -> int:
     print(f"# A2C training frames/s, maze, {setting}; {cpu_model()}, torch {torch.__version__}, "
           f"{args.threads or torch.get_num_threads()} threads, device {args.device}, {args.rounds} interleaved rounds; {load_line()}")
     measurements = [(core, actors) for core in args.cores for actors in args.actors]
+    measurements += [(core + GRAPHED, 0) for core in args.graphed]
     peer_missing = ""
     if importlib.util.find_spec("sb3_contrib") is None:
         peer_missing = 'sb3-contrib is not installed (pip install -e ".[bench]")'
@@ -227,7 +235,8 @@ def main() -> int:
         measurements.append((PEER, 0))
     slices = {measurement: [] for measurement in measurements}
     for core, actors in interleaved(measurements, args.rounds):
-        slices[core, actors].append(run_worker(core, actors, "auto", args.seconds / args.rounds, args))
+        graphed = core.endswith(GRAPHED)
+        slices[core, actors].append(run_worker(core.removesuffix(GRAPHED), actors, "graphed" if graphed else "auto", args.seconds / args.rounds, args))
     results = {measurement: combine(done) for measurement, done in slices.items()}
     comparison = {}
     if not args.no_learner_comparison:
@@ -242,7 +251,7 @@ def main() -> int:
     header = "| core | " + " | ".join(f"{a} workers: frames/s (acting share; bytes moved per frame)" if a
                                       else "in-process: frames/s (acting share; bytes moved per frame)" for a in args.actors)
     lines = [header + " | s/update, recompute | s/update, kept acting graph |", "|---" * (len(args.actors) + 3) + "|"]
-    for core in args.cores + ([PEER] if (PEER, 0) in results else []):
+    for core in args.cores + [core + GRAPHED for core in args.graphed] + ([PEER] if (PEER, 0) in results else []):
         cells = []
         for actors in args.actors:
             r = results.get((core, actors))  # None: the peer with workers
@@ -252,7 +261,8 @@ def main() -> int:
         cells.append(f"{kept:.2f} ({how})" if kept else "-")
         lines.append(f"| {core} | " + " | ".join(cells) + " |")
     print("\n".join(lines))
-    print("The trainer's default (learner auto): kept acting graph for feedback, recompute for the others.")
+    print("The trainer's default (learner auto): kept acting graph for feedback, recompute for the others; "
+          "CORE+graph: --cuda-graph, the recompute learner acting through one CUDA graph of the policy's step.")
     if (PEER, 0) in results:
         version = importlib.metadata.version("sb3-contrib")
         print(f"{PEER}: sb3-contrib {version} RecurrentPPO doing the lstm row's work per update (benchmarks/recurrent_ppo.py)")

@@ -65,14 +65,17 @@ def test_a_core_under_bf16_autocast_on_the_gpu_matches_float32(name):
             torch.testing.assert_close(got, want, **close_bf16(2 * k, scale=float(want.abs().max()) + 1e-12))
 
 
-@pytest.mark.parametrize("trainer_class, core, precision", [(Trainer, "feedback", "fp32"), (Trainer, "feedback", "bf16"),
-                                                            (Trainer, "lstm", "fp32"), (PPOTrainer, "transformer", "fp32")])
-def test_trainers_learn_on_the_gpu(trainer_class, core, precision, tmp_path):
+@pytest.mark.parametrize("trainer_class, core, precision, cuda_graph", [
+    (Trainer, "feedback", "fp32", False), (Trainer, "feedback", "bf16", False), (Trainer, "lstm", "fp32", False),
+    (PPOTrainer, "transformer", "fp32", False), (PPOTrainer, "feedback", "bf16", True), (Trainer, "lstm", "fp32", True),
+])
+def test_trainers_learn_on_the_gpu(trainer_class, core, precision, cuda_graph, tmp_path):
     """Ten updates on the corridor: the policy, its gradients and the carried memory live on the
-    GPU, the loss is finite and the weights move."""
+    GPU, the loss is finite and the weights move (acting through a CUDA graph too: --cuda-graph)."""
     sizes = {"lstm": {"hidden_size": 32}}.get(core, {"d_model": 16, "n_layers": 2, "n_heads": 2, "span": 8})
     config = resolve_config(dict(env="corridor", core=core, seed=0, num_envs=16, rollout=16, threads=1, run_dir=str(tmp_path),
-                                 core_options=sizes, env_options={"length": 4}, precision=precision, device="cuda"),
+                                 core_options=sizes, env_options={"length": 4}, precision=precision, device="cuda",
+                                 cuda_graph=cuda_graph, learner="recompute" if cuda_graph else "auto"),
                             trainer_class.config_class)
     trainer = trainer_class(config)
     try:
@@ -84,5 +87,55 @@ def test_trainers_learn_on_the_gpu(trainer_class, core, precision, tmp_path):
         assert {t.device.type for t in tensors(trainer.actor.state)} == {"cuda"}
         assert all(p.isfinite().all() for p in params)
         assert any(not torch.equal(p, b) for p, b in zip(params, before))
+    finally:
+        trainer.close()
+
+
+@pytest.mark.parametrize("core", ["feedback", "lstm"])
+def test_training_through_the_captured_acting_step_equals_training_without(core, tmp_path):
+    """--cuda-graph on the GPU: three PPO updates acting through the captured step choose the same
+    actions as without it and end at the same weights (tests/agents/test_graphed_acting.py runs
+    the same without the capture, on the CPU, for every core it takes)."""
+    from agents.config.ppo_config import PPOConfig
+    from tests.agents.test_graphed_acting import config, trained
+
+    runs = []
+    for graphed in (True, False):
+        given = config(tmp_path / str(graphed), core, PPOConfig, device="cuda", cuda_graph=graphed)
+        runs.append(trained(PPOTrainer, given, graphed=False))  # the flag builds the graph (captured) itself
+    (weights, actions, _), (weights_eager, actions_eager, _) = runs
+    for step, (a, b) in enumerate(zip(actions, actions_eager, strict=True)):
+        assert torch.equal(a, b), f"rollout {step}: the captured step chose other actions"
+    for name, value in weights_eager.items():
+        got = weights[name]
+        if name.startswith("core.kv.") and name.endswith(".bias"):  # the keys' bias: rounding only (test_graphed_acting.py)
+            got, value = got[value.shape[0] // 2 :], value[value.shape[0] // 2 :]
+        torch.testing.assert_close(got, value, **close32(3 * 8 * 4, scale=float(value.abs().max())), msg=name)
+
+
+def test_the_captured_step_reads_the_weights_where_the_optimiser_updates_them(tmp_path):
+    """One graph for the whole run: after an update changes the weights, the captured step acts
+    as the eager step does with the new weights."""
+    from agents.config.ppo_config import PPOConfig
+    from agents.learners.graphed_acting import GraphedActing
+    from tests.agents.test_graphed_acting import ENVS, config
+
+    trainer = PPOTrainer(config(tmp_path, "feedback", PPOConfig, device="cuda"))
+    try:
+        trainer.policy.eval()
+        captured = GraphedActing(trainer.policy, ENVS, "cuda")
+        eager = GraphedActing(trainer.policy, ENVS, "cuda", capture=False)
+        inputs, _ = trainer.actor.staged()
+        for update in range(2):
+            state = trainer.actor.state
+            captured.begin(state)
+            eager.begin(state)
+            for _ in range(5):
+                (logits, value), (logits_eager, value_eager) = captured.act(inputs), eager.act(inputs)
+                torch.testing.assert_close(logits, logits_eager, **close32(16, scale=float(logits_eager.abs().max())))
+                torch.testing.assert_close(value, value_eager, **close32(16, scale=float(value_eager.abs().max())))
+            with torch.no_grad():
+                for p in trainer.policy.parameters():
+                    p.mul_(0.8)  # an optimiser's in-place update, say
     finally:
         trainer.close()

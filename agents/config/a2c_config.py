@@ -109,6 +109,11 @@ class A2CConfig:
         default=True,
         metadata={"help": "feed the core the previous action and reward; --no-previous-inputs: the observation only, so memory is the only way to carry a cue"},
     )
+    cuda_graph: bool = field(
+        default=False,
+        metadata={"help": "act through one CUDA graph of the policy's step (agents/learners/graphed_acting.py): a CUDA device, acting "
+                          "without gradients (the recompute learner; auto picks it), cores feedback, lstm, gru, ffm, lru, mlp"},
+    )
     num_actors: int = field(default=0, metadata={"help": "CPU actor worker processes stepping env shards; 0 steps envs in the learner"})
     device: str = field(default="auto", metadata={"help": "auto (CUDA if present, else CPU), cpu, cuda, cuda:N"})
     precision: str = field(
@@ -150,6 +155,7 @@ class A2CConfig:
             raise ValueError(f"unknown head_init {self.head_init!r}; choose from {list(HEAD_INITS)}")
         check_bool("previous_inputs", self.previous_inputs)
         check_bool("pack_episodes", self.pack_episodes)
+        check_bool("cuda_graph", self.cuda_graph)
         check_precision(self.precision)
         if self.learner not in LEARNERS:
             raise ValueError(f"unknown learner {self.learner!r}; choose from {list(LEARNERS)}")
@@ -177,6 +183,9 @@ class A2CConfig:
         if self.learner == "acting_graph" and self.reaches_back:
             raise ValueError(f"learner 'acting_graph' learns from the rollout only; bptt {self.bptt} reaches further back "
                              f"and needs the recompute learner (--learner recompute or auto)")
+        if self.cuda_graph and self.learner == "acting_graph":
+            raise ValueError("cuda_graph captures acting without gradients, and learner 'acting_graph' records them while acting; "
+                             "use --learner recompute (or auto, which picks it with --cuda-graph)")
         if not 0 <= self.num_actors <= self.num_envs:
             raise ValueError(f"num_actors must be between 0 and num_envs ({self.num_envs}), got {self.num_actors}")
 

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from agents.cores.state import move_state, state_from_plain, state_to_plain
+from agents.learners.graphed_acting import GraphedActing
 from agents.model.policy import Policy
 from agents.model.step_inputs import StepInputs
 from agents.runtime.staging import Staging
@@ -67,10 +68,15 @@ class Actor:
     `slots` = (first, total): the pool's envs are envs first .. first + B - 1 of a batch of
     `total` (under torchrun each rank owns one share). Sampling draws its noise for the whole
     batch and keeps this share's rows, so each rank's actions are exactly those that one process
-    stepping all `total` envs would take in these slots (the ranks' generators are seeded alike)."""
+    stepping all `total` envs would take in these slots (the ranks' generators are seeded alike).
 
-    def __init__(self, pool, policy: Policy, device: torch.device, slots: tuple[int, int] | None = None):
-        self.pool, self.policy, self.device = pool, policy, device
+    `graphed`: acting without gradients (`collect` without keep_graph) goes through it, the
+    policy's step replayed from a CUDA graph (agents/learners/graphed_acting.py); between rollouts
+    `state` is the core's own state as ever."""
+
+    def __init__(self, pool, policy: Policy, device: torch.device, slots: tuple[int, int] | None = None,
+                 graphed: GraphedActing | None = None):
+        self.pool, self.policy, self.device, self.graphed = pool, policy, device, graphed
         self.num_envs = pool.num_envs
         self.first_slot, self.total_envs = slots or (0, pool.num_envs)
         self.staging = Staging(device)  # each step's inputs cross in one copy (agents/runtime/staging.py)
@@ -158,20 +164,25 @@ class Actor:
         once at the end, in one more copy."""
         start_state = self.state
         run = self.policy.open(self.state, steps) if keep_graph else None
+        graphed = self.graphed if run is None else None
+        if graphed is not None:
+            graphed.begin(self.state)
         inputs, valid, actions, records, episodes = [], [], [], [], Episodes()
         logprobs, values = [], []
         for _ in range(steps):
             step_inputs, step_valid = self.staged()  # (1, B, ...) and (B,)
-            if run is None:
+            if run is not None:
+                logits, value = run.step(step_inputs)
+            elif graphed is not None:
+                logits, value = graphed.act(step_inputs)
+            else:
                 with torch.no_grad():
                     logits, value, self.state = self.policy(step_inputs, self.state)
-                logits = logits[0]
-            else:
-                logits, _ = run.step(step_inputs)
+                logits, value = logits[0], value[0]
             record, ended, chosen = self._act(logits, greedy=False)
             if keep_outputs:
                 logprobs.append(torch.log_softmax(logits.float(), -1).gather(-1, chosen[:, None])[:, 0])
-                values.append(value[0].float())
+                values.append(value.float())
             inputs.append(step_inputs)
             valid.append(step_valid)
             actions.append(chosen)
@@ -194,10 +205,20 @@ class Actor:
                 _, bootstrap, _ = self.policy(last, self.state)
             rollout.values = torch.cat([values, bootstrap])
         elif keep_outputs:
-            with torch.no_grad():  # the bootstrap value; the state it makes is not kept
-                _, bootstrap, _ = self.policy(last, self.state)
-            rollout.logprob, rollout.values = torch.stack(logprobs), torch.stack([*values, bootstrap[0].float()])
+            bootstrap = self._bootstrap(last, graphed)
+            rollout.logprob, rollout.values = torch.stack(logprobs), torch.stack([*values, bootstrap.float()])
+        elif graphed is not None:
+            self.state = graphed.end()
         return rollout, episodes
+
+    def _bootstrap(self, last: StepInputs, graphed: GraphedActing | None) -> torch.Tensor:
+        """The value (B,) of the observation after a rollout, from the state after its steps (not
+        kept): one more replay where acting is graphed (its state taken first)."""
+        if graphed is not None:
+            self.state = graphed.end()
+            return graphed.act(last)[1]
+        with torch.no_grad():
+            return self.policy(last, self.state)[1][0]
 
     def carry(self) -> dict[str, Any]:
         """What continues into the next step, for a checkpoint: the host arrays as tensors, the

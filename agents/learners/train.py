@@ -44,6 +44,7 @@ from tqdm import tqdm
 import envs
 from agents.runtime import distributed
 from agents.learners.a2c import a2c_loss, gae_advantages
+from agents.learners.graphed_acting import GraphedActing
 from agents.config.a2c_config import EPISODE, KEEPS_ACTING_GRAPH, A2CConfig
 from agents.config.config_cli import run_core_options
 from agents.runtime.actors import ActorError, make_env_pool
@@ -111,6 +112,8 @@ class Trainer:
             torch.set_num_threads(config.threads)
         keep_freed_memory()  # no page faults on the memory each update frees and takes again
         seed_everything(config.seed)  # alike on every rank: the same initial weights and sampling noise
+        if config.cuda_graph and self.device.type != "cuda":
+            raise ValueError(f"--cuda-graph needs a CUDA device; this run's device is {self.device} (--device {config.device})")
         self.first_env, last_env = self.world.share(config.num_envs, "num_envs")
         self.own_envs = range(self.first_env, last_env)  # indices into the whole batch
         local_envs = len(self.own_envs)
@@ -123,7 +126,7 @@ class Trainer:
             self.optimizer = build_optimizer(config, self.policy)
             # A gradient window (--bptt > rollout) reaches steps acting's graph does not hold: recompute.
             self.keep_graph = config.learner == "acting_graph" or (
-                config.learner == "auto" and config.core in KEEPS_ACTING_GRAPH and not config.reaches_back)
+                config.learner == "auto" and config.core in KEEPS_ACTING_GRAPH and not config.reaches_back and not config.cuda_graph)
             # Episodes packed side by side shorten only a core whose steps run one after another.
             self.packs_episodes = config.pack_episodes and self.policy.core.sequential
             if self.keep_graph and not self.policy.can_open:
@@ -136,7 +139,8 @@ class Trainer:
                     f"dropout={dropout} needs a learner that keeps the acting graph (--learner acting_graph, "
                     f"cores feedback, lstm or gru), so acting and learning use the same masks; use --core-opt dropout=0 otherwise"
                 )
-            self.actor = Actor(self.pool, self.policy, self.device, (self.first_env, config.num_envs))
+            graphed = GraphedActing(self.policy, local_envs, self.device) if config.cuda_graph else None
+            self.actor = Actor(self.pool, self.policy, self.device, (self.first_env, config.num_envs), graphed)
             self.window = self.gradient_window()  # the steps before each rollout its gradient reaches
             # The learner's forward, through DistributedDataParallel under torchrun (see the module docstring).
             by_hand = self.keep_graph or self.sums_gradients

@@ -317,20 +317,13 @@ class FeedbackRun(StepwiseRun):
             return None
         return tuple(None if mask is None else torch.where(mask, self.keep_scale, self.zero) for mask in keep)
 
-    def _split(self, kv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(B, n, 2 D) projected memory -> keys and values (B, H, n, E)."""
-        c = self.core.config
-        batch, length, _ = kv.shape
-        k, v = kv.view(batch, length, 2, c.n_heads, c.d_model // c.n_heads).permute(2, 0, 3, 1, 4)
-        return k, v
-
     def _write(self, g: int, memory: torch.Tensor, slot: int) -> tuple:
         """Project memory (B, n, D) with group g and write its keys and values into slots
         [slot, slot + n) (and the layouts the Python backward reads, when it will); returns the norm statistics."""
         kv, stats = project(self.groups[g], memory)
         n = memory.shape[1]
         with torch.no_grad():
-            k, v = self._split(kv)
+            k, v = split_keys_values(kv, self.core.config)
             self.group_keys[g].narrow(-1, slot, n).copy_(k.transpose(-1, -2))
             self.group_values[g].narrow(-1, slot, n).copy_(v.transpose(-1, -2))
             if self.rows:
@@ -495,6 +488,13 @@ class FeedbackRun(StepwiseRun):
                 dh = torch.addcmul(dh, dm, mix[layer])
             d_embedded[t] = dh
         return d_embedded, torch.stack(d_mix[::-1])
+
+
+def split_keys_values(kv: torch.Tensor, config: FeedbackConfig) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, n, 2 D) projected memory -> keys and values (B, H, n, E)."""
+    batch, length, _ = kv.shape
+    k, v = kv.view(batch, length, 2, config.n_heads, config.d_model // config.n_heads).permute(2, 0, 3, 1, 4)
+    return k, v
 
 
 def detached(weights: LayerWeights | GroupWeights) -> dict:

@@ -14,9 +14,10 @@ few dozen ATen calls on tensors the caller hands in:
   no step's inputs need gathering into one product at the end, which cost more).
 
 Shapes are static and nothing reads a value back to the host, so one layer's step traces whole
-under torch.compile (fullgraph=True) and is what a CUDA graph could capture; a whole call is
-not capturable as it stands (its window moves a slot a step, its buffers are made per call:
-docs/speed.md says exactly what is and is not).
+under torch.compile (fullgraph=True) and is what a CUDA graph can capture (`--cuda-graph` captures
+acting's steps on a ring of fixed buffers: ring.py); a whole call is not capturable as it stands
+(its window moves a slot a step, its buffers are made per call: docs/speed.md says exactly what
+is and is not).
 
 Letters: B envs, D model width, H heads, E head width (D / H), S span (window slots), N
 persistent vectors per head, F feed-forward width, R rows of all steps of a call (T B).
