@@ -193,23 +193,42 @@ def profile_learning(name: str, learn) -> float:
 
 def attention_roofline(measured: float) -> None:
     """The attention loops' time a learning step (`measured`, from the profile) against the bytes
-    they move over the bandwidth this core gets from its cache for data of their size.
+    they move over the bandwidth this core gets, measured two ways.
 
     Each layer's step reads its key and value windows (B H S E each) forward; backward it reads
     them again and reads and writes their gradients (four more): 8 B H S E floats, plus the
-    weights' rows (B H S) written and read five times. The bandwidth is ATen's vectorised
-    `c += a` over three buffers of the size of a layer's windows and gradients (read two, write
-    one), which stay in the last-level cache as the windows do."""
+    weights' rows (B H S) written and read five times. The first bandwidth is ATen's vectorised
+    `c += a` over three contiguous buffers of the size of a layer's windows and gradients (read
+    two, write one), which stay in the last-level cache as the windows do. The second is the
+    same sum over the windows' own layout: rows of S floats, one per (env, head, element), at the
+    buffers' stride of S + T slots, the window a slot further each call (`window_bandwidth`), as
+    the loops walk them: the bound for their access pattern, whatever their arithmetic."""
     heads, span, layers = FEEDBACK["n_heads"], FEEDBACK["span"], FEEDBACK["n_layers"]
     width = FEEDBACK["d_model"] // heads
     floats = layers * (8 * BATCH * heads * span * width + 5 * BATCH * heads * span)
     moved = 4 * floats  # float32
     a, c = torch.randn(4 * BATCH * heads * span * width), torch.randn(4 * BATCH * heads * span * width)
     seconds = per_call(lambda: c.add_(a), 1.0)
-    bandwidth = 3 * 4 * a.numel() / seconds
-    predicted = moved / bandwidth
-    print(f"attention loops: {1e3 * measured:.3f} ms a step measured; {moved / 1e6:.1f} MB a step over {bandwidth / 1e9:.1f} GB/s "
-          f"(c += a, {3 * 4 * a.numel() / 2**20:.0f} MiB) = {1e3 * predicted:.3f} ms: measured / bound {measured / predicted:.2f}")
+    for how, bandwidth in ((f"c += a, {3 * 4 * a.numel() / 2**20:.0f} MiB", 3 * 4 * a.numel() / seconds),
+                           ("the windows' rows", window_bandwidth(heads, span, width))):
+        predicted = moved / bandwidth
+        print(f"attention loops: {1e3 * measured:.3f} ms a step measured; {moved / 1e6:.1f} MB a step over {bandwidth / 1e9:.1f} GB/s "
+              f"({how}) = {1e3 * predicted:.3f} ms: measured / bound {measured / predicted:.2f}")
+
+
+def window_bandwidth(heads: int, span: int, width: int) -> float:
+    """Bytes a second of `gradient window += key window` over buffers laid out as a learning
+    call's (B, H, E, S + T) keys and (B, 2, H, E, S + T) gradients, the window [t, t + S) moving a
+    slot each call: rows of S floats at a stride of S + T (read two, write one)."""
+    slots = span + LEARN_STEPS
+    keys, grads = torch.randn(BATCH, heads, width, slots), torch.randn(BATCH, 2, heads, width, slots)
+    step = iter(range(10**12))
+
+    def add():
+        t = next(step) % LEARN_STEPS
+        grads[:, 0, ..., t : t + span].add_(keys[..., t : t + span])
+
+    return 3 * 4 * BATCH * heads * width * span / per_call(add, 1.0)
 
 
 PRODUCTS = ("aten::mm", "aten::addmm", "aten::addmm_")
