@@ -4,9 +4,10 @@ an episode begins. Each subclass says only what differs: its module, its state a
 A torch RNN runs a whole sequence in one call but cannot reset part of the batch mid-sequence.
 So a chunk is cut at the steps where some env begins an episode, and each piece is one fused call
 that starts from the carried state with the resetting envs' rows zeroed. A chunk with no reset
-after its first step is a single call (the fast path: acting, and most learning chunks). A piece
-of one step runs the module's equations with its cell function instead (`_one_step`), and so does
-a call fed a step at a time (`open`, for acting with the graph kept).
+after its first step is a single call (the fast path: acting, and most learning chunks) unless it
+is longer than FUSED_STEPS, which is cut every FUSED_STEPS steps as well. A piece of one step runs
+the module's equations with its cell function instead (`_one_step`), and so does a call fed a
+step at a time (`open`, for acting with the graph kept).
 
 Finding the cuts reads `first` on the host: on CUDA one synchronisation per call of T > 1 steps
 (a learning or evaluation block), the price of the fused pass, which cannot reset part of the
@@ -38,6 +39,12 @@ from agents.cores.stepwise import StepwiseRun
 Carried = tuple[torch.Tensor, ...]  # the state time-major, (L, B, H) each, as torch's RNNs take it
 WEIGHTS = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")  # one layer's, in the order the cells take them
 GATE_INITS = ("pytorch", "forget_bias", "chrono")  # how the gate biases start (init_gate_biases)
+# The most steps of one fused call. A learning call of a long gradient window (--bptt 1,024) in one
+# oneDNN pass keeps every step's gates for its backward (K B 4 H floats: 134 MB at the CPU preset)
+# and cost, per step, 1.22x a 32-step call's in `python benchmarks/long_window.py`, 1.9x with the
+# LSTM alone in the process (`--cores lstm`); in pieces of 64 steps 0.96x and 1.13x (pieces of 96
+# or 128: 1.55x alone). docs/speed.md, "Long windows".
+FUSED_STEPS = 64
 
 
 @dataclass
@@ -119,7 +126,7 @@ class RecurrentCore(nn.Module):
         steps = x.shape[0]
         cuts = (first[1:].any(dim=1).nonzero().flatten() + 1).tolist() if steps > 1 else []  # steps where some env resets
         carried, outputs = time_major(state), []
-        for start, end in zip([0, *cuts], [*cuts, steps]):
+        for start, end in pieces(cuts, steps):
             run = self._one_step if end - start == 1 else self.fused
             y, carried = run(x[start:end], reset(carried, first[start]))  # y: (end - start, B, H)
             outputs.append(y)
@@ -154,6 +161,15 @@ def set_gate_bias(b_ih: torch.Tensor, b_hh: torch.Tensor, gate: int, value: torc
     rows = slice(gate * value.numel(), (gate + 1) * value.numel())
     b_ih[rows] = value
     b_hh[rows] = 0.0
+
+
+def pieces(cuts: list[int], steps: int) -> list[tuple[int, int]]:
+    """[start, end) of each fused call over `steps` steps: cut at `cuts` (where some env resets)
+    and every FUSED_STEPS steps after a cut."""
+    bounds = []
+    for start, end in zip([0, *cuts], [*cuts, steps]):
+        bounds += [(s, min(s + FUSED_STEPS, end)) for s in range(start, end, FUSED_STEPS)]
+    return bounds
 
 
 def time_major(state: NamedTuple) -> Carried:

@@ -3,9 +3,11 @@ their state."""
 
 import pytest
 import torch
+from hypothesis import given, strategies as st
 
 from agents.cores import make_core
-from agents.cores.recurrent import RecurrentConfig
+from agents.cores import recurrent
+from agents.cores.recurrent import RecurrentConfig, pieces
 
 INPUT_DIM = 5
 RECURRENT = ("lstm", "gru")
@@ -93,6 +95,45 @@ def test_a_chunk_without_resets_after_its_first_step_is_one_call(name):
     first[[3, 6], 0] = True
     core(x, core.initial_state(2, "cpu"), first)
     assert len(calls) == 1 + 3  # split at steps 3 and 6
+
+
+@given(steps=st.integers(1, 700), cuts=st.sets(st.integers(1, 699)))
+def test_pieces_cover_the_call_cut_at_every_reset_and_no_longer_than_fused_steps(steps, cuts):
+    cuts = sorted(c for c in cuts if c < steps)
+    bounds = pieces(cuts, steps)
+    assert [start for start, _ in bounds] == [0] + [end for end, _ in zip((e for _, e in bounds), bounds[1:])]
+    assert bounds[0][0] == 0 and bounds[-1][1] == steps and all(start < end for start, end in bounds)
+    assert all(end - start <= recurrent.FUSED_STEPS for start, end in bounds)
+    assert set(cuts) <= {start for start, _ in bounds}
+    assert len(bounds) == sum(-(-(end - start) // recurrent.FUSED_STEPS) for start, end in zip([0, *cuts], [*cuts, steps]))
+
+
+@pytest.mark.parametrize("name", RECURRENT)
+def test_a_call_longer_than_fused_steps_is_cut_into_pieces_with_the_same_outputs_and_gradients(name, monkeypatch):
+    """A long learning call runs in pieces of FUSED_STEPS (here 4, so a 13-step call with a reset
+    at 6 is 4 calls: [0, 4) [4, 6) [6, 10) [10, 13)): the outputs, the state and the gradients are
+    the one-call ones ([0, 6) [6, 13))."""
+    torch.manual_seed(0)
+    core = make_core(name, INPUT_DIM, hidden_size=6, n_layers=2)
+    x = torch.randn(13, 3, INPUT_DIM, requires_grad=True)
+    first = torch.zeros(13, 3, dtype=torch.bool)
+    first[6, 1] = True
+    state = core(torch.randn(2, 3, INPUT_DIM), core.initial_state(3, "cpu"), torch.ones(2, 3, dtype=torch.bool))[1]
+    results = []
+    for fused_steps in (recurrent.FUSED_STEPS, 4):
+        monkeypatch.setattr(recurrent, "FUSED_STEPS", fused_steps)
+        calls = fused_calls(core)
+        y, after = core(x, state, first)
+        y.square().sum().backward()
+        results.append((y.detach(), after, x.grad.clone(), [p.grad.clone() for p in core.parameters()], len(calls)))
+        x.grad = None
+        core.zero_grad()
+        core.rnn._forward_hooks.clear()
+    (y, after, dx, dw, calls), (y_cut, after_cut, dx_cut, dw_cut, calls_cut) = results
+    assert (calls, calls_cut) == (2, 4)
+    torch.testing.assert_close(y_cut, y, atol=1e-6, rtol=0)
+    for got, want in [*zip(after_cut, after), (dx_cut, dx), *zip(dw_cut, dw)]:
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
 
 
 @pytest.mark.parametrize("name", RECURRENT)
