@@ -69,17 +69,38 @@ def attend(
     weights, the persistent vectors' included (Fan et al.), as `dropped` applies it. Returns
     (B, H, Q, E). A query that sees nothing gets a zero vector, never NaN. (The Feedback core's
     steps do the same by hand: feedback/step.py.)
+
+    Windowed: where visible is (B, Q, W) with W < K, query t sees keys t .. t + W - 1 only, and
+    position_scores and the weights are (B, H, Q, W) (window_scores, window_context).
     """
-    scores = (q @ k.transpose(-1, -2)).add_(position_scores)  # (B, H, Q, K)
+    windowed = visible.shape[-1] < k.shape[-2]
+    scores = (window_scores(q, k) if windowed else q @ k.transpose(-1, -2)).add_(position_scores)  # (B, H, Q, K or W)
     scores.masked_fill_(~visible[:, None], masked_score(scores.dtype))
+    weigh = window_context if windowed else torch.matmul
     if persistent is None:
         weights = torch.softmax(scores, dim=-1) * visible.any(dim=-1)[:, None, :, None]
-        return dropped(weights, dropout, keep) @ v
+        return weigh(dropped(weights, dropout, keep), v)
     pk, pv = persistent
     persistent_scores = torch.einsum("bhqe,hne->bhqn", q, pk)  # (B, H, Q, N)
     weights = dropped(torch.softmax(torch.cat([scores, persistent_scores], dim=-1), dim=-1), dropout, keep)  # (B, H, Q, K + N)
-    context = weights[..., : k.shape[-2]] @ v
-    return context + torch.einsum("bhqn,hne->bhqe", weights[..., k.shape[-2] :], pv)
+    context = weigh(weights[..., : scores.shape[-1]], v)
+    return context + torch.einsum("bhqn,hne->bhqe", weights[..., scores.shape[-1] :], pv)
+
+
+def window_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """q (B, H, Q, E), k (B, H, Q + W - 1, E) -> (B, H, Q, W): query t against keys t .. t + W - 1,
+    one elementwise product a window slot (no (Q, K) matrix of which all but W a row are masked)."""
+    queries, width = q.shape[-2], k.shape[-2] - q.shape[-2] + 1
+    return torch.stack([(q * k[..., j : j + queries, :]).sum(-1) for j in range(width)], dim=-1)
+
+
+def window_context(weights: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """weights (B, H, Q, W), v (B, H, Q + W - 1, E) -> (B, H, Q, E): query t's sum of weights[j] v[t + j]."""
+    queries = weights.shape[-2]
+    context = weights[..., 0:1] * v[..., 0:queries, :]
+    for j in range(1, weights.shape[-1]):
+        context = torch.addcmul(context, weights[..., j : j + 1], v[..., j : j + queries, :])
+    return context
 
 
 class PersistentMemory(nn.Module):
@@ -195,7 +216,9 @@ class AttentionBlock(nn.Module):
     def forward(self, h: torch.Tensor, k: torch.Tensor, v: torch.Tensor, distance: torch.Tensor, visible: torch.Tensor,
                 keep: tuple | None = None) -> torch.Tensor:
         """h: (B, Q, D) layer input at the query steps; k, v: (B, H, K, E); distance: (Q, K) long,
-        clipped to [0, P - 1] (where not visible, any value); visible: (B, Q, K). -> (B, Q, D).
+        clipped to [0, P - 1] (where not visible, any value), or (1, K) when every query's row is
+        the same; visible: (B, Q, K), or (B, Q, W) with W < K for windowed attention, query t seeing
+        keys t .. t + W - 1 at distances distance[0] (attend). -> (B, Q, D).
 
         Dropout: the block's modules draw their masks as they go (the Transformer), unless `keep`
         gives them, drawn beforehand (step_masks, one step's: the Feedback reference), bool:
@@ -203,7 +226,7 @@ class AttentionBlock(nn.Module):
         batch, queries, width = h.shape
         q = split_heads(self.query(self.attention_input(h)), self.heads)  # (B, H, Q, E)
         q = q * q.shape[-1] ** -0.5
-        if queries == 1:  # one row of distances: look the embeddings up, no gather
+        if distance.shape[0] == 1:  # one row of distances for every query: look the embeddings up, no gather
             position_scores = q @ self.position[distance[0]].T  # (B, H, 1, K)
         else:
             position_scores = (q @ self.position.T).gather(-1, distance.expand(batch, self.heads, *distance.shape))

@@ -27,6 +27,14 @@ from agents.cores.weights_version import track_loads, weights_version
 from agents.cores.state import register_state
 
 
+# A call whose keys (S + T) number at least this many times a query's window (S + 1) attends over
+# windows (attention.attend): each query's S + 1 keys, not a (T, S + T) matrix all but S + 1 of
+# whose columns are masked. Measured (one thread, B 64, 4 heads of 16, forward and backward of the
+# attention): windows took 0.20x the full matrix's time at S = 2, T = 136, 0.29x at S = 16, T = 257,
+# 0.57x at S = 16, T = 136 and 0.67x at S = 32, T = 257, but 2.4x at S = 16, T = 32 (docs/speed.md).
+WINDOWED_FROM = 8
+
+
 @dataclass
 class TransformerConfig:
     d_model: int = 64
@@ -103,6 +111,22 @@ class TransformerCore(nn.Module):
         keys = like.new_zeros(batch, c.n_heads, layers, capacity if key_capacity is None else key_capacity, c.d_model // c.n_heads)
         return inputs, keys, torch.zeros_like(keys)
 
+    def _visible(self, starts: torch.Tensor, steps: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Which keys each query sees, and at what distance (AttentionBlock.forward): starts (T, B)
+        -> distance (T, S + T) and visible (B, T, S + T) over the call's S + T keys (S carried
+        slots, then T new); or, for a call much longer than the span (WINDOWED_FROM) without
+        dropout drawing masks of the full width, each query's own S + 1 keys: distance (1, S + 1),
+        visible (B, T, S + 1) (attention.attend, windowed)."""
+        span, device = self.config.span, starts.device
+        if WINDOWED_FROM * (span + 1) <= span + steps and not (self.training and self.config.dropout > 0):
+            slot = torch.arange(span + 1, device=device)  # window slot j of query t: key t + j, span - j steps back
+            visible = (torch.arange(steps, device=device)[:, None] + slot)[None] >= starts.T[:, :, None]  # (B, T, S + 1)
+            return (span - slot)[None], visible
+        key_index = torch.arange(span + steps, device=device)
+        distance = (span + torch.arange(steps, device=device))[:, None] - key_index[None, :]  # (T, S + T)
+        visible = (distance >= 0) & (distance <= span) & (key_index[None, None, :] >= starts.T[:, :, None])  # (B, T, S + T)
+        return distance.clamp(0, span), visible
+
     def forward(self, x: torch.Tensor, state: TransformerState, first: torch.Tensor) -> tuple[torch.Tensor, TransformerState]:
         """x: (T, B, input_dim), first: (T, B) bool -> y: (T, B, D), the state after step T - 1."""
         c = self.config
@@ -110,10 +134,7 @@ class TransformerCore(nn.Module):
         span = c.span
         h = self.embed(x).transpose(0, 1)  # (B, T, D)
         starts = episode_starts(first, state.valid)  # (T, B)
-        key_index = torch.arange(span + steps, device=x.device)  # the window: S carried slots, then T new
-        distance = (span + torch.arange(steps, device=x.device))[:, None] - key_index[None, :]  # (T, S + T)
-        visible = (distance >= 0) & (distance <= span) & (key_index[None, None, :] >= starts.T[:, :, None])  # (B, T, S + T)
-        distance = distance.clamp(0, span)
+        distance, visible = self._visible(starts, steps)
         version = weights_version(self)
         # Keys stored by a learning call would be stale after its optimiser step: not stored,
         # the state says so (version None), and the next call recomputes them.
