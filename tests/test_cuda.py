@@ -97,20 +97,13 @@ def test_training_through_the_captured_acting_step_equals_training_without(core,
     actions as without it and end at the same weights (tests/agents/test_graphed_acting.py runs
     the same without the capture, on the CPU, for every core it takes)."""
     from agents.config.ppo_config import PPOConfig
-    from tests.agents.test_graphed_acting import config, trained
+    from tests.agents.test_graphed_acting import assert_same_actions_and_weights, config, trained
 
     runs = []
     for graphed in (True, False):
         given = config(tmp_path / str(graphed), core, PPOConfig, device="cuda", cuda_graph=graphed)
         runs.append(trained(PPOTrainer, given, graphed=False))  # the flag builds the graph (captured) itself
-    (weights, actions, _), (weights_eager, actions_eager, _) = runs
-    for step, (a, b) in enumerate(zip(actions, actions_eager, strict=True)):
-        assert torch.equal(a, b), f"rollout {step}: the captured step chose other actions"
-    for name, value in weights_eager.items():
-        got = weights[name]
-        if name.startswith("core.kv.") and name.endswith(".bias"):  # the keys' bias: rounding only (test_graphed_acting.py)
-            got, value = got[value.shape[0] // 2 :], value[value.shape[0] // 2 :]
-        torch.testing.assert_close(got, value, **close32(3 * 8 * 4, scale=float(value.abs().max())), msg=name)
+    assert_same_actions_and_weights(*runs)
 
 
 def test_the_captured_step_reads_the_weights_where_the_optimiser_updates_them(tmp_path):

@@ -50,12 +50,10 @@ def trained(trainer_class, config, graphed: bool) -> tuple[dict, list, object]:
         trainer.close()
 
 
-@pytest.mark.parametrize("core", STATIC_CORES)
-@pytest.mark.parametrize("trainer_class, config_class", [(PPOTrainer, PPOConfig), (Trainer, A2CConfig)], ids=["ppo", "a2c"])
-def test_training_through_the_graphed_step_equals_training_without(tmp_path, core, trainer_class, config_class):
-    graphed = trained(trainer_class, config(tmp_path / "graphed", core, config_class), graphed=True)
-    eager = trained(trainer_class, config(tmp_path / "eager", core, config_class), graphed=False)
-    (weights, actions, state), (weights_eager, actions_eager, state_eager) = graphed, eager
+def assert_same_actions_and_weights(graphed: tuple, eager: tuple) -> None:
+    """What trained() gave through the graphed step and without it: every rollout's actions equal,
+    every weight within float32's rounding of the updates."""
+    (weights, actions, _), (weights_eager, actions_eager, _) = graphed, eager
     for step, (a, b) in enumerate(zip(actions, actions_eager, strict=True)):
         assert torch.equal(a, b), f"rollout {step}: the graphed step chose other actions"
     for name, value in weights_eager.items():
@@ -65,6 +63,15 @@ def test_training_through_the_graphed_step_equals_training_without(tmp_path, cor
             # gradient is 0 but for rounding, which Adam scales to whole steps. The values' half only.
             got, value = got[value.shape[0] // 2 :], value[value.shape[0] // 2 :]
         torch.testing.assert_close(got, value, **close32(terms=UPDATES * STEPS * 4, scale=value.abs().max().item()), msg=name)
+
+
+@pytest.mark.parametrize("core", STATIC_CORES)
+@pytest.mark.parametrize("trainer_class, config_class", [(PPOTrainer, PPOConfig), (Trainer, A2CConfig)], ids=["ppo", "a2c"])
+def test_training_through_the_graphed_step_equals_training_without(tmp_path, core, trainer_class, config_class):
+    graphed = trained(trainer_class, config(tmp_path / "graphed", core, config_class), graphed=True)
+    eager = trained(trainer_class, config(tmp_path / "eager", core, config_class), graphed=False)
+    assert_same_actions_and_weights(graphed, eager)
+    state, state_eager = graphed[2], eager[2]
     assert type(state) is type(state_eager)
     for name, a, b in zip(state._fields, state, state_eager):
         if isinstance(a, torch.Tensor) and name not in ("memory", "keys", "values"):  # the Feedback buffers: their windows below
