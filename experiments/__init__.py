@@ -44,6 +44,7 @@ The frame below them all (experiments/frame/, which imports no experiment):
     frame/flags.py          the flags every experiment ends with, list flags whose values must differ, --quick's budget
     frame/jobs.py           running training / evaluation commands in parallel, resumable, one progress bar
     frame/launch.py         where the jobs run: here or on Slurm, and the stages every experiment runs
+    frame/ledger.py         a sweep's finished runs kept in one committed file, so that it resumes on another machine
     frame/slurm.py          the jobs as Slurm jobs, through submitit
     frame/study.py          an Optuna study kept in its folder, run to a fixed number of trials, resumed after any stop
     frame/estimate.py       the expected training time on this machine, printed before an experiment starts

@@ -48,12 +48,17 @@ whether more training moves it). Or `--frames` for every length. `--seeds` N run
 and `--fewer-seeds LENGTH M` only the first M from LENGTH on, where runs cost the most.
 
 Writes NAME.json (raw per-seed numbers, commands, machine, wall time), NAME.md and NAME.png
-(success against length, log axis, one line per model, Ni et al.'s transformer result marked).
+(success against length, log axis, one line per model, Ni et al.'s transformer result marked),
+and NAME_runs.json as it goes: every finished run's records (experiments/frame/ledger.py: its
+training, its evaluations, on the T-maze its reading), each run evaluated and read as soon as it
+is trained, so that a sweep stopped here resumes on another machine from the committed file,
+without the run folders.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 import time
@@ -67,11 +72,10 @@ from agents.plot_curves import save_figure
 from durable.records import write_json, write_text
 from envs.cli import non_negative_float, non_negative_int, positive_float, positive_int
 from experiments.frame.flags import Distinct, QUICK_ALGO, QUICK_CORE, add_experiment_arguments, minibatch_args, output_name, run_frames, runs_folder
-from experiments.frame.curves import training_seconds
 from experiments.frame.estimate import print_expected_time
-from experiments.frame.jobs import ROOT, evaluate_job, evaluation, train_job
+from experiments.frame.jobs import ROOT, Job, evaluate_job, evaluation, run_seconds, train_job
+from experiments.frame.ledger import Ledger
 from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
-from experiments import tmaze_policy
 from experiments.frame.stats import iqm_interval, seed_count, solved_interval
 from experiments.frame.tables import format_interval, format_solved, markdown_table, minutes_per_run
 
@@ -134,6 +138,9 @@ def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", choices=list(TASKS), default="tmaze")
     parser.add_argument("--doors", choices=["random", "fixed"], default="random", help="with --env corridor: the doors' order (default: random, the paper's)")
+    parser.add_argument("--env-opt", action="append", default=[], metavar="KEY=VALUE",
+                        help="more env options for every run (repeatable; the T-maze's controls: penalty=action, expose_goal=true); "
+                             "needs a --name of its own, since its runs are not the plain ones")
     parser.add_argument("--lengths", nargs="+", type=positive_int, action=Distinct, default=[8, 16, 32, 64, 128, 256, 512])
     parser.add_argument("--models", nargs="+", choices=list(MODELS), action=Distinct, default=[name for name in MODELS if name not in OPTIONS],
                         help="models to run (default: all but the Feedback options' rows, " + ", ".join(OPTIONS) + ")")
@@ -159,6 +166,28 @@ def make_parser() -> argparse.ArgumentParser:
                              "give a --name of its own so that such runs do not resume the plain ones")
     add_launcher_arguments(parser)
     return parser
+
+
+def env_options_checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
+    """--env-opt as a dict, checked by building the env once (only it knows its options); exit 2
+    on a bad one, or when given without a --name (the runs would resume the plain sweep's)."""
+    import gymnasium
+
+    from agents.config.config_cli import parse_env_options
+    from envs import env_id
+
+    if not args.env_opt:
+        return {}
+    if args.name is None:
+        parser.error(f"--env-opt {' '.join(args.env_opt)}: give a --name of its own, or its runs would resume the plain sweep's")
+    try:
+        options = parse_env_options(args.env_opt)
+        if "length" in options:
+            raise ValueError("length is the sweep's (--lengths)")
+        gymnasium.make(env_id(args.env), length=min(args.lengths), **options).close()
+    except (TypeError, ValueError) as error:
+        parser.error(f"--env-opt {' '.join(args.env_opt)}: {error}")
+    return options
 
 
 def frames_at(args: argparse.Namespace, length: int) -> int:
@@ -191,6 +220,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("give --frames alone, or a --budget (times --frame-scale)")
     if args.budget == "bsuite" and args.env == "corridor":
         parser.error("--budget bsuite counts episodes of L + 1 steps, the T-maze's and memory_length's; the corridor's episodes vary (use --frames or --frame-scale)")
+    env_options = env_options_checked(parser, args)
     args.name = output_name(args, "_".join(["memory_length", "recall" if args.env == "memory_length" else args.env, *(["fixed"] if args.doors == "fixed" else [])]))
     runs_dir = runs_folder(args, ROOT / "runs" / "experiments" / args.name)
     rollout = args.rollout or preset_values(args.env, "feedback", "cpu")[0]["rollout"]
@@ -208,7 +238,8 @@ def main(argv: list[str] | None = None) -> None:
     run_dir = {(cell, seed): runs_dir / cell[0] / f"L{cell[1]}" / f"seed{seed}" for cell, seed in runs}
 
     def train_args(model: str, length: int, seed: int) -> list[str]:
-        options = f"length={length}" + (f",max_episode_steps={4 * length},doors={args.doors}" if args.env == "corridor" else "")
+        options = ",".join([f"length={length}", *([f"max_episode_steps={4 * length}", f"doors={args.doors}"] if args.env == "corridor" else []),
+                            *(f"{key}={value}" for key, value in env_options.items())])
         extra = ["--entropy-coef", str(args.entropy_coef)] if args.entropy_coef is not None else []
         quick = ["--num-envs", "4", *([] if minibatches else QUICK_ALGO[args.algo])] if args.quick else []
         return ["--env", args.env, "--env-opt", options, "--preset", "cpu", "--rollout", str(rollout), "--bptt", "episode",
@@ -219,6 +250,14 @@ def main(argv: list[str] | None = None) -> None:
     episodes = 2 if args.quick else args.eval_episodes
     greedy = {run: evaluate_job(run_dir[run], episodes, frames_at(args, run[0][1]), greedy=True) for run in runs}
     sampled = {run: evaluate_job(run_dir[run], episodes, frames_at(args, run[0][1]), greedy=False, tag="sampled") for run in runs}
+    read = {run: reading_job(run_dir[run], frames_at(args, run[0][1])) for run in runs} if args.env == "tmaze" else {}
+    after = {run: (greedy[run], sampled[run], *([read[run]] if read else [])) for run in runs}
+    ledger = Ledger(args.out / f"{args.name}_runs.json", runs_dir, tuple(job.record.name for job in (training[runs[0]], *after[runs[0]])))
+    for run in runs:
+        training[run].then = after[run]
+        for job in (training[run], *after[run]):
+            job.ledger = ledger
+    print(f"runs kept in {ledger.path}: {ledger.runs()} finished")
     print(f"{len(runs)} runs ({len(cells)} model x length cells, {seeds_text(len(seeds), args.fewer_seeds)}) on the {args.env}, {where_runs_go(args)}, in {runs_dir}")
     print("frames per length: " + ", ".join(f"{length}: {frames_at(args, length):,}" for length in lengths))
     if not (args.quick or args.no_estimate):
@@ -228,13 +267,13 @@ def main(argv: list[str] | None = None) -> None:
     started = time.time()
     stopped = {}
     if args.stop_after:
-        cells, stopped = run_lengths_in_turn(cells, seeds_at, training, greedy, sampled, args)
+        cells, stopped = run_lengths_in_turn(cells, seeds_at, training, greedy, args)
     else:
-        run_stages({"training": list(training.values()), "evaluation": [*greedy.values(), *sampled.values()]}, args)
+        run_stages({"training": list(training.values()), "evaluation": [job for train in training.values() for job in train.then]}, args)
 
     summary = {
         "command": "python -m experiments.memory_length " + shlex.join(sys.argv[1:]), "machine": launcher_description(args),
-        "env": args.env, "doors": args.doors if args.env == "corridor" else None, "algo": args.algo, "num_minibatches": args.num_minibatches, "train_args": args.train_args,
+        "env": args.env, "doors": args.doors if args.env == "corridor" else None, "env_options": env_options, "algo": args.algo, "num_minibatches": args.num_minibatches, "train_args": args.train_args,
         "rollout": rollout, "bptt": "episode",
         "lengths": lengths, "frames": {str(length): frames_at(args, length) for length in lengths}, "seeds": seeds,
         "fewer_seeds": {"from_length": args.fewer_seeds[0], "seeds": args.fewer_seeds[1]} if args.fewer_seeds else None,
@@ -250,8 +289,8 @@ def main(argv: list[str] | None = None) -> None:
             run = ((model, length), seed)
             agent = {"greedy": evaluation(greedy[run])["agent"], "sampled": evaluation(sampled[run])["agent"]}
             per_seed.append({"seed": seed, **{f"{how}_{key}": agent[how][key] for how in agent for key in ARRIVAL_KEYS if key in agent[how]},
-                             **({"reading": tmaze_policy.reading(str(run_dir[run]))} if args.env == "tmaze" else {}),
-                             "training_seconds": round(training_seconds(run_dir[run]), 1)})
+                             **({"reading": run_reading(read[run])} if read else {}),
+                             "training_seconds": run_seconds(training[run])})
         greedy_success = np.array([run["greedy_success"] for run in per_seed])
         sampled_success = np.array([run["sampled_success"] for run in per_seed])
         stats = iqm_interval({"greedy": greedy_success, "sampled": sampled_success,
@@ -271,6 +310,19 @@ def main(argv: list[str] | None = None) -> None:
     write_text(args.out / f"{args.name}.md", table(summary))
     draw(summary, args.out / f"{args.name}.png")
     print(table(summary))
+
+
+def reading_job(run_dir: Path, frames: int) -> Job:
+    """`python -m experiments.tmaze_policy RUN_DIR` on a trained T-maze run: its reading is the
+    JSON line the command prints last."""
+    command = [sys.executable, "-m", "experiments.tmaze_policy", str(run_dir)]
+    return Job(f"reading {run_dir}", lambda: command, run_dir / "reading.log", run_dir / "reading.done.json", f"{frames} frames")
+
+
+def run_reading(job: Job) -> dict[str, bool]:
+    """The four booleans of a finished reading_job (experiments/tmaze_policy.py)."""
+    reading = json.loads(job.result()["last_line"])
+    return {key: value for key, value in reading.items() if key != "run"}
 
 
 def failures(per_seed: list[dict]) -> dict[str, int]:
@@ -312,7 +364,7 @@ def score(model: dict, lengths: int) -> float:
     return sum(solved_by_most(cell) for cell in model["lengths"].values()) / lengths
 
 
-def run_lengths_in_turn(cells: list, seeds_at: Callable[[int], list[int]], training: dict, greedy: dict, sampled: dict,
+def run_lengths_in_turn(cells: list, seeds_at: Callable[[int], list[int]], training: dict, greedy: dict,
                         args: argparse.Namespace) -> tuple[list, dict[str, int]]:
     """Train and evaluate one length at a time, shortest first, and stop a model's sweep once
     `args.stop_after` lengths in a row have no seed solving them (the MLP, the chance line, is
@@ -323,7 +375,7 @@ def run_lengths_in_turn(cells: list, seeds_at: Callable[[int], list[int]], train
         seeds = seeds_at(length)
         keys = [(cell, seed) for seed in seeds for cell in here]
         run_stages({f"training, L = {length}": [training[key] for key in keys],
-                    f"evaluation, L = {length}": [*(greedy[key] for key in keys), *(sampled[key] for key in keys)]}, args)
+                    f"evaluation, L = {length}": [job for key in keys for job in training[key].then]}, args)
         run += here
         for model, _ in here:
             solved = any(evaluation(greedy[(model, length), seed])["agent"]["success"] >= SOLVED for seed in seeds)

@@ -97,11 +97,12 @@ def reading(run_dir: str, goal_seed: int = 0) -> dict[str, bool]:
 
 
 def report(run_dir: str) -> None:
-    """The run's reading as one JSON line, then its action probabilities along the path, a line per goal side."""
-    print(json.dumps({"run": run_dir, **reading(run_dir)}))
+    """The run's action probabilities along the path, a line per goal side, then its reading as
+    one JSON line, the last (experiments/memory_length.py reads it from a job's record)."""
     for side, places in probabilities_along_the_path(run_dir).items():
         shown = "; ".join(f"{place} " + " ".join(f"{a} {p:.3f}" for a, p in zip(ACTIONS, probs)) for place, probs in places.items())
         print(json.dumps({"run": run_dir, "goal": side}), shown)
+    print(json.dumps({"run": run_dir, **reading(run_dir)}))
 
 
 def main(argv: list[str] | None = None) -> None:

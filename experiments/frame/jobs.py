@@ -13,6 +13,11 @@ numbers, and a smaller one is refused (a finished run cannot be taken back to fe
 
 `seq_job` is the same for a `python -m seqtasks` run, its target the update budget.
 
+A job's `then` jobs run right after it in the same worker (a run's evaluations after its
+training), so that a sweep stopped mid-stage leaves each run it finished evaluated too. A job
+with a `ledger` (experiments/frame/ledger.py) has its record kept there as well, and counts as
+done from the ledger where its run folder has no record: a sweep resumes on another machine.
+
 A stop signal stops the experiment (durable/interrupt.py: Ctrl-C, and the SIGTERM, SIGHUP or
 SIGUSR2 that `kill`, `timeout`, a closed terminal or a cluster send): each running command gets
 the same signal, once (the trainers then save a checkpoint and exit 128 + the signal), the runner
@@ -42,6 +47,8 @@ from tqdm import tqdm
 
 from durable.interrupt import STOP_SIGNALS, signal_of, stop_signals_raise
 from durable.records import read_record, write_json
+from experiments.frame.curves import training_seconds
+from experiments.frame.ledger import Ledger
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository root, where the commands run
 ALGOS = ("a2c", "ppo")  # the learners an RL experiment can train with: train_a2c.py, train_ppo.py
@@ -57,6 +64,9 @@ class Job:
     target: str = ""  # what the finished job reached (e.g. "2000000 frames"); another target reruns it
     work: tuple[str, list[str], int] | None = None  # a training job's program, its arguments and units (estimate.py)
     outputs: tuple[Path, ...] = ()  # JSON files the command writes that the experiment reads (results.json)
+    measure: Callable[[], dict] | None = None  # more fields for the record, read when the command has ended well
+    then: tuple[Job, ...] = ()  # jobs run right after this one ends well, in the same worker (its run's evaluations)
+    ledger: Ledger | None = None  # where the record is kept beyond the run folder
 
     @property
     def done(self) -> bool:
@@ -66,8 +76,21 @@ class Job:
                 and all(read_record(output) is not None for output in self.outputs))
 
     def result(self) -> dict | None:
-        """The job's record, as run_job wrote it; None where there is none or it cannot be read."""
-        return job_record(self.record)
+        """The job's record, as run_job wrote it, from its run folder or else its ledger; None
+        where there is none or it cannot be read."""
+        record = job_record(self.record)
+        return record if record is not None or self.ledger is None else self.ledger.get(self.record)
+
+    def keep(self) -> None:
+        """Copy the record from the run folder into the job's ledger, if it has both; a record
+        written before its job measured (an older runner) gets the measures first."""
+        record = job_record(self.record)
+        if self.ledger is None or record is None:
+            return
+        measured = self.measure() if self.measure is not None else {}
+        if not measured.keys() <= record.keys():
+            record = {**measured, **record}
+        self.ledger.put(self.record, record)
 
 
 def job_record(path: Path) -> dict | None:
@@ -97,7 +120,16 @@ def train_job(name: str, run_dir: Path, train_args: list[str], frames: int, algo
         return [*program, *train_args, "--total-steps", str(frames), "--threads", "1", "--run-dir", str(run_dir)]
 
     outputs = (run_dir / "trace.json",) if traced else ()
-    return Job(name, command, run_dir / "train.log", record, f"{frames} frames", (f"train_{algo}", train_args, frames), outputs)
+    return Job(name, command, run_dir / "train.log", record, f"{frames} frames", (f"train_{algo}", train_args, frames), outputs,
+               measure=lambda: {"training_seconds": round(training_seconds(run_dir), 1)})
+
+
+def run_seconds(job: Job) -> float:
+    """A finished training job's seconds in updates (experiments/frame/curves.py): kept in its
+    record since 2026-11-28, so that a run restored from a ledger, whose event files are gone,
+    has them; a run with an older record reads its event files."""
+    seconds = job.result().get("training_seconds")
+    return seconds if seconds is not None else round(training_seconds(job.record.parent), 1)
 
 
 def refuse_smaller_budget(record: Path, budget: int, unit: str) -> None:
@@ -182,7 +214,7 @@ def run_job(job: Job, started_process: Callable[[subprocess.Popen], None] = lamb
         raise JobFailed(f"{job.name} exited with {returncode}: {' '.join(command)}\n--- {job.log} (end) ---\n{output[-2000:]}")
     lines = [line for line in output.splitlines() if line.strip()]
     record = {"command": command, "wall_seconds": round(time.monotonic() - started, 1), "last_line": lines[-1] if lines else "",
-              "target": job.target}
+              "target": job.target, **(job.measure() if job.measure else {})}
     write_json(job.record, record)
     return record
 
@@ -203,10 +235,13 @@ def run_jobs(jobs: list[Job], workers: int, what: str) -> None:
                 for signum in stop_signals:  # a signal came while this one was starting
                     process.send_signal(signum)
 
-        if stop_signals:
-            return
         try:
-            run_job(job, started)
+            for step in (job, *job.then):
+                if stop_signals:
+                    return
+                if step is job or not step.done:
+                    run_job(step, started)
+                    step.keep()
         finally:
             with lock:
                 running.pop(job.name, None)

@@ -84,7 +84,11 @@ def launcher_description(args: argparse.Namespace) -> str:
 def run_stages(stages: dict[str, list[Job]], args: argparse.Namespace) -> None:
     """Run each stage's jobs in turn ({"training": [...], "evaluation": [...]}) where `args`
     says (`--launcher`); a failed job ends the program with its error once its stage is done.
-    With `--no-wait` the program ends after submitting what it can (exit 0, saying so)."""
+    With `--no-wait` the program ends after submitting what it can (exit 0, saying so). Records
+    finished before (by an earlier command, or a runner without a ledger) go into the jobs'
+    ledgers first."""
+    for job in (job for jobs in stages.values() for job in jobs):
+        job.keep()
     try:
         if args.launcher == "local":
             for what, jobs in stages.items():

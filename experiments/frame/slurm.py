@@ -29,7 +29,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tqdm import tqdm
@@ -70,7 +70,7 @@ class SlurmTask:
     """What a Slurm job runs: one job's command, to its end, on the node (jobs.run_job)."""
 
     def __init__(self, job: Job):
-        self.job = job
+        self.job = replace(job, ledger=None, then=())  # the runner keeps the ledger; Slurm runs `then` jobs as a stage of their own
         self._process: subprocess.Popen | None = None
 
     def __call__(self) -> dict:
@@ -216,6 +216,7 @@ def run_jobs_slurm(jobs: list[Job], settings: SlurmSettings, what: str, folder: 
                 if job.done or handles[name].done():
                     pending.pop(name)
                     bar.update(1)
+                    job.keep()
                     if not job.done:
                         failures.append(failure(job, handles[name]))
     except KeyboardInterrupt:

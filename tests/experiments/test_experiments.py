@@ -3,6 +3,7 @@ tiny runs) end to end, run again to show that finished runs are not repeated, an
 lines refused naming the value."""
 
 import json
+import shutil
 import sys
 
 import numpy as np
@@ -215,16 +216,36 @@ def test_a_ppo_corridor_span_run_takes_the_minibatches_asked_for(tmp_path, monke
     assert "of PPO (4 minibatches per epoch)" in (out / "corridor_span_ppo.md").read_text()
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["--env-opt", "penalty=action"], "--env-opt penalty=action: give a --name of its own, or its runs would resume the plain sweep's"),
+    (["--env-opt", "penalty=bogus", "--name", "x"], "--env-opt penalty=bogus: penalty must be one of ['schedule', 'action'], got 'bogus'"),
+    (["--env-opt", "colour=3", "--name", "x"], "--env-opt colour=3: passivetmaze has no option 'colour'"),
+    (["--env-opt", "length=3", "--name", "x"], "--env-opt length=3: length is the sweep's (--lengths)"),
+    (["--env-opt", "expose_goal", "--name", "x"], "env option 'expose_goal' must look like KEY=VALUE"),
+])
+def test_bad_memory_length_env_options_exit_2_naming_them(argv, message, capsys, tmp_path):
+    """The T-maze's controls (penalty=action, expose_goal=true) are checked by building the env
+    before any run starts, and need a sweep name of their own."""
+    from experiments import memory_length
+
+    with pytest.raises(SystemExit) as exit_info:
+        memory_length.main(["--quick", "--out", str(tmp_path), "--runs-dir", str(tmp_path / "runs"), *argv])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
+
+
 def test_a_quick_memory_length_experiment_follows_the_episode_with_the_gradient_window(tmp_path, monkeypatch):
     """Every run's gradient window follows its episode (--bptt episode), the episode-span
     Transformer's span covers it (L + 1 on the T-maze), chrono's T_max is twice it; the MLP runs at
-    the shortest length only; each run's reading and each cell's failures are in the JSON; JSON,
+    the shortest length only; --env-opt reaches every run; each run's reading and each cell's failures are in the JSON, the readings kept in the ledger; JSON,
     table and figure are written."""
     from experiments import memory_length
 
     out = tmp_path / "out"
     argv = ["--quick", "--lengths", "2", "4", "--models", "transformer-episode", "mlp", "--seeds", "2", "--frames", "64",
-            "--rollout", "2", "--eval-episodes", "2", "--train-args", "--learning-rate 0.002", "--runs-dir", str(tmp_path / "runs"), "--out", str(out), "--jobs", "2"]
+            "--rollout", "2", "--eval-episodes", "2", "--train-args", "--learning-rate 0.002", "--env-opt", "penalty=action",
+            "--name", "memory_length_tmaze", "--runs-dir", str(tmp_path / "runs"), "--out", str(out), "--jobs", "2"]
     monkeypatch.setattr(sys, "argv", ["memory_length"] + argv)
     memory_length.main(argv)
     summary = json.loads((out / "memory_length_tmaze.json").read_text())
@@ -236,17 +257,19 @@ def test_a_quick_memory_length_experiment_follows_the_episode_with_the_gradient_
         assert memory_length.model_args("gru-chrono", "tmaze", length, quick=False) == [
             "--core", "gru", "--core-opt", f"gate_init=chrono,t_max={2 * (length + 1)}"]
         assert memory_length.model_args("lstm", "tmaze", length, quick=False) == ["--core", "lstm", "--core-opt", "gate_init=pytorch"]
-        assert config["previous_inputs"] is False and config["env_options"] == {"length": length}
+        assert config["previous_inputs"] is False and config["env_options"] == {"length": length, "penalty": "action"}  # --env-opt too
         assert config["learning_rate"] == 0.002  # --train-args reach every run
     cell = summary["models"]["transformer-episode"]["lengths"]["4"]
     assert [run["seed"] for run in cell["per_seed"]] == [0, 1]
     assert all(0.0 <= run[key] <= 1.0 for run in cell["per_seed"] for key in ("greedy_success", "sampled_success"))
-    assert cell["solved"]["runs"] == 2 and summary["bptt"] == "episode"
+    assert cell["solved"]["runs"] == 2 and summary["bptt"] == "episode" and summary["env_options"] == {"penalty": "action"}
     assert all(sorted(run["reading"]) == ["reaches_junction", "turns", "turns_right_way", "walks"] for run in cell["per_seed"])
     unsolved = sum(run["greedy_success"] < 0.95 for run in cell["per_seed"])
     assert cell["failures"]["runs_unsolved"] == unsolved == sum(v for k, v in cell["failures"].items() if k != "runs_unsolved")
     assert (out / "memory_length_tmaze.png").stat().st_size > 0
     assert "| transformer-episode | 4 |" in (out / "memory_length_tmaze.md").read_text()
+    kept = json.loads((out / "memory_length_tmaze_runs.json").read_text())  # each run's reading too: it needs the checkpoint
+    assert json.loads(kept["transformer-episode/L4/seed1"]["reading.done.json"]["last_line"])["walks"] == cell["per_seed"][1]["reading"]["walks"]
 
 
 def test_a_quick_memory_length_experiment_runs_bsuites_recall_task(tmp_path, monkeypatch):
@@ -272,6 +295,13 @@ def test_a_quick_memory_length_experiment_runs_bsuites_recall_task(tmp_path, mon
     assert all(run["greedy_success"] in (0.0, 0.5, 1.0) for run in cell["per_seed"])  # 2 episodes, each right or wrong
     assert memory_length.episode_steps("memory_length", 3) == 4 and "memory length task" in (out / "memory_length_recall.md").read_text()
 
+    # The same sweep on a machine without its run folders resumes from its ledger and trains nothing.
+    shutil.rmtree(tmp_path / "runs")
+    memory_length.main(argv)
+    assert not (tmp_path / "runs").exists()
+    again = json.loads((out / "memory_length_recall.json").read_text())
+    assert again["models"] == summary["models"] and all(run["training_seconds"] > 0 for run in cell["per_seed"])
+
 
 def test_the_stop_rule_ends_a_models_sweep_after_n_unsolved_lengths_in_a_row_but_not_the_mlps(monkeypatch):
     """--stop-after 2 runs the lengths in turn: the LSTM, unsolved at 2 and 4 after solving 1,
@@ -288,11 +318,12 @@ def test_the_stop_rule_ends_a_models_sweep_after_n_unsolved_lengths_in_a_row_but
     stages = []
     monkeypatch.setattr(memory_length, "run_stages", lambda stage, args: stages.append({what: list(jobs) for what, jobs in stage.items()}))
     monkeypatch.setattr(memory_length, "evaluation", lambda job: {"agent": {"success": 1.0 if job[0] in solves and job[1] == 1 else 0.5}})
-    jobs = {(cell, seed): (cell, seed) for cell in cells for seed in seeds}  # a job stands for its run here
-    run, stopped = memory_length.run_lengths_in_turn(cells, lambda length: seeds, jobs, jobs, jobs, argparse.Namespace(stop_after=2))
+    greedy = {(cell, seed): (cell, seed) for cell in cells for seed in seeds}  # a job stands for its run here
+    training = {run: argparse.Namespace(run=run, then=(run, ("sampled", run))) for run in greedy}  # then: its two evaluations
+    run, stopped = memory_length.run_lengths_in_turn(cells, lambda length: seeds, training, greedy, argparse.Namespace(stop_after=2))
     assert stopped == {"lstm": 4}
     assert run == [cell for cell in cells if not (cell[0] == "lstm" and cell[1] == 8)]
-    assert [sorted({cell[0] for cell, _ in stage[f"training, L = {length}"]}) for stage, length in zip(stages, lengths)] == [
+    assert [sorted({job.run[0][0] for job in stage[f"training, L = {length}"]}) for stage, length in zip(stages, lengths)] == [
         sorted(models), sorted(models), sorted(models), ["mlp", "transformer-span16"]]
     assert len(stages[3]["evaluation, L = 8"]) == 2 * 2 * 2  # greedy and sampled, 2 models, 2 seeds
 
