@@ -265,51 +265,55 @@ def main(argv: list[str] | None = None) -> None:
         if args.stop_after:
             print(f"(every length of every model: at most that, with the sweep stopping after {args.stop_after} unsolved lengths)")
     started = time.time()
-    stopped = {}
+
+    def write_results(cells: list, stopped: dict[str, int], complete: bool) -> dict:
+        """NAME.json, .md and .png of the cells run so far; `complete`: every length is done."""
+        summary = {
+            "command": "python -m experiments.memory_length " + shlex.join(sys.argv[1:]), "machine": launcher_description(args),
+            "env": args.env, "doors": args.doors if args.env == "corridor" else None, "env_options": env_options, "algo": args.algo,
+            "num_minibatches": args.num_minibatches, "train_args": args.train_args, "rollout": rollout, "bptt": "episode",
+            "lengths": lengths, "frames": {str(length): frames_at(args, length) for length in lengths}, "seeds": seeds,
+            "fewer_seeds": {"from_length": args.fewer_seeds[0], "seeds": args.fewer_seeds[1]} if args.fewer_seeds else None,
+            "frame_scale": None if args.frames else args.frame_scale, "budget": None if args.frames else args.budget,
+            "solved_at": SOLVED,
+            "eval": f"{episodes} greedy and {episodes} sampled episodes per run",
+            "stop_after": args.stop_after, "stopped": stopped, "floor_every_length": args.floor_every_length,
+            "complete": complete, "lengths_done": sorted({length for _, length in cells}),
+            "wall_seconds_this_invocation": round(time.time() - started, 1), "models": {},
+        }
+        for model, length in cells:
+            per_seed = []
+            for seed in seeds_at(length):
+                run = ((model, length), seed)
+                agent = {"greedy": evaluation(greedy[run])["agent"], "sampled": evaluation(sampled[run])["agent"]}
+                per_seed.append({"seed": seed, **{f"{how}_{key}": agent[how][key] for how in agent for key in ARRIVAL_KEYS if key in agent[how]},
+                                 **({"reading": run_reading(read[run])} if read else {}),
+                                 "training_seconds": run_seconds(training[run])})
+            greedy_success = np.array([run["greedy_success"] for run in per_seed])
+            sampled_success = np.array([run["sampled_success"] for run in per_seed])
+            stats = iqm_interval({"greedy": greedy_success, "sampled": sampled_success,
+                                  **{key: np.array([run[key] for run in per_seed]) for key in ("greedy_arrived", "sampled_arrived") if key in per_seed[0]}})
+            summary["models"].setdefault(model, {"core": MODELS[model][0], "span": MODELS[model][1], "lengths": {}})
+            summary["models"][model]["lengths"][str(length)] = {
+                "train_args": train_args(model, length, 0)[:-2] if not args.quick else None,
+                "per_seed": per_seed, **stats,
+                "solved": solved_interval(greedy_success, SOLVED),
+                **({"failures": failures(per_seed)} if args.env == "tmaze" else {}),
+            }
+        for name, model in summary["models"].items():
+            model["reaches"] = reach(model)
+            model["score"] = score(model, 1 if name == FLOOR and not args.floor_every_length else len(lengths))
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_json(args.out / f"{args.name}.json", summary, indent=1)
+        write_text(args.out / f"{args.name}.md", table(summary))
+        draw(summary, args.out / f"{args.name}.png")
+        return summary
+
     if args.stop_after:
-        cells, stopped = run_lengths_in_turn(cells, seeds_at, training, greedy, args)
+        print(table(run_lengths_in_turn(cells, seeds_at, training, greedy, args, write_results)))
     else:
         run_stages({"training": list(training.values()), "evaluation": [job for train in training.values() for job in train.then]}, args)
-
-    summary = {
-        "command": "python -m experiments.memory_length " + shlex.join(sys.argv[1:]), "machine": launcher_description(args),
-        "env": args.env, "doors": args.doors if args.env == "corridor" else None, "env_options": env_options, "algo": args.algo, "num_minibatches": args.num_minibatches, "train_args": args.train_args,
-        "rollout": rollout, "bptt": "episode",
-        "lengths": lengths, "frames": {str(length): frames_at(args, length) for length in lengths}, "seeds": seeds,
-        "fewer_seeds": {"from_length": args.fewer_seeds[0], "seeds": args.fewer_seeds[1]} if args.fewer_seeds else None,
-        "frame_scale": None if args.frames else args.frame_scale, "budget": None if args.frames else args.budget,
-        "solved_at": SOLVED,
-        "eval": f"{episodes} greedy and {episodes} sampled episodes per run",
-        "stop_after": args.stop_after, "stopped": stopped, "floor_every_length": args.floor_every_length,
-        "wall_seconds_this_invocation": round(time.time() - started, 1), "models": {},
-    }
-    for model, length in cells:
-        per_seed = []
-        for seed in seeds_at(length):
-            run = ((model, length), seed)
-            agent = {"greedy": evaluation(greedy[run])["agent"], "sampled": evaluation(sampled[run])["agent"]}
-            per_seed.append({"seed": seed, **{f"{how}_{key}": agent[how][key] for how in agent for key in ARRIVAL_KEYS if key in agent[how]},
-                             **({"reading": run_reading(read[run])} if read else {}),
-                             "training_seconds": run_seconds(training[run])})
-        greedy_success = np.array([run["greedy_success"] for run in per_seed])
-        sampled_success = np.array([run["sampled_success"] for run in per_seed])
-        stats = iqm_interval({"greedy": greedy_success, "sampled": sampled_success,
-                              **{key: np.array([run[key] for run in per_seed]) for key in ("greedy_arrived", "sampled_arrived") if key in per_seed[0]}})
-        summary["models"].setdefault(model, {"core": MODELS[model][0], "span": MODELS[model][1], "lengths": {}})
-        summary["models"][model]["lengths"][str(length)] = {
-            "train_args": train_args(model, length, 0)[:-2] if not args.quick else None,
-            "per_seed": per_seed, **stats,
-            "solved": solved_interval(greedy_success, SOLVED),
-            **({"failures": failures(per_seed)} if args.env == "tmaze" else {}),
-        }
-    for name, model in summary["models"].items():
-        model["reaches"] = reach(model)
-        model["score"] = score(model, 1 if name == FLOOR and not args.floor_every_length else len(lengths))
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_json(args.out / f"{args.name}.json", summary, indent=1)
-    write_text(args.out / f"{args.name}.md", table(summary))
-    draw(summary, args.out / f"{args.name}.png")
-    print(table(summary))
+        print(table(write_results(cells, {}, complete=True)))
 
 
 def reading_job(run_dir: Path, frames: int) -> Job:
@@ -365,12 +369,15 @@ def score(model: dict, lengths: int) -> float:
 
 
 def run_lengths_in_turn(cells: list, seeds_at: Callable[[int], list[int]], training: dict, greedy: dict,
-                        args: argparse.Namespace) -> tuple[list, dict[str, int]]:
+                        args: argparse.Namespace, write_results: Callable[[list, dict[str, int], bool], dict]) -> dict:
     """Train and evaluate one length at a time, shortest first, and stop a model's sweep once
     `args.stop_after` lengths in a row have no seed solving them (the MLP, the chance line, is
-    never stopped). Returns the cells run and {model: the length after which it stopped}."""
+    never stopped). After each length, `write_results(cells run, {model: the length after which
+    it stopped}, complete)`: the results so far are on disk while the longer lengths train.
+    Returns the last summary it wrote."""
     run, stopped, unsolved = [], {}, {}
-    for length in sorted({length for _, length in cells}):
+    lengths = sorted({length for _, length in cells})
+    for length in lengths:
         here = [cell for cell in cells if cell[1] == length and cell[0] not in stopped]
         seeds = seeds_at(length)
         keys = [(cell, seed) for seed in seeds for cell in here]
@@ -383,7 +390,8 @@ def run_lengths_in_turn(cells: list, seeds_at: Callable[[int], list[int]], train
             if model != FLOOR and unsolved[model] >= args.stop_after:
                 stopped[model] = length
                 print(f"{model}: no seed solved the last {args.stop_after} lengths; its sweep stops at L = {length}")
-    return run, stopped
+        summary = write_results(run, dict(stopped), length == lengths[-1])
+    return summary
 
 
 def fewer_seeds(summary: dict) -> tuple[int, int] | None:

@@ -25,7 +25,10 @@ The numbers that name a cause of the cliff, per run:
   survives a step (memory_probes.py), whose L-th power is what is left of it at the query.
 
 Writes NAME_probes.json (per seed: greedy success beside both policies' numbers; the command,
-machine and wall time) and NAME_probes.md.
+machine and wall time) and NAME_probes.md. A run already in NAME_probes.json is kept as it is,
+not probed again: a sweep resumed on another machine (experiments/frame/ledger.py) has no run
+folder, no checkpoint, for the runs it trained before, so each sitting probes the runs it
+trained (the sweep's JSON is written after each length). Delete the file to probe them all again.
 """
 
 from __future__ import annotations
@@ -77,22 +80,45 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--episodes must be at least 2 (both bits), got {args.episodes}")
     runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / args.name
     started = time.time()
+    try:
+        probed = probed_before(args.out / f"{args.name}_probes.json", args.episodes)
+    except ValueError as error:
+        parser.error(str(error))
+    kept = 0
     result = {"command": "python -m experiments.recall_cliff " + shlex.join(sys.argv[1:]), "machine": machine(1),
               "source": source.name, "episodes": args.episodes, "models": {}}
     for model in models:
         for length, cell in sweep["models"][model]["lengths"].items():
             per_seed = []
             for run in cell["per_seed"]:
+                if (model, length, run["seed"]) in probed:
+                    per_seed.append(probed[model, length, run["seed"]])
+                    kept += 1
+                    continue
                 run_dir = runs_dir / model / f"L{length}" / f"seed{run['seed']}"
                 per_seed.append({"seed": run["seed"], "greedy_success": run["greedy_success"], **probe_run(str(run_dir), args.episodes)})
                 print(f"{model} L{length} seed {run['seed']}: " + ", ".join(
                     f"{key} {per_seed[-1]['fresh'][key]:.2e} -> {per_seed[-1]['trained'][key]:.2e}" for key in ("gradient_to_cue", "cue_separation")), flush=True)
             result["models"].setdefault(model, {})[length] = {"per_seed": per_seed, "median": medians(per_seed)}
+    result["runs_kept_from_before"] = kept
     result["wall_seconds"] = round(time.time() - started, 1)
     args.out.mkdir(parents=True, exist_ok=True)
     write_json(args.out / f"{args.name}_probes.json", result, indent=1)
     write_text(args.out / f"{args.name}_probes.md", table(result))
     print(table(result))
+
+
+def probed_before(path: Path, episodes: int) -> dict[tuple[str, str, int], dict]:
+    """The runs an earlier call probed, by (model, length, seed), from its NAME_probes.json
+    (none where there is no such file); ValueError for a file probed with another --episodes."""
+    before = read_record(path)
+    if before is None:
+        return {}
+    if before.get("episodes") != episodes:
+        raise ValueError(f"{path} was probed with --episodes {before.get('episodes')}, not {episodes}; "
+                         "give the same, or delete it to probe every run again")
+    return {(model, length, run["seed"]): run for model, cells in before["models"].items()
+            for length, cell in cells.items() for run in cell["per_seed"]}
 
 
 def probe_run(run_dir: str, episodes: int) -> dict:

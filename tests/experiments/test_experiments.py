@@ -287,7 +287,7 @@ def test_a_quick_memory_length_experiment_runs_bsuites_recall_task(tmp_path, mon
     monkeypatch.setattr(sys, "argv", ["memory_length"] + argv)
     memory_length.main(argv)
     summary = json.loads((out / "memory_length_recall.json").read_text())
-    assert summary["env"] == "memory_length" and list(summary["models"]) == ["mlp"]
+    assert summary["env"] == "memory_length" and list(summary["models"]) == ["mlp"] and summary["complete"]
     config = json.loads((tmp_path / "runs" / "mlp" / "L3" / "seed0" / "config.json").read_text())
     assert (config["env"], config["env_options"], config["bptt"]) == ("memory_length", {"length": 3}, "episode")
     cell = summary["models"]["mlp"]["lengths"]["3"]
@@ -306,7 +306,8 @@ def test_a_quick_memory_length_experiment_runs_bsuites_recall_task(tmp_path, mon
 def test_the_stop_rule_ends_a_models_sweep_after_n_unsolved_lengths_in_a_row_but_not_the_mlps(monkeypatch):
     """--stop-after 2 runs the lengths in turn: the LSTM, unsolved at 2 and 4 after solving 1,
     runs no longer one; the Transformer, unsolved at 2 but solved at 4, goes on; the MLP (the
-    chance line) is never stopped. Each stage runs only the cells still in the sweep."""
+    chance line) is never stopped. Each stage runs only the cells still in the sweep,
+    and the results so far are written after each length."""
     import argparse
 
     from experiments import memory_length
@@ -320,9 +321,14 @@ def test_the_stop_rule_ends_a_models_sweep_after_n_unsolved_lengths_in_a_row_but
     monkeypatch.setattr(memory_length, "evaluation", lambda job: {"agent": {"success": 1.0 if job[0] in solves and job[1] == 1 else 0.5}})
     greedy = {(cell, seed): (cell, seed) for cell in cells for seed in seeds}  # a job stands for its run here
     training = {run: argparse.Namespace(run=run, then=(run, ("sampled", run))) for run in greedy}  # then: its two evaluations
-    run, stopped = memory_length.run_lengths_in_turn(cells, lambda length: seeds, training, greedy, argparse.Namespace(stop_after=2))
-    assert stopped == {"lstm": 4}
+    written = []  # what each length's write_results got: the cells run so far, the models stopped, complete
+    last = memory_length.run_lengths_in_turn(cells, lambda length: seeds, training, greedy, argparse.Namespace(stop_after=2),
+                                             lambda run, stopped, complete: written.append((list(run), stopped, complete)) or {"length": len(written)})
+    assert last == {"length": 4} and [complete for *_, complete in written] == [False, False, False, True]
+    run, stopped, _ = written[-1]
+    assert stopped == {"lstm": 4} and written[1][1] == {}  # the LSTM's second unsolved length is 4
     assert run == [cell for cell in cells if not (cell[0] == "lstm" and cell[1] == 8)]
+    assert written[0][0] == [cell for cell in cells if cell[1] == 1]  # after L = 1, its results alone
     assert [sorted({job.run[0][0] for job in stage[f"training, L = {length}"]}) for stage, length in zip(stages, lengths)] == [
         sorted(models), sorted(models), sorted(models), ["mlp", "transformer-span16"]]
     assert len(stages[3]["evaluation, L = 8"]) == 2 * 2 * 2  # greedy and sampled, 2 models, 2 seeds

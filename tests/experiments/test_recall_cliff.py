@@ -79,6 +79,19 @@ def test_a_sweeps_runs_are_probed_fresh_and_trained(tmp_path, capsys):
     assert trained[0].config.seed == 1  # the folder the seed names
     assert "| feedback-span2 | 3 | 0 of 2 |" in (out / "sweep_probes.md").read_text()
 
+    # The sweep resumed elsewhere and went on to L = 5: the runs probed before have no folder there
+    # and are kept; the new length's runs (here stand-ins: L3's folders) are probed.
+    (runs / "feedback-span2" / "L3").rename(runs / "feedback-span2" / "L5")
+    sweep = {"env": "memory_length", "models": {"feedback-span2": {"lengths": {"3": {"per_seed": per_seed}, "5": {"per_seed": per_seed}}}}}
+    (out / "sweep.json").write_text(json.dumps(sweep))
+    recall_cliff.main(["--name", "sweep", "--runs-dir", str(runs), "--out", str(out), "--episodes", "8"])
+    again = json.loads((out / "sweep_probes.json").read_text())
+    assert again["models"]["feedback-span2"]["3"] == result["models"]["feedback-span2"]["3"] and again["runs_kept_from_before"] == 2
+    assert [run["seed"] for run in again["models"]["feedback-span2"]["5"]["per_seed"]] == [0, 1]
+    with pytest.raises(SystemExit) as exited:  # probes of another number of episodes are not mixed in
+        recall_cliff.main(["--name", "sweep", "--runs-dir", str(runs), "--out", str(out), "--episodes", "16"])
+    assert exited.value.code == 2 and "was probed with --episodes 8, not 16" in capsys.readouterr().err
+
 
 def test_the_probes_refuse_what_is_not_a_recall_sweep(tmp_path, capsys):
     with pytest.raises(SystemExit) as exited:
