@@ -2,13 +2,14 @@
 # The Feedback core's speed goals (docs/speed.md, "The goals in one sitting"), measured one after
 # another on an otherwise idle machine, one torch thread, each log kept:
 #
-#   benchmarks/feedback_sitting.sh LOGS AUTHORS CLEANRL
+#   benchmarks/feedback_sitting.sh LOGS AUTHORS CLEANRL [TAG]
 #
 # LOGS     a folder for the logs (made); the PPO comparison's JSON, tables and figures go to
-#          assets/ppo_peers_speed_{long,short}.*
+#          assets/ppo_peers_speed_{long,short}[_TAG].*
 # AUTHORS  a checkout of facebookresearch/transformer-sequential OUTSIDE this repository
 #          (CC BY-NC 4.0: none of it may enter it; benchmarks/authors.py imports it at run time)
 # CLEANRL  CleanRL's checkout and environment (scripts/cleanrl_peer.sh CLEANRL)
+# TAG      names this sitting's PPO results beside an earlier sitting's (e.g. the machine: xeon)
 #
 # In order: the compiled step against the fused step and the LSTM, with its profile, the
 # attention's roofline and acting's split; A2C end to end, every core; seqtasks against the
@@ -16,7 +17,7 @@
 # against ppo_trxl, 3 seeds each, at MemoryS9's 96-step episodes and at 24-step ones. About 25
 # minutes on a 2-core machine.
 set -euo pipefail
-LOGS=$(realpath -m "${1:?LOGS}"); AUTHORS=$(realpath "${2:?AUTHORS}"); CLEANRL=$(realpath "${3:?CLEANRL}")
+LOGS=$(realpath -m "${1:?LOGS}"); AUTHORS=$(realpath "${2:?AUTHORS}"); CLEANRL=$(realpath "${3:?CLEANRL}"); TAG=${4:+_$4}
 cd "$(dirname "$0")/.."
 mkdir -p "$LOGS"
 run() {  # NAME COMMAND...: the command's output into LOGS/NAME.txt, with the load before and after
@@ -33,6 +34,6 @@ for episodes in long short; do
     env=experiments.peer_envs:SymbolicMemoryS9-v0
     [ "$episodes" = short ] && env=experiments.peer_envs:SymbolicMemoryS9Short-v0
     run "ppo_$episodes" python -m experiments.ppo_peers --cleanrl "$CLEANRL" --agents feedback cleanrl_trxl --env "$env" \
-        --frames 40960 --no-estimate --name "ppo_peers_speed_$episodes" --runs-dir "$LOGS/ppo_runs_$episodes"
+        --frames 40960 --no-estimate --name "ppo_peers_speed_$episodes$TAG" --runs-dir "$LOGS/ppo_runs_$episodes"
 done
 echo "logs in $LOGS"
