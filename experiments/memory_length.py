@@ -430,7 +430,10 @@ def table(summary: dict) -> str:
         why = [" / ".join(str(failed[key]) for key in ("no_walk", "no_junction", "no_turn", "wrong_way", "other")) if failed else "-"] if read else []
         rows.append([name, length, format_interval(cell["greedy"]), format_interval(cell["sampled"]), *arrived, format_solved(cell["solved"]),
                      *why, per_seed, minutes_per_run(run["training_seconds"] for run in cell["per_seed"])])
-    return solved_matrix(summary) + "\n" + markdown_table(columns, rows, caption)
+    partial = "" if summary.get("complete", True) else (
+        "**The sweep so far**: lengths " + ", ".join(map(str, summary["lengths_done"])) + " of " + ", ".join(map(str, summary["lengths"]))
+        + " are done; the same command resumes it.\n\n")
+    return partial + solved_matrix(summary) + "\n" + markdown_table(columns, rows, caption)
 
 
 def solved_matrix(summary: dict) -> str:
