@@ -15,7 +15,9 @@ cliff here and is left out.
 
 Writes NAME_budget.json (per model: the length, both budgets' frames, the sweep's greedy success
 per seed there and the longer runs' per seed with their training time; the command, machine and
-wall time) and NAME_budget.md.
+wall time) and NAME_budget.md, and keeps every finished run's records in NAME_budget_runs.json
+as it goes (experiments/frame/ledger.py): commit it, and the same command resumes on another
+machine without the run folders.
 """
 
 from __future__ import annotations
@@ -93,7 +95,8 @@ def main(argv: list[str] | None = None) -> None:
     for model, length in cliffs.items():
         print(f"{model}: first failing length {length}; {args.seeds} runs at {args.scale:g}x its frames", flush=True)
         memory_length.main([*flags, "--models", model, "--lengths", str(length), "--seeds", str(args.seeds), "--no-estimate",
-                            "--name", model, "--out", str(scratch), "--runs-dir", str(runs_dir), *passed])
+                            "--name", model, "--out", str(scratch), "--runs-dir", str(runs_dir),
+                            "--ledger", str(args.out / f"{args.name}_budget_runs.json"), *passed])
         longer = read_record(scratch / f"{model}.json")
         result["machine"] = longer["machine"]
         cell, swept = longer["models"][model]["lengths"][str(length)], sweep["models"][model]["lengths"][str(length)]

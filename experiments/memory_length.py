@@ -164,6 +164,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--train-args", default="", metavar="'FLAGS'",
                         help="more train_a2c.py / train_ppo.py flags for every run, as one quoted string (e.g. '--learning-rate 3e-4'); "
                              "give a --name of its own so that such runs do not resume the plain ones")
+    parser.add_argument("--ledger", type=Path, default=None, metavar="PATH",
+                        help="where the finished runs' records are kept, to resume on another machine (default: OUT/NAME_runs.json)")
     add_launcher_arguments(parser)
     return parser
 
@@ -252,7 +254,7 @@ def main(argv: list[str] | None = None) -> None:
     sampled = {run: evaluate_job(run_dir[run], episodes, frames_at(args, run[0][1]), greedy=False, tag="sampled") for run in runs}
     read = {run: reading_job(run_dir[run], frames_at(args, run[0][1])) for run in runs} if args.env == "tmaze" else {}
     after = {run: (greedy[run], sampled[run], *([read[run]] if read else [])) for run in runs}
-    ledger = Ledger(args.out / f"{args.name}_runs.json", runs_dir, tuple(job.record.name for job in (training[runs[0]], *after[runs[0]])))
+    ledger = Ledger(args.ledger or args.out / f"{args.name}_runs.json", runs_dir, tuple(job.record.name for job in (training[runs[0]], *after[runs[0]])))
     for run in runs:
         training[run].then = after[run]
         for job in (training[run], *after[run]):

@@ -3,6 +3,7 @@ the sweep's flags and more frames."""
 
 import json
 import shlex
+import shutil
 import sys
 
 import pytest
@@ -53,5 +54,9 @@ def test_a_quick_budget_check_runs_each_cliff_and_leaves_out_the_floor_and_the_m
     assert (cell["length"], cell["sweep_frames"], cell["sweep_greedy_per_seed"]) == (3, 40_000, [0.5, 0.5])
     assert [run["seed"] for run in cell["per_seed"]] == [0, 1] and (tmp_path / "runs" / "lstm" / "L3" / "seed1" / "train.done.json").exists()
     assert "| lstm | 3 | 40,000 | 0 of 2 |" in (out / "sweep_budget.md").read_text()
+    shutil.rmtree(tmp_path / "runs")  # another machine: the committed ledger, no run folders
+    cliff_budget.main(argv)
+    assert json.loads((out / "sweep_budget.json").read_text())["models"] == result["models"]
+    assert not (tmp_path / "runs" / "lstm").exists()  # nothing trained again
     with pytest.raises(SystemExit):  # a model that has no cliff asked for by name
         cliff_budget.main([*argv, "--models", "gru"])
