@@ -85,8 +85,8 @@ class Job:
         """Copy the record from the run folder into the job's ledger, if it has both; a record
         written before its job measured (an older runner) gets the measures first."""
         record = job_record(self.record)
-        if self.ledger is None or record is None:
-            return
+        if self.ledger is None or record is None or self.ledger.holds(self.record, record):
+            return  # nothing to keep, or kept already (reading the measures again costs a run's event files)
         measured = self.measure() if self.measure is not None else {}
         if not measured.keys() <= record.keys():
             record = {**measured, **record}

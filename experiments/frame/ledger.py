@@ -62,6 +62,14 @@ class Ledger:
             records = self._runs.get(folder, {})
             return records.get(name) if all(kept in records for kept in self.whole) else None
 
+    def holds(self, record: Path, value: dict) -> bool:
+        """Whether the kept copy of the record at path `record` has every field of `value` as it is
+        (and perhaps more: the measures a runner added), whole run or not."""
+        folder, name = self._where(record)
+        with self._lock:
+            kept = self._runs.get(folder, {}).get(name)
+        return kept is not None and all(kept.get(key) == field for key, field in value.items())
+
     def put(self, record: Path, value: dict) -> None:
         """Keep `value` as the record at path `record`, rewriting the file if that changes it."""
         folder, name = self._where(record)

@@ -116,3 +116,5 @@ def test_a_record_an_older_runner_wrote_is_kept_with_its_measures(tmp_path):
     job.measure = lambda: {"training_seconds": 12.5}
     job.keep()
     assert job.ledger.get(job.record) == {"target": "once", "last_line": "ran", "training_seconds": 12.5}
+    job.measure = lambda: pytest.fail("measured again")  # kept already: its event files are not read again
+    job.keep()
