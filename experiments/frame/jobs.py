@@ -240,8 +240,9 @@ def run_jobs(jobs: list[Job], workers: int, what: str) -> None:
                 if stop_signals:
                     return
                 if step is job or not step.done:
-                    run_job(step, started)
-                    step.keep()
+                    record = run_job(step, started)  # measured already: kept as it is
+                    if step.ledger is not None:
+                        step.ledger.put(step.record, record)
         finally:
             with lock:
                 running.pop(job.name, None)
