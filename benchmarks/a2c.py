@@ -236,7 +236,12 @@ def main() -> int:
     slices = {measurement: [] for measurement in measurements}
     for core, actors in interleaved(measurements, args.rounds):
         graphed = core.endswith(GRAPHED)
-        slices[core, actors].append(run_worker(core.removesuffix(GRAPHED), actors, "graphed" if graphed else "auto", args.seconds / args.rounds, args))
+        started = time.perf_counter()
+        done = run_worker(core.removesuffix(GRAPHED), actors, "graphed" if graphed else "auto", args.seconds / args.rounds, args)
+        slices[core, actors].append(done)
+        # Each slice as it ends, on stderr: a run cut short (a lent GPU's time limit) keeps what it measured.
+        measured = done.get("error") or f"{done['frames'] / done['seconds']:,.0f} frames/s, {done['acting_s'] / done['seconds']:.0%} acting"
+        print(f"slice {core} ({actors} workers): {measured}; {time.perf_counter() - started:.0f} s with start-up", file=sys.stderr, flush=True)
     results = {measurement: combine(done) for measurement, done in slices.items()}
     comparison = {}
     if not args.no_learner_comparison:
