@@ -8,6 +8,7 @@ Two pairs, each trained on the same env for the same frames with the same PPO se
     lstm          our train_ppo.py, LSTM core          against  sb3_lstm      sb3-contrib's RecurrentPPO (experiments/peer_sb3.py)
     transformer   our train_ppo.py, Transformer core   against  cleanrl_trxl  CleanRL's ppo_trxl.py (experiments/peer_cleanrl.py)
     feedback      our train_ppo.py, Feedback core      against  cleanrl_trxl
+    feedback_cached  the same with --learner cached_memory (ppo_trxl's way: no gradient through the memory)  against  cleanrl_trxl
 
 The env is MiniGrid's Memory as CleanRL's MiniGrid recipe sees it (a 3 x 3 view, 96-step limit),
 as symbols rather than pixels so that every agent gets the same 27 numbers (experiments/peer_envs.py).
@@ -54,10 +55,13 @@ from experiments.frame.stats import iqm_interval, seed_count
 from experiments.frame.tables import format_interval, markdown_table
 
 ENV = "experiments.peer_envs:SymbolicMemoryS9-v0"  # the default task
-AGENTS = ("lstm", "sb3_lstm", "transformer", "feedback", "cleanrl_trxl")
-PEER_OF = {"lstm": "sb3_lstm", "transformer": "cleanrl_trxl", "feedback": "cleanrl_trxl"}
+AGENTS = ("lstm", "sb3_lstm", "transformer", "feedback", "feedback_cached", "cleanrl_trxl")
+PEER_OF = {"lstm": "sb3_lstm", "transformer": "cleanrl_trxl", "feedback": "cleanrl_trxl", "feedback_cached": "cleanrl_trxl"}
 LABELS = {"lstm": "our PPO, LSTM", "sb3_lstm": "sb3-contrib RecurrentPPO, LSTM", "transformer": "our PPO, Transformer",
-          "feedback": "our PPO, Feedback", "cleanrl_trxl": "CleanRL ppo_trxl"}
+          "feedback": "our PPO, Feedback", "feedback_cached": "our PPO, Feedback, cached memory", "cleanrl_trxl": "CleanRL ppo_trxl"}
+# Our agents that are another's core with other flags: feedback_cached learns as ppo_trxl does,
+# each step from the memory acting wrote, no gradient through it (agents/cores/feedback/cached.py).
+VARIANTS = {"feedback_cached": ("feedback", ["--learner", "cached_memory"])}
 CURVE_BINS = 20
 FINAL_BINS = 2  # the final return: the mean of the last 10% of the frames
 # CleanRL's MiniGrid-MemoryS9 recipe, the settings every agent shares.
@@ -82,15 +86,17 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def ours_args(core: str, env: str, seed: int, r: dict) -> list[str]:
-    """train_ppo.py's flags for our agent with `core` under recipe `r` (one thread and the budget come from the job)."""
+def ours_args(agent: str, env: str, seed: int, r: dict) -> list[str]:
+    """train_ppo.py's flags for our `agent` (a core, or one of VARIANTS) under recipe `r` (one
+    thread and the budget come from the job)."""
+    core, extra = VARIANTS.get(agent, (agent, []))
     core_opt = f"hidden_size={r['lstm']}" if core == "lstm" else f"d_model={r['width']},n_layers={r['layers']},n_heads={r['heads']},span={r['memory']}"
     return ["--env", env, "--core", core, "--preset", "cpu", "--seed", str(seed), "--core-opt", core_opt, *as_published(core),
             "--num-envs", str(r["num_envs"]), "--rollout", str(r["rollout"]), "--update-epochs", str(r["epochs"]),
             "--num-minibatches", str(r["minibatches"]), "--clip-coef", str(r["clip"]), "--clip-vloss", "--no-norm-adv",
             "--target-kl", "0", "--learning-rate", str(r["lr"]), "--optimizer-eps", "1e-5", "--gamma", str(r["gamma"]),
             "--gae-lambda", str(r["gae"]), "--entropy-coef", str(r["entropy"]), "--value-coef", str(r["value"]),
-            "--max-grad-norm", str(r["max_grad_norm"]), "--no-previous-inputs", "--num-actors", "0"]
+            "--max-grad-norm", str(r["max_grad_norm"]), "--no-previous-inputs", "--num-actors", "0", *extra]
 
 
 def sb3_args(env: str, seed: int, r: dict) -> list[str]:

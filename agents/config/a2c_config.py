@@ -127,6 +127,8 @@ class A2CConfig:
     core_options: dict[str, Any] = field(default_factory=dict)
     env_options: dict[str, Any] = field(default_factory=dict)
 
+    learners: ClassVar[tuple[str, ...]] = LEARNERS  # what `learner` may be for this algorithm
+
     # What `python -m experiments.tune` searches (agents/config/search_space.py), the ranges of
     # rl-zoo3's A2C / PPO spaces where they have one; the gradient window K is 0 (the rollout) or
     # reaches before it, 64 and 128 being >= every rollout searched, so every pair is a valid run.
@@ -157,8 +159,8 @@ class A2CConfig:
         check_bool("pack_episodes", self.pack_episodes)
         check_bool("cuda_graph", self.cuda_graph)
         check_precision(self.precision)
-        if self.learner not in LEARNERS:
-            raise ValueError(f"unknown learner {self.learner!r}; choose from {list(LEARNERS)}")
+        if self.learner not in self.learners:
+            raise ValueError(f"unknown learner {self.learner!r}; choose from {list(self.learners)}")
         for name in ("total_steps", "num_envs", "rollout", "embed_dim", "log_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")

@@ -17,17 +17,29 @@ from agents.config.a2c_config import A2CConfig
 from agents.config.search_space import Search
 from agents.cores.checks import check_bool, check_float
 
+# How PPO recomputes a minibatch: "recompute" runs the core over the rollout from its stored start
+# state (full BPTT over the rollout, agents/learners/ppo.py); "cached_memory" reads the memory
+# vectors acting wrote and runs all steps at once, no gradient through them (Feedback only:
+# agents/cores/feedback/cached.py).
+LEARNERS = ("recompute", "cached_memory")
+CACHES_MEMORY = ("feedback",)
+
 
 @dataclass
 class PPOConfig(A2CConfig):
     gae_lambda: float = field(default=0.95, metadata={"help": "GAE lambda (CleanRL's ppo_trxl: 0.95)"})
-    learner: str = field(default="recompute", metadata={"help": "PPO recomputes every minibatch from the rollout's stored core state"})
+    learner: str = field(default="recompute", metadata={
+        "help": "recompute: every minibatch from the rollout's stored core state, the gradient through the memory over the "
+                "rollout; cached_memory (feedback): all steps at once from the memory acting wrote, no gradient through it "
+                "(CleanRL ppo_trxl's way; agents/cores/feedback/cached.py)"})
     update_epochs: int = field(default=3, metadata={"help": "passes over each rollout"})
     num_minibatches: int = field(default=8, metadata={"help": "minibatches per epoch, each a subset of whole envs; must divide each process's envs"})
     clip_coef: float = field(default=0.1, metadata={"help": "how far the ratio pi / pi_old (and with --clip-vloss the value) may move"})
     clip_vloss: bool = field(default=True, metadata={"help": "clip the value error as the ratio (--no-clip-vloss: plain squared error)"})
     norm_adv: bool = field(default=False, metadata={"help": "normalise the advantages within each minibatch"})
     target_kl: float = field(default=0.0, metadata={"help": "stop the update's epochs once the approximate KL passes this; 0: never"})
+
+    learners: ClassVar[tuple[str, ...]] = LEARNERS
 
     # A2C's space and the update's own (num_minibatches: divisors of the presets' 64 envs)
     search_space: ClassVar[dict[str, Search]] = {
@@ -39,8 +51,16 @@ class PPOConfig(A2CConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.learner != "recompute":
-            raise ValueError(f"PPO recomputes the rollout for every minibatch; learner {self.learner!r} is not allowed (use recompute)")
+        if self.learner == "cached_memory":
+            if self.core not in CACHES_MEMORY:
+                raise ValueError(f"learner 'cached_memory' reads the memory the Feedback core wrote while acting; core {self.core!r} "
+                                 f"has none to read (cores: {list(CACHES_MEMORY)}; the others: --learner recompute)")
+            if self.reaches_back:
+                raise ValueError(f"learner 'cached_memory' learns from the rollout's steps only; bptt {self.bptt} reaches further "
+                                 f"back and needs --learner recompute")
+            if self.cuda_graph:
+                raise ValueError("learner 'cached_memory' reads the memory of each acting step, which acting through a CUDA graph "
+                                 "does not hand out; use it without --cuda-graph")
         for name in ("update_epochs", "num_minibatches"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")

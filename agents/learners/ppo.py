@@ -14,6 +14,11 @@ The memory contract, which recurrent PPO implementations often leave implicit:
   steps back instead (agents/learners/window.py): the window's history before the rollout is a burn-in that
   carries gradient, its outputs no loss. One minibatch's loss reads only its own
   envs, so changing one env's rollout changes no other env's gradient.
+- `--learner cached_memory` (the Feedback core) is CleanRL ppo_trxl's contract instead: acting
+  also keeps the memory vector each step wrote (`Rollout.memory`), and a minibatch runs all its
+  steps at once, each reading its window of that memory with the current weights
+  (agents/cores/feedback/cached.py). No gradient reaches the memory, so the core cannot learn
+  to write what a later step needs; the steps no longer wait on one another.
 - The Feedback core's recompute is its fused forward and hand-written backward (no autograd graph
   per step), as in A2C's recompute learner; the extra epochs cost what its learning pass costs.
 - The loss is A2C's (agents/learners/a2c.py:a2c_loss) with PPO's `Clip`: at the first minibatch of the
@@ -60,6 +65,10 @@ class PPOTrainer(Trainer):
     config_class = PPOConfig
     script = "train_ppo.py"
     keeps_acting_outputs = True
+
+    @property
+    def keeps_acting_memory(self) -> bool:
+        return self.config.learner == "cached_memory"
     sums_gradients = True  # a rank may hold none of a minibatch's envs, which DDP cannot take
 
     def learn(self, r: Rollout) -> dict[str, float]:
@@ -107,7 +116,10 @@ class PPOTrainer(Trainer):
         if len(index):
             w = inputs.select(index, on_device)
             with autocast(self.device, c.precision):
-                logits, values = w.call(self.learner, self.packs_episodes)
+                if c.learner == "cached_memory":  # no history: the window is refused with it (PPOConfig)
+                    logits, values = self.learner.cached_memory_call(w.inputs, w.start_state, r.memory[:, on_device])
+                else:
+                    logits, values = w.call(self.learner, self.packs_episodes)
             logits, values = logits[w.history :], values[w.history :]
             clip = Clip(pick(r.logprob), pick(r.values[:-1]), c.clip_coef, c.clip_vloss)
             loss, stats = a2c_loss(logits.float(), values.float(), pick(r.action), advantage, pick(returns), valid,

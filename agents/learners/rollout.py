@@ -47,6 +47,8 @@ class Rollout:
     # When acting kept what it chose with (Actor.collect(keep_outputs=True), for PPO), without gradients:
     logprob: torch.Tensor | None = None  # (T, B) float32: log pi(action) when it was taken
     # (and `values` above, float32 and detached, the bootstrap value last)
+    # When acting kept the memory each step wrote (Actor.collect(keep_memory=True), PPO's cached_memory learner):
+    memory: torch.Tensor | None = None  # (T, B, D) the Feedback core's m_t, without gradients
 
 
 @dataclass
@@ -152,12 +154,15 @@ class Actor:
         self.first, self.valid = next_first, ~ended
         return episodes
 
-    def collect(self, steps: int, keep_graph: bool = False, keep_outputs: bool = False) -> tuple[Rollout, Episodes]:
+    def collect(self, steps: int, keep_graph: bool = False, keep_outputs: bool = False,
+                keep_memory: bool = False) -> tuple[Rollout, Episodes]:
         """T = `steps` steps of every env, for the learner. keep_graph: act through one core
         call fed a step at a time with gradients on (Policy.open), and hand the learner the
         logits and values, so it need not run the chunk again. keep_outputs (without keep_graph):
         keep each step's log-probability of the action taken and value, and the bootstrap value,
-        as PPO's reference point.
+        as PPO's reference point. keep_memory (acting without gradients, not graphed): keep the
+        memory vector each step wrote (cores with `written_memory`: the Feedback core), which
+        PPO's cached_memory learner reads instead of recomputing it.
 
         What the rollout holds of the steps' inputs and actions is what already crossed to the
         device for acting (one copy per step, agents/runtime/staging.py); the rewards and ends cross
@@ -168,7 +173,7 @@ class Actor:
         if graphed is not None:
             graphed.begin(self.state)
         inputs, valid, actions, records, episodes = [], [], [], [], Episodes()
-        logprobs, values = [], []
+        logprobs, values, memory = [], [], []
         for _ in range(steps):
             step_inputs, step_valid = self.staged()  # (1, B, ...) and (B,)
             if run is not None:
@@ -179,6 +184,8 @@ class Actor:
                 with torch.no_grad():
                     logits, value, self.state = self.policy(step_inputs, self.state)
                 logits, value = logits[0], value[0]
+                if keep_memory:  # a view: later steps write later slots, or new buffers
+                    memory.append(self.policy.core.written_memory(self.state))
             record, ended, chosen = self._act(logits, greedy=False)
             if keep_outputs:
                 logprobs.append(torch.log_softmax(logits.float(), -1).gather(-1, chosen[:, None])[:, 0])
@@ -198,6 +205,10 @@ class Actor:
             inputs=StepInputs.cat([*inputs, last]), valid=torch.stack(valid), action=torch.stack(actions), reward=reward,
             terminated=terminated, truncated=truncated, start_state=start_state,
         )
+        if keep_memory:
+            if len(memory) != steps:
+                raise ValueError("keep_memory reads the core state after each step: act without keep_graph and without a CUDA graph")
+            rollout.memory = torch.stack(memory)
         if run is not None:
             rollout.logits, values = run.outputs()
             self.state = run.finish()

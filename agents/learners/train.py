@@ -102,6 +102,7 @@ class Trainer:
     config_class = A2CConfig
     script = "train_a2c.py"  # the command that trains it (what a settings file is for: agents/config/settings_file.py)
     keeps_acting_outputs = False  # Actor.collect(keep_outputs=...): PPO's reference point
+    keeps_acting_memory = False  # Actor.collect(keep_memory=...): PPO's cached_memory learner
     sums_gradients = False  # sum the ranks' gradients by hand, not through DDP, whatever the learner
 
     def __init__(self, config: A2CConfig):
@@ -177,7 +178,7 @@ class Trainer:
         c = self.config
         self.policy.train(self.keep_graph)  # acting is the learning pass, or dropout (if any) is off
         with autocast(self.device, c.precision):
-            rollout, episodes = self.actor.collect(c.rollout, self.keep_graph, self.keeps_acting_outputs)
+            rollout, episodes = self.actor.collect(c.rollout, self.keep_graph, self.keeps_acting_outputs, self.keeps_acting_memory)
         self.policy.train()
         stats = self.learn(rollout)
         with autocast(self.device, c.precision):

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from agents.cores import make_core
+from agents.cores.feedback.cached import cached_forward
 from agents.model.encoders import make_encoder
 from agents.model.step_inputs import StepInputs
 
@@ -77,6 +78,13 @@ class Policy(nn.Module):
         logits (T, B, A), value (T, B), new core state."""
         y, state = self.core(self.encode(inputs.obs, inputs.prev_action, inputs.prev_reward), state, inputs.first)
         return self.actor(y), self.critic(y).squeeze(-1), state
+
+    def cached_memory_call(self, inputs: StepInputs, state, memory: torch.Tensor):
+        """forward()'s logits (T, B, A) and value (T, B) over T steps, all at once, from the memory
+        (T, B, D) those steps wrote while acting, held fixed (agents/cores/feedback/cached.py: the
+        Feedback core only); no state after."""
+        y = cached_forward(self.core, self.encode(inputs.obs, inputs.prev_action, inputs.prev_reward), state, inputs.first, memory)
+        return self.actor(y), self.critic(y).squeeze(-1)
 
     def observe(self, obs: torch.Tensor, mask: torch.Tensor) -> None:
         """Update the encoder's input statistics (if it keeps any) with the observations (..., N)

@@ -60,15 +60,20 @@ def meta_rollout(trainer: Trainer) -> Rollout:
         rollout.values = torch.cat([values, bootstrap])
     if trainer.keeps_acting_outputs:  # PPO's reference point, as Actor.collect(keep_outputs=True) keeps it
         rollout.logprob, rollout.values = steps(0, torch.float32), steps(1, torch.float32)
+    if trainer.keeps_acting_memory:  # the memory each step wrote, as Actor.collect(keep_memory=True) keeps it
+        rollout.memory = torch.empty(T, B, trainer.policy.core.config.d_model, device=META)
     return rollout
 
 
-def learn_on_meta(trainer: Trainer, rollout: Rollout | None = None) -> None:
-    """One update on `rollout` (default: meta_rollout's), its stats and gradients left on meta."""
+def learn_on_meta(trainer: Trainer, rollout: Rollout | None = None, no_gradient: tuple[str, ...] = ()) -> None:
+    """One update on `rollout` (default: meta_rollout's), its stats and gradients left on meta;
+    every weight gets a gradient but those named in `no_gradient`."""
     try:
         stats = trainer.learn(meta_rollout(trainer) if rollout is None else rollout)
         assert {key: value.device for key, value in stats.items()} == {key: META for key in stats}
-        assert all(p.grad is not None and p.grad.device == META for p in trainer.policy.parameters() if p.requires_grad)
+        weights = [(name, p) for name, p in trainer.policy.named_parameters() if p.requires_grad]
+        assert [name for name, p in weights if p.grad is None] == list(no_gradient)
+        assert all(p.grad.device == META for _, p in weights if p.grad is not None)
     finally:
         trainer.close()
 
@@ -87,12 +92,14 @@ def test_the_recomputing_update_with_running_observation_statistics_runs_on_meta
     learn_on_meta(trainer)
 
 
-def test_the_ppo_update_runs_on_meta(tmp_path):
+@pytest.mark.parametrize("learner", ["recompute", "cached_memory"])
+def test_the_ppo_update_runs_on_meta(tmp_path, learner):
     """Two epochs of two minibatches of whole envs, each recomputed from its envs' stored start
-    state, advantages normalised over the minibatch (sums over ranks, no read-back)."""
+    state (or read from the memory acting kept), advantages normalised over the minibatch (sums
+    over ranks, no read-back)."""
     trainer = meta_trainer(tmp_path, "corridor", "feedback", {"d_model": 8, "n_heads": 2, "n_layers": 2, "span": 4}, PPOTrainer,
-                           update_epochs=2, num_minibatches=2, norm_adv=True)
-    learn_on_meta(trainer)
+                           update_epochs=2, num_minibatches=2, norm_adv=True, learner=learner)
+    learn_on_meta(trainer, no_gradient=("core.layer_logits",) if learner == "cached_memory" else ())  # (it mixes what is written only)
 
 
 @pytest.mark.parametrize("trainer_class", [Trainer, PPOTrainer])

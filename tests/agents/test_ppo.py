@@ -75,6 +75,18 @@ def test_one_epoch_of_one_minibatch_is_the_a2c_update(tmp_path, core):
         torch.testing.assert_close(got[name], expected, **close32(terms=16, scale=expected.abs().max().item()), msg=name)
 
 
+def rollout_with_resets_inside(trainer: PPOTrainer, **keep):
+    """A rollout kept as PPO keeps it (and `keep`: Actor.collect's other flags) that starts with
+    memory carried from the one before and has episode starts inside it."""
+    trainer.actor.collect(STEPS, keep_outputs=True, **keep)  # a first rollout: the next starts with memory
+    for _ in range(5):  # the first with resets inside and memory carried in (the episodes' ends are the policy's)
+        r, _ = trainer.actor.collect(STEPS, keep_outputs=True, **keep)
+        if r.inputs.first[1:-1].any() and not r.inputs.first[0].all():
+            break
+    assert r.inputs.first[1:-1].any() and not r.inputs.first[0].all()
+    return r
+
+
 @pytest.mark.parametrize("core", sorted(CORES))
 def test_acting_log_probabilities_and_values_are_what_the_recompute_gives(tmp_path, core):
     """The first epoch's recompute from the stored start state gives the log-probabilities and
@@ -83,12 +95,7 @@ def test_acting_log_probabilities_and_values_are_what_the_recompute_gives(tmp_pa
     trainer = PPOTrainer(small(tmp_path, core))
     try:
         trainer.policy.eval()
-        trainer.actor.collect(STEPS, keep_outputs=True)  # a first rollout: the next starts with memory
-        for _ in range(5):  # the first with resets inside and memory carried in (the episodes' ends are the policy's)
-            r, _ = trainer.actor.collect(STEPS, keep_outputs=True)
-            if r.inputs.first[1:-1].any() and not r.inputs.first[0].all():
-                break
-        assert r.inputs.first[1:-1].any() and not r.inputs.first[0].all()
+        r = rollout_with_resets_inside(trainer)
         with torch.no_grad():
             logits, values, _ = trainer.policy(r.inputs.steps(stop=-1), r.start_state)
         logprob = torch.log_softmax(logits, -1).gather(-1, r.action[..., None])[..., 0]
@@ -168,7 +175,8 @@ def test_the_command_line_trains_logs_cleanrl_keys_and_evaluate_scores_it(tmp_pa
     (["--clip-coef", "nan"], "clip_coef must be a finite number > 0, got nan"),
     (["--target-kl", "inf"], "target_kl must be a finite number >= 0 (0: no early stop), got inf"),
     (["--learning-rate", "nan"], "learning_rate must be a finite number > 0, got nan"),
-    (["--learner", "acting_graph"], "PPO recomputes the rollout for every minibatch; learner 'acting_graph'"),
+    (["--learner", "acting_graph"], "unknown learner 'acting_graph'; choose from ['recompute', 'cached_memory']"),
+    (["--learner", "cached_memory"], "learner 'cached_memory' reads the memory the Feedback core wrote while acting; core 'lstm'"),
 ])
 def test_bad_ppo_settings_are_refused_naming_them(tmp_path, flags, named, capsys):
     with pytest.raises(SystemExit) as exit_info:

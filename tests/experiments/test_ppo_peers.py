@@ -143,3 +143,19 @@ def test_recurrent_ppo_refuses_minibatches_that_do_not_divide_the_rollout(tmp_pa
                              "--num-envs", "3", "--rollout", "5", "--num-minibatches", "2"], cwd=ROOT, capture_output=True, text=True,
                             env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert result.returncode == 2 and "--num-minibatches 2 must divide num_envs x rollout = 15" in result.stderr
+
+
+def test_the_cached_memory_agent_is_the_feedback_agent_learning_as_ppo_trxl_does():
+    """feedback_cached: the feedback agent's flags, and --learner cached_memory, which train_ppo.py
+    takes (the config resolves) against the same peer."""
+    from agents.command_line import make_parser
+    from agents.config.a2c_config import resolve_config
+    from agents.config.config_cli import given_fields
+    from agents.learners.ppo import PPOTrainer
+
+    feedback = ppo_peers.ours_args("feedback", ENV, 0, ppo_peers.RECIPE)
+    cached = ppo_peers.ours_args("feedback_cached", ENV, 0, ppo_peers.RECIPE)
+    assert cached == [*feedback, "--learner", "cached_memory"]
+    config = resolve_config(given_fields(make_parser(PPOTrainer, "").parse_args(cached), PPOTrainer.config_class), PPOTrainer.config_class)
+    assert (config.core, config.learner) == ("feedback", "cached_memory")
+    assert ppo_peers.PEER_OF["feedback_cached"] == "cleanrl_trxl"

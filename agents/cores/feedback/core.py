@@ -140,6 +140,10 @@ class FeedbackCore(FeedbackReference):
         valid = torch.zeros(batch_size, span, dtype=torch.bool, device=device)
         return FeedbackState(memory, keys, values, valid, span, None, AppendLog(span))
 
+    def memory_window(self, state: FeedbackState) -> tuple[torch.Tensor, torch.Tensor]:
+        """The state's last S memory vectors (B, S, D), a view of its buffer, and their `valid`."""
+        return state.memory[:, state.end - self.config.span : state.end], state.valid
+
     def _new_buffers(self, batch: int, capacity: int, like: torch.Tensor, make=torch.empty):
         """Memory (B, capacity, D), keys and values (B, H, G, E, capacity) (heads before groups: see
         TransformerCore._new_buffers), made by `make` (zeros for an initial state, whose slots are

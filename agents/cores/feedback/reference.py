@@ -102,6 +102,15 @@ class FeedbackReference(nn.Module):
         memory = torch.zeros(batch_size, c.span, c.d_model, dtype=self.layer_logits.dtype, device=device)
         return ReferenceState(memory, torch.zeros(batch_size, c.span, dtype=torch.bool, device=device))
 
+    def memory_window(self, state: ReferenceState) -> tuple[torch.Tensor, torch.Tensor]:
+        """The last S memory vectors of a state, m_{t-S} .. m_{t-1} (B, S, D), and which belong to
+        the episode running (B, S) bool."""
+        return state.memory, state.valid
+
+    def written_memory(self, state: ReferenceState) -> torch.Tensor:
+        """(B, D): the memory vector the step before `state` wrote, m_{t-1} (a view, not a copy)."""
+        return self.memory_window(state)[0][:, -1]
+
     def forward(self, x: torch.Tensor, state: ReferenceState, first: torch.Tensor) -> tuple[torch.Tensor, ReferenceState]:
         """x: (T, B, input_dim), first: (T, B) bool -> y: (T, B, D), the state after step T - 1 (detached)."""
         c = self.config
