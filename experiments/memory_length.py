@@ -415,7 +415,9 @@ def table(summary: dict) -> str:
     cells = [(name, length, cell) for name, model in summary["models"].items() for length, cell in model["lengths"].items()]
     arrives, read = any("greedy_arrived" in cell for *_, cell in cells), summary["env"] == "tmaze"
     caption = (f"Success on {task} against its length L, {summary['algo'].upper()}, rollouts of {summary['rollout']} steps and a "
-               f"gradient window {window}, the observation only; frames per length: "
+               f"gradient window {window}, the observation only"
+               + (f"; then --train-args '{summary['train_args']}', whose flags win" if summary.get("train_args") else "")
+               + "; frames per length: "
                + ", ".join(f"{length}: {frames:,}" for length, frames in summary["frames"].items())
                + f". IQM over {seeds_text(len(summary['seeds']), fewer_seeds(summary))} [95% bootstrap CI]"
                + ("; arrived: on either side at the end, so success / arrived is memory and arrived is walking" if arrives else "")

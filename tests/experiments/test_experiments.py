@@ -267,7 +267,8 @@ def test_a_quick_memory_length_experiment_follows_the_episode_with_the_gradient_
     unsolved = sum(run["greedy_success"] < 0.95 for run in cell["per_seed"])
     assert cell["failures"]["runs_unsolved"] == unsolved == sum(v for k, v in cell["failures"].items() if k != "runs_unsolved")
     assert (out / "memory_length_tmaze.png").stat().st_size > 0
-    assert "| transformer-episode | 4 |" in (out / "memory_length_tmaze.md").read_text()
+    table = (out / "memory_length_tmaze.md").read_text()
+    assert "| transformer-episode | 4 |" in table and "then --train-args '--learning-rate 0.002', whose flags win" in table
     kept = json.loads((out / "memory_length_tmaze_runs.json").read_text())  # each run's reading too: it needs the checkpoint
     assert json.loads(kept["transformer-episode/L4/seed1"]["reading.done.json"]["last_line"])["walks"] == cell["per_seed"][1]["reading"]["walks"]
 
