@@ -3,9 +3,10 @@ weights acting had, all steps at once give acting's outputs; no gradient reaches
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agents.cores.feedback import cached
 from agents.cores.feedback.cached import cached_forward
 from agents.cores.feedback.reference import reference_of
 from tests.cores.test_feedback_paths import INPUT_DIM, build, configurations
@@ -28,13 +29,16 @@ def acted(core, x0, x, first):
     return start, torch.stack(outputs), torch.stack(written)
 
 
-@settings(derandomize=True, max_examples=40, deadline=None)
+@pytest.mark.parametrize("windowed_from", [1, cached.WINDOWED_FROM])  # each step's window, or the full matrix (these calls' sizes)
+@settings(derandomize=True, max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(options=configurations(), seed=st.integers(0, 2**16), steps=st.integers(1, 9), batch=st.integers(1, 3),
        reset=st.sampled_from([0.0, 0.3]), carried=st.integers(0, 7), step=st.sampled_from(["python", "auto"]),
        dtype=st.sampled_from([torch.float64, torch.float32]))
-def test_all_steps_at_once_give_actings_outputs(options, seed, steps, batch, reset, carried, step, dtype):
+def test_all_steps_at_once_give_actings_outputs(monkeypatch, windowed_from, options, seed, steps, batch, reset, carried, step, dtype):
     """Every configuration, episode starts inside the call and in the carried memory, a state of
-    the fast core (its buffers) and of the reference: the same outputs as stepping."""
+    the fast core (its buffers) and of the reference, attending over windows or the full matrix:
+    the same outputs as stepping."""
+    monkeypatch.setattr(cached, "WINDOWED_FROM", windowed_from)
     core = build({**options, "dropout": 0.0, "step": step}, seed, dtype).eval()
     generator = torch.Generator().manual_seed(seed + 1)
     x0 = torch.randn(carried, batch, INPUT_DIM, generator=generator, dtype=dtype)
