@@ -91,17 +91,18 @@ def test_trainers_learn_on_the_gpu(trainer_class, core, precision, cuda_graph, t
         trainer.close()
 
 
-@pytest.mark.parametrize("core", ["feedback", "lstm"])
-def test_training_through_the_captured_acting_step_equals_training_without(core, tmp_path):
+@pytest.mark.parametrize("core, learner", [("feedback", "recompute"), ("lstm", "recompute"), ("feedback", "cached_memory")])
+def test_training_through_the_captured_acting_step_equals_training_without(core, learner, tmp_path):
     """--cuda-graph on the GPU: three PPO updates acting through the captured step choose the same
-    actions as without it and end at the same weights (tests/agents/test_graphed_acting.py runs
-    the same without the capture, on the CPU, for every core it takes)."""
+    actions as without it and end at the same weights, the cached_memory learner reading the
+    memory the captured steps wrote (tests/agents/test_graphed_acting.py runs the same without
+    the capture, on the CPU, for every core it takes)."""
     from agents.config.ppo_config import PPOConfig
     from tests.agents.test_graphed_acting import assert_same_actions_and_weights, config, trained
 
     runs = []
     for graphed in (True, False):
-        given = config(tmp_path / str(graphed), core, PPOConfig, device="cuda", cuda_graph=graphed)
+        given = config(tmp_path / str(graphed), core, PPOConfig, device="cuda", cuda_graph=graphed, learner=learner)
         runs.append(trained(PPOTrainer, given, graphed=False))  # the flag builds the graph (captured) itself
     assert_same_actions_and_weights(*runs)
 

@@ -58,9 +58,6 @@ class PPOConfig(A2CConfig):
             if self.reaches_back:
                 raise ValueError(f"learner 'cached_memory' learns from the rollout's steps only; bptt {self.bptt} reaches further "
                                  f"back and needs --learner recompute")
-            if self.cuda_graph:
-                raise ValueError("learner 'cached_memory' reads the memory of each acting step, which acting through a CUDA graph "
-                                 "does not hand out; use it without --cuda-graph")
         for name in ("update_epochs", "num_minibatches"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")

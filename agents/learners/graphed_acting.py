@@ -75,6 +75,10 @@ class GraphedActing:
         self.graph.replay()
         return self.outputs[0].clone(), self.outputs[1].clone()  # the next replay writes over the graph's own
 
+    def written_memory(self) -> torch.Tensor:
+        """(B, D): the memory vector the last step wrote (the Feedback core's ring only), a copy."""
+        return self.core.written_memory().clone()
+
     def _step(self) -> tuple[torch.Tensor, torch.Tensor]:
         """What the graph holds: encoder, core step, heads, from and into the fixed tensors."""
         obs, prev_action, prev_reward, first = self.inputs

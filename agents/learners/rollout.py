@@ -160,9 +160,9 @@ class Actor:
         call fed a step at a time with gradients on (Policy.open), and hand the learner the
         logits and values, so it need not run the chunk again. keep_outputs (without keep_graph):
         keep each step's log-probability of the action taken and value, and the bootstrap value,
-        as PPO's reference point. keep_memory (acting without gradients, not graphed): keep the
-        memory vector each step wrote (cores with `written_memory`: the Feedback core), which
-        PPO's cached_memory learner reads instead of recomputing it.
+        as PPO's reference point. keep_memory (acting without gradients): keep the memory vector
+        each step wrote (cores with `written_memory`: the Feedback core, and its ring when acting
+        is graphed), which PPO's cached_memory learner reads instead of recomputing it.
 
         What the rollout holds of the steps' inputs and actions is what already crossed to the
         device for acting (one copy per step, agents/runtime/staging.py); the rewards and ends cross
@@ -180,6 +180,8 @@ class Actor:
                 logits, value = run.step(step_inputs)
             elif graphed is not None:
                 logits, value = graphed.act(step_inputs)
+                if keep_memory:
+                    memory.append(graphed.written_memory())
             else:
                 with torch.no_grad():
                     logits, value, self.state = self.policy(step_inputs, self.state)
@@ -207,7 +209,7 @@ class Actor:
         )
         if keep_memory:
             if len(memory) != steps:
-                raise ValueError("keep_memory reads the core state after each step: act without keep_graph and without a CUDA graph")
+                raise ValueError("keep_memory reads the core state after each step: act without keep_graph")
             rollout.memory = torch.stack(memory)
         if run is not None:
             rollout.logits, values = run.outputs()

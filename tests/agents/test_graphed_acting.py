@@ -65,11 +65,17 @@ def assert_same_actions_and_weights(graphed: tuple, eager: tuple) -> None:
         torch.testing.assert_close(got, value, **close32(terms=UPDATES * STEPS * 4, scale=value.abs().max().item()), msg=name)
 
 
-@pytest.mark.parametrize("core", STATIC_CORES)
-@pytest.mark.parametrize("trainer_class, config_class", [(PPOTrainer, PPOConfig), (Trainer, A2CConfig)], ids=["ppo", "a2c"])
-def test_training_through_the_graphed_step_equals_training_without(tmp_path, core, trainer_class, config_class):
-    graphed = trained(trainer_class, config(tmp_path / "graphed", core, config_class), graphed=True)
-    eager = trained(trainer_class, config(tmp_path / "eager", core, config_class), graphed=False)
+ALGOS = {"ppo": (PPOTrainer, PPOConfig), "a2c": (Trainer, A2CConfig)}
+# Every core with both trainers' recompute learner, and PPO's cached_memory learner, which reads
+# the memory each graphed step wrote from the Feedback ring.
+CASES = [(core, algo, "recompute") for core in STATIC_CORES for algo in ALGOS] + [("feedback", "ppo", "cached_memory")]
+
+
+@pytest.mark.parametrize("core, algo, learner", CASES)
+def test_training_through_the_graphed_step_equals_training_without(tmp_path, core, algo, learner):
+    trainer_class, config_class = ALGOS[algo]
+    graphed = trained(trainer_class, config(tmp_path / "graphed", core, config_class, learner=learner), graphed=True)
+    eager = trained(trainer_class, config(tmp_path / "eager", core, config_class, learner=learner), graphed=False)
     assert_same_actions_and_weights(graphed, eager)
     state, state_eager = graphed[2], eager[2]
     assert type(state) is type(state_eager)

@@ -57,7 +57,6 @@ def test_training_reads_the_kept_memory_and_moves_every_weight_on_the_steps_path
 @pytest.mark.parametrize("fields, named", [
     (dict(core="lstm"), "learner 'cached_memory' reads the memory the Feedback core wrote while acting; core 'lstm' has none"),
     (dict(core="feedback", bptt=2 * STEPS), f"learner 'cached_memory' learns from the rollout's steps only; bptt {2 * STEPS}"),
-    (dict(core="feedback", cuda_graph=True), "learner 'cached_memory' reads the memory of each acting step"),
 ])
 def test_what_the_cached_memory_cannot_take_is_refused_naming_it(tmp_path, fields, named):
     core = fields.pop("core")

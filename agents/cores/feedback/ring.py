@@ -52,6 +52,7 @@ class FeedbackRing:
         self.dtype = dtype
         like = torch.empty(0, dtype=dtype, device=self.device)
         self.memory, self.keys, self.values = self.core._new_buffers(self.batch, self.core.config.span, like, torch.zeros)  # (B, S, D), (B, H, G, E, S) x 2
+        self.written = like.new_zeros(self.batch, self.core.config.d_model)  # (B, D) the last step's memory vector
         self.zero, self.neg_inf = like.new_zeros(()), like.new_full((), masked_score(dtype))
         self.weights = None  # (softmax(w), layers, groups) as the steps read them: made by load
 
@@ -114,6 +115,7 @@ class FeedbackRing:
             m = torch.addcmul(m, mix[layer + 1], h)
         at = self.head[None]  # (1,) the oldest slot, read above, now overwritten
         self.memory.index_copy_(1, at, m[:, None])
+        self.written.copy_(m)
         for g, weights in enumerate(groups):
             keys, values = split_keys_values(project(weights, m[:, None])[0], self.core.config)  # (B, H, 1, E) each
             self.keys[:, :, g].index_copy_(-1, at, keys.transpose(-1, -2))
@@ -121,6 +123,11 @@ class FeedbackRing:
         self.count.add_(1).clamp_(max=span)
         self.head.add_(1).remainder_(span)
         return h
+
+    def written_memory(self) -> torch.Tensor:
+        """(B, D): the memory vector the last step wrote (the ring's own tensor: the next step
+        writes over it)."""
+        return self.written
 
     def state(self) -> FeedbackState:
         """The ring as a FeedbackState (new buffers, oldest slot first), for FeedbackCore to go on from."""
