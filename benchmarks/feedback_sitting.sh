@@ -13,9 +13,10 @@
 #
 # In order: the compiled step against the fused step and the LSTM, with its profile, the
 # attention's roofline and acting's split; A2C end to end, every core; seqtasks against the
-# authors' code; the learning pass per step at a window of 1,024 against 32; PPO's Feedback agent
-# against ppo_trxl, 3 seeds each, at MemoryS9's 96-step episodes and at 24-step ones. About 25
-# minutes on a 2-core machine.
+# authors' code; the learning pass per step at a window of 1,024 against 32; PPO's Feedback agent,
+# with its default learner and with --learner cached_memory (the agent feedback_cached), against
+# ppo_trxl, 3 seeds each, at MemoryS9's 96-step episodes and at 24-step ones. About 30 minutes on
+# a 2-core machine.
 set -euo pipefail
 LOGS=$(realpath -m "${1:?LOGS}"); AUTHORS=$(realpath "${2:?AUTHORS}"); CLEANRL=$(realpath "${3:?CLEANRL}"); TAG=${4:+_$4}
 cd "$(dirname "$0")/.."
@@ -33,7 +34,7 @@ run long_window python benchmarks/long_window.py --rounds 3
 for episodes in long short; do
     env=experiments.peer_envs:SymbolicMemoryS9-v0
     [ "$episodes" = short ] && env=experiments.peer_envs:SymbolicMemoryS9Short-v0
-    run "ppo_$episodes" python -m experiments.ppo_peers --cleanrl "$CLEANRL" --agents feedback cleanrl_trxl --env "$env" \
+    run "ppo_$episodes" python -m experiments.ppo_peers --cleanrl "$CLEANRL" --agents feedback feedback_cached cleanrl_trxl --env "$env" \
         --frames 40960 --no-estimate --name "ppo_peers_speed_$episodes$TAG" --runs-dir "$LOGS/ppo_runs_$episodes"
 done
 echo "logs in $LOGS"
