@@ -29,11 +29,15 @@ machine and wall time) and NAME_probes.md. A run already in NAME_probes.json is 
 not probed again: a sweep resumed on another machine (experiments/frame/ledger.py) has no run
 folder, no checkpoint, for the runs it trained before, so each sitting probes the runs it
 trained (the sweep's JSON is written after each length). Delete the file to probe them all again.
+The runs of a length the JSON does not hold yet (a sweep stopped in the middle of one) are probed
+too where their checkpoints are here, found with their greedy success in the sweep's ledger
+(NAME_runs.json), and marked in the table as a length under way.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 import time
@@ -87,19 +91,22 @@ def main(argv: list[str] | None = None) -> None:
     kept = 0
     result = {"command": "python -m experiments.recall_cliff " + shlex.join(sys.argv[1:]), "machine": machine(1),
               "source": source.name, "episodes": args.episodes, "models": {}}
-    for model in models:
-        for length, cell in sweep["models"][model]["lengths"].items():
-            per_seed = []
-            for run in cell["per_seed"]:
-                if (model, length, run["seed"]) in probed:
-                    per_seed.append(probed[model, length, run["seed"]])
-                    kept += 1
-                    continue
-                run_dir = runs_dir / model / f"L{length}" / f"seed{run['seed']}"
+    under_way = unfinished(args.out / f"{args.name}_runs.json", sweep, models)
+    cells = [(model, length, cell["per_seed"], False) for model in models for length, cell in sweep["models"][model]["lengths"].items()]
+    cells += [(model, length, runs, True) for model, lengths in under_way.items() for length, runs in lengths.items()]
+    for model, length, runs, partial in cells:
+        per_seed = []
+        for run in runs:
+            run_dir = runs_dir / model / f"L{length}" / f"seed{run['seed']}"
+            if (model, length, run["seed"]) in probed:
+                per_seed.append(probed[model, length, run["seed"]])
+                kept += 1
+            elif not partial or (run_dir / "checkpoint.pt").exists():  # a length under way: the runs trained here
                 per_seed.append({"seed": run["seed"], "greedy_success": run["greedy_success"], **probe_run(str(run_dir), args.episodes)})
                 print(f"{model} L{length} seed {run['seed']}: " + ", ".join(
                     f"{key} {per_seed[-1]['fresh'][key]:.2e} -> {per_seed[-1]['trained'][key]:.2e}" for key in ("gradient_to_cue", "cue_separation")), flush=True)
-            result["models"].setdefault(model, {})[length] = {"per_seed": per_seed, "median": medians(per_seed)}
+        if per_seed:
+            result["models"].setdefault(model, {})[length] = {"per_seed": per_seed, "median": medians(per_seed), **({"under_way": True} if partial else {})}
     result["runs_kept_from_before"] = kept
     result["wall_seconds"] = round(time.time() - started, 1)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -119,6 +126,23 @@ def probed_before(path: Path, episodes: int) -> dict[tuple[str, str, int], dict]
                          "give the same, or delete it to probe every run again")
     return {(model, length, run["seed"]): run for model, cells in before["models"].items()
             for length, cell in cells.items() for run in cell["per_seed"]}
+
+
+def unfinished(ledger: Path, sweep: dict, models: list[str]) -> dict[str, dict[str, list[dict]]]:
+    """{model: {length: [{"seed", "greedy_success"}, ...]}} of the runs the sweep's ledger keeps
+    evaluated (experiments/frame/ledger.py: "MODEL/LLENGTH/seedSEED" -> its records) at lengths
+    its JSON does not hold yet: a sweep writes a length into its JSON when all its runs are done."""
+    found: dict[str, dict[str, list[dict]]] = {}
+    for folder, records in (read_record(ledger) or {}).items():
+        model, length, seed = folder.split("/")
+        length = length.removeprefix("L")
+        if model in models and length not in sweep["models"][model]["lengths"] and "evaluate.done.json" in records:
+            success = json.loads(records["evaluate.done.json"]["last_line"])["results"]["agent"]["success"]["mean"]
+            found.setdefault(model, {}).setdefault(length, []).append({"seed": int(seed.removeprefix("seed")), "greedy_success": success})
+    for lengths in found.values():
+        for runs in lengths.values():
+            runs.sort(key=lambda run: run["seed"])
+    return found
 
 
 def probe_run(run_dir: str, episodes: int) -> dict:
@@ -150,7 +174,8 @@ def table(result: dict) -> str:
                 return f"{median[policy]['gradient_to_cue']:.1e} ({min(values):.0e} .. {max(values):.0e})"
 
             retention = " -> ".join(f"{median[p]['retention']:.3f}" for p in ("fresh", "trained")) if "retention" in median["fresh"] else "-"
-            rows.append([model, length, f"{solved} of {len(per_seed)}", gradient("fresh"), gradient("trained"),
+            under_way = " (length under way)" if cell.get("under_way") else ""
+            rows.append([model, length, f"{solved} of {len(per_seed)}{under_way}", gradient("fresh"), gradient("trained"),
                          " -> ".join(f"{median[p]['cue_separation']:.2f}" for p in ("fresh", "trained")), retention])
     return "\n".join(lines) + "\n" + markdown_table(
         ["model", "L", "solved", "gradient to cue, fresh (range)", "trained (range)", "cue separation at the query, fresh -> trained", "retention per step, fresh -> trained"], rows)

@@ -93,6 +93,39 @@ def test_a_sweeps_runs_are_probed_fresh_and_trained(tmp_path, capsys):
     assert exited.value.code == 2 and "was probed with --episodes 8, not 16" in capsys.readouterr().err
 
 
+def test_a_length_under_way_is_probed_from_the_ledger_where_its_checkpoints_are(tmp_path):
+    """The sweep's JSON holds L = 3; its ledger also keeps L = 5's seed 0, trained here, and seed 1,
+    trained on a machine whose folders are gone: seed 0 is probed beside L = 3, marked as a length
+    under way, and kept when the length is done and the JSON has it."""
+    from train_a2c import main as train
+
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    for length in (3, 5):
+        train(["--env", "memory_length", "--env-opt", f"length={length}", "--core", "lstm", "--core-opt", "hidden_size=8",
+               "--num-envs", "4", "--rollout", "4", "--total-steps", "16", "--seed", "0", "--run-dir", str(runs / "lstm" / f"L{length}" / "seed0")])
+    evaluated = lambda success: {"evaluate.done.json": {"last_line": json.dumps({"results": {"agent": {"success": {"mean": success}}}})}}  # noqa: E731
+    out.mkdir()
+    (out / "sweep_runs.json").write_text(json.dumps({"lstm/L3/seed0": evaluated(0.5), "lstm/L5/seed0": evaluated(1.0), "lstm/L5/seed1": evaluated(0.42)}))
+    sweep = {"env": "memory_length", "models": {"lstm": {"lengths": {"3": {"per_seed": [{"seed": 0, "greedy_success": 0.5}]}}}}}
+    (out / "sweep.json").write_text(json.dumps(sweep))
+    recall_cliff.main(["--name", "sweep", "--runs-dir", str(runs), "--out", str(out), "--episodes", "8"])
+    result = json.loads((out / "sweep_probes.json").read_text())
+    cell = result["models"]["lstm"]["5"]
+    assert cell["under_way"] and [(run["seed"], run["greedy_success"]) for run in cell["per_seed"]] == [(0, 1.0)]
+    assert "under_way" not in result["models"]["lstm"]["3"]
+    assert "| lstm | 5 | 1 of 1 (length under way) |" in (out / "sweep_probes.md").read_text()
+
+    # L = 5 done, on another machine: its JSON has both seeds, seed 0's folder is gone; its probe is kept.
+    sweep["models"]["lstm"]["lengths"]["5"] = {"per_seed": [{"seed": 0, "greedy_success": 1.0}, {"seed": 1, "greedy_success": 0.42}]}
+    (out / "sweep.json").write_text(json.dumps(sweep))
+    (runs / "lstm" / "L5").rename(tmp_path / "elsewhere")
+    (runs / "lstm" / "L5").mkdir()
+    (tmp_path / "elsewhere" / "seed0").rename(runs / "lstm" / "L5" / "seed1")  # seed 1 trained again here (L5's seed 0 stands in)
+    recall_cliff.main(["--name", "sweep", "--runs-dir", str(runs), "--out", str(out), "--episodes", "8"])
+    again = json.loads((out / "sweep_probes.json").read_text())["models"]["lstm"]["5"]
+    assert "under_way" not in again and again["per_seed"][0] == cell["per_seed"][0] and [run["seed"] for run in again["per_seed"]] == [0, 1]
+
+
 def test_the_probes_refuse_what_is_not_a_recall_sweep(tmp_path, capsys):
     with pytest.raises(SystemExit) as exited:
         recall_cliff.main(["--name", "nothing", "--out", str(tmp_path)])
