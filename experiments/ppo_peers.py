@@ -1,7 +1,7 @@
 """Our PPO beside the recurrent PPO implementations the field uses, on one memory task, in one run.
 
     scripts/cleanrl_peer.sh ../cleanrl-peer                     # once: CleanRL's checkout and environment
-    python -m experiments.ppo_peers --cleanrl ../cleanrl-peer   # 5 agents x 3 seeds
+    python -m experiments.ppo_peers --cleanrl ../cleanrl-peer   # 6 agents x 3 seeds
 
 Two pairs, each trained on the same env for the same frames with the same PPO settings:
 
