@@ -62,3 +62,18 @@ def test_what_the_cached_memory_cannot_take_is_refused_naming_it(tmp_path, field
     core = fields.pop("core")
     with pytest.raises(ValueError, match=named.replace("(", r"\(").replace(")", r"\)")):
         small(tmp_path, core, learner="cached_memory", **fields)
+
+
+def test_the_cached_memory_trains_under_bfloat16(tmp_path):
+    """--precision bf16: acting keeps bfloat16 memory, the minibatches read it under autocast; the
+    losses stay finite and the float32 weights move."""
+    trainer = PPOTrainer(small(tmp_path, "feedback", learner="cached_memory", precision="bf16", num_minibatches=2))
+    try:
+        before = {name: p.detach().clone() for name, p in trainer.policy.named_parameters()}
+        for _ in range(2):
+            stats, _ = trainer.update()
+        moved = [name for name, p in trainer.policy.named_parameters() if not torch.equal(p.detach(), before[name])]
+    finally:
+        trainer.close()
+    assert all(torch.isfinite(torch.as_tensor(value)).all() for key, value in stats.items() if key != "explained_variance")
+    assert "core.kv.0.weight" in moved and "actor.weight" in moved
