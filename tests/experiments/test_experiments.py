@@ -8,12 +8,16 @@ import sys
 
 import numpy as np
 import pytest
+import scipy.stats
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import array_shapes, arrays
 
 from agents.config.config_cli import parse_core_options
 from agents.cores import CORES
 from experiments import corridor_span, head_init, mazes
 from experiments.frame.curves import binned_curve
-from experiments.frame.stats import iqm_interval, solved_interval
+from experiments.frame.stats import iqm_interval, solved_interval, trimmed_mean
 from tests.experiments.cue_bounds import MEMORY_ABOVE, NO_MEMORY_BELOW
 
 
@@ -28,6 +32,26 @@ def test_iqm_is_the_mean_of_the_middle_half_and_its_interval_brackets_it():
     assert curves["iqm"] == pytest.approx([4.5, 5.5, 6.5], rel=1e-12)
     with pytest.raises(ValueError, match=r"'d': need .* at least 2 runs, got shape \(1,\)"):
         iqm_interval({"d": np.array([1.0])})
+
+
+@settings(max_examples=200, deadline=None)
+@given(arrays(np.float64, array_shapes(min_dims=2, max_dims=2, min_side=1, max_side=12),
+              elements=st.floats(-1e6, 1e6) | st.just(np.nan)))
+def test_the_bootstraps_trimmed_mean_is_scipys(x):
+    """The statistic the bootstrap calls is scipy's 25% trimmed mean (rliable's aggregate_iqm),
+    column by column, NaN included, written out for speed."""
+    expected = scipy.stats.trim_mean(x, proportiontocut=0.25, axis=0)
+    np.testing.assert_allclose(trimmed_mean(x), expected, rtol=4 * np.finfo(np.float64).eps, atol=0, equal_nan=True)
+
+
+def test_an_interval_asked_again_is_the_kept_answer_and_a_copy():
+    scores = {"a": np.array([0.3, 0.9, 0.1, 0.5, 0.7]), "b": np.arange(8.0).reshape(4, 2)}
+    first = iqm_interval(scores)
+    first["a"]["iqm"] = -1.0
+    first["b"]["ci_low"].append(99.0)  # a caller changing its answer does not change the next one
+    again = iqm_interval(scores)
+    assert again["a"]["iqm"] == pytest.approx(0.5, rel=1e-12) and len(again["b"]["ci_low"]) == 2
+    assert iqm_interval({"a": np.array([0.3, 0.9, 0.1, 0.5, 0.71])})["a"]["iqm"] != again["a"]["iqm"]  # other scores, other answer
 
 
 def test_the_solved_probability_counts_runs_at_the_threshold_with_a_wilson_interval():
