@@ -22,9 +22,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.feedback_compiled import per_call  # noqa: E402
 from experiments.frame.machine import cpu_model, load_line  # noqa: E402
-from benchmarks.targets import interleaved  # noqa: E402
+from benchmarks.targets import interleaved, per_call  # noqa: E402
 
 # (what, rows, in, out): a step's products, then a call's
 SHAPES = [

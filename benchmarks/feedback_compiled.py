@@ -48,22 +48,13 @@ from agents.cores.append_log import HEADROOM  # noqa: E402
 from agents.cores import make_core  # noqa: E402
 from agents.runtime.freed_memory import keep_freed_memory  # noqa: E402
 from experiments.frame.machine import cpu_model  # noqa: E402
-from benchmarks.targets import interleaved  # noqa: E402
+from benchmarks.op_replay import l2_cache_bytes, replayed_floor  # noqa: E402
+from benchmarks.targets import interleaved, per_call  # noqa: E402
 
 INPUT_DIM, BATCH, LEARN_STEPS = 32, 64, 32
 FEEDBACK = dict(d_model=64, n_layers=2, n_heads=4, span=64)
 LSTM = dict(hidden_size=128, n_layers=1)
 PATHS = ("compiled", "fused", "lstm")
-
-
-def per_call(call, seconds: float) -> float:
-    """Seconds per call of call(), after one untimed call, repeated for `seconds` (at least once)."""
-    call()
-    calls, start = 0, time.perf_counter()
-    while calls == 0 or time.perf_counter() - start < seconds:
-        call()
-        calls += 1
-    return (time.perf_counter() - start) / calls
 
 
 def main(argv=None) -> None:
@@ -116,8 +107,8 @@ def main(argv=None) -> None:
         attention = {}
         for name in ("compiled", "lstm"):
             attention[name] = profile_learning(name, lambda: learn(cores[name], states[name]))
-        attention_roofline(attention["compiled"])
-        products_roofline(lambda: learn(cores["compiled"], states["compiled"]), median["compiled", "learn"])
+        loops_bound = attention_roofline(attention["compiled"])
+        step_roofline(lambda: learn(cores["compiled"], states["compiled"]), median["compiled", "learn"], loops_bound)
         split_acting(cores["compiled"], states["compiled"], x[:1], first[:1])
     if args.scaling:
         learning_scaling(args.rounds, min(args.seconds, 0.5))
@@ -191,7 +182,7 @@ def profile_learning(name: str, learn) -> float:
     return sum(per_step(e.self_cpu_time_total) for e in loops)
 
 
-def attention_roofline(measured: float) -> None:
+def attention_roofline(measured: float) -> float:
     """The attention loops' time a learning step (`measured`, from the profile) against the bytes
     they move over the bandwidth this core gets, measured two ways.
 
@@ -202,7 +193,8 @@ def attention_roofline(measured: float) -> None:
     two, write one), which stay in the last-level cache as the windows do. The second is the
     same sum over the windows' own layout: rows of S floats, one per (env, head, element), at the
     buffers' stride of S + T slots, the window a slot further each call (`window_bandwidth`), as
-    the loops walk them: the bound for their access pattern, whatever their arithmetic."""
+    the loops walk them: the bound for their access pattern, whatever their arithmetic, which is
+    returned (seconds a step)."""
     heads, span, layers = FEEDBACK["n_heads"], FEEDBACK["span"], FEEDBACK["n_layers"]
     width = FEEDBACK["d_model"] // heads
     floats = layers * (8 * BATCH * heads * span * width + 5 * BATCH * heads * span)
@@ -214,6 +206,7 @@ def attention_roofline(measured: float) -> None:
         predicted = moved / bandwidth
         print(f"attention loops: {1e3 * measured:.3f} ms a step measured; {moved / 1e6:.1f} MB a step over {bandwidth / 1e9:.1f} GB/s "
               f"({how}) = {1e3 * predicted:.3f} ms: measured / bound {measured / predicted:.2f}")
+    return predicted
 
 
 def window_bandwidth(heads: int, span: int, width: int) -> float:
@@ -231,37 +224,53 @@ def window_bandwidth(heads: int, span: int, width: int) -> float:
     return 3 * 4 * BATCH * heads * width * span / per_call(add, 1.0)
 
 
-PRODUCTS = ("aten::mm", "aten::addmm", "aten::addmm_")
+PRODUCTS = ("mm", "addmm", "addmm_")
+# the step's other ATen operations, grouped as the roofline names them
+GROUPS = {"copies": ("copy_", "clone", "contiguous", "stack", "cat", "_to_copy"),
+          "layer norms": ("native_layer_norm", "native_layer_norm_backward"),
+          "softmax": ("_softmax", "_softmax_backward_data")}
 
 
-def products_roofline(learn, step_seconds: float) -> dict[str, float]:
-    """The matrix products of one `learn()` call (LEARN_STEPS steps), each shape replayed alone on
-    fresh contiguous tensors at the rate ATen reaches on it here: operations over their measured
-    rate, a step's floor for its products. Each replayed call includes Python's call of it (about
-    a microsecond; the step's own products are called from C++). Printed against `step_seconds`,
-    the learning pass's measured time a step; returns seconds, flops and calls a step."""
-    from torch.profiler import ProfilerActivity, profile
+def step_roofline(learn, step_seconds: float, loops_bound: float) -> dict:
+    """The learning pass's floor from its parts, against its measured `step_seconds`.
 
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
-        learn()
-    counts = collections.Counter((e.name, tuple(tuple(shape) for shape in e.input_shapes[:3])) for e in prof.events() if e.name in PRODUCTS)
-    seconds = flops = 0.0
-    for (name, shapes), count in counts.items():
-        (m, k), n = shapes[-2], shapes[-1][1]  # mm(a, b); addmm(bias, a, b); self.addmm_(a, b): a (m, k), b (k, n)
-        a, b = torch.randn(m, k), torch.randn(k, n)
-        if name == "aten::mm":
-            call = lambda a=a, b=b: torch.mm(a, b)  # noqa: E731
-        elif name == "aten::addmm":
-            call = lambda c=torch.randn(shapes[0]), a=a, b=b: torch.addmm(c, a, b)  # noqa: E731
-        else:
-            call = lambda c=torch.zeros(m, n), a=a, b=b: c.addmm_(a, b)  # noqa: E731
-        seconds += per_call(call, 0.05) * count
-        flops += 2 * m * k * n * count
-    step = {"seconds": seconds / LEARN_STEPS, "flops": flops / LEARN_STEPS, "calls": sum(counts.values()) / LEARN_STEPS}
-    print(f"products: {step['calls']:.1f} calls a step, {step['flops'] / 1e6:.1f} MFLOP; each shape replayed alone at ATen's rate here: "
-          f"{1e3 * step['seconds']:.3f} ms a step ({step['flops'] / step['seconds'] / 1e9:.0f} GFLOP/s), "
-          f"{step['seconds'] / step_seconds:.0%} of the learning pass's {1e3 * step_seconds:.2f} ms")
-    return step
+    Every ATen operation of one `learn()` call (LEARN_STEPS steps) is replayed alone at its
+    shapes (benchmarks/op_replay.py), with Python's dispatch of each replay taken off: the
+    products' operations over ATen's rate at their shapes, the rest (copies, layer norms,
+    softmax, element-wise operations, allocations, views) each operation's own time. Twice: warm
+    (each operation over the same tensors, in the core's caches) and with its data out of the L2
+    cache (over copies adding up to 4x it, taken in turn), as a learning call's operations read
+    a tape written long before. The attention's C++ loops are no ATen operation; their floor is
+    `loops_bound`, the bytes they move over the bandwidth of their access pattern
+    (attention_roofline). Printed by group; returns, per way ("warm", "out of L2"), a step's
+    "groups" (seconds each) and "floor" (their sum), and the products' "flops" and "calls"."""
+    ways = {"warm": 0, "out of L2": 4 * l2_cache_bytes()}
+    result, groups, rest = {}, {}, collections.Counter()
+    for way, evict_bytes in ways.items():
+        operations, overhead = replayed_floor(learn, LEARN_STEPS, evict_bytes=evict_bytes)
+        seconds = groups[way] = collections.Counter()
+        for op in operations:
+            group = "products" if op.name in PRODUCTS else next((g for g, names in GROUPS.items() if op.name in names), "the rest")
+            seconds[group] += max(op.seconds - overhead * op.per_step, 0.0)
+            if group == "the rest" and way == "warm":
+                rest[op.name] += max(op.seconds - overhead * op.per_step, 0.0)
+        seconds["attention loops (bandwidth bound)"] = loops_bound
+        result[way] = {"groups": dict(seconds), "floor": sum(seconds.values())}
+    products = [op for op in operations if op.name in PRODUCTS]
+    flops = sum(2 * shapes[-2][0] * shapes[-2][1] * shapes[-1][1] * op.per_step for op in products for shapes in [op.shapes])
+    result.update(flops=flops, calls=sum(op.per_step for op in products))
+    print(f"products: {result['calls']:.1f} calls a step, {flops / 1e6:.1f} MFLOP; each shape replayed alone at ATen's rate here: "
+          + ", ".join(f"{way} {1e3 * groups[way]['products']:.3f} ms a step ({flops / groups[way]['products'] / 1e9:.0f} GFLOP/s)" for way in ways))
+    print(f"the learning pass from its parts ({sum(op.per_step for op in operations):.0f} ATen operations a step, each replayed alone less "
+          f"Python's {1e6 * overhead:.1f} us dispatch of it; the attention loops at their bound), ms a step:")
+    print(f"  {'':34s} " + " ".join(f"{way:>10s}" for way in ways))
+    for group, _ in groups["out of L2"].most_common():
+        print(f"  {group:34s} " + " ".join(f"{1e3 * groups[way][group]:10.3f}" for way in ways))
+    print(f"  {'in all':34s} " + " ".join(f"{1e3 * result[way]['floor']:10.3f}" for way in ways)
+          + f"  against {1e3 * step_seconds:.3f} measured: measured / floor "
+          + ", ".join(f"{way} {step_seconds / result[way]['floor']:.2f}" for way in ways))
+    print("  (the rest, warm: " + ", ".join(f"{name} {1e6 * part:.0f} us" for name, part in rest.most_common(8)) + ")")
+    return result
 
 
 def split_acting(core, state, x, first, calls: int = 640) -> dict[str, float]:

@@ -56,8 +56,7 @@ if __package__ in (None, ""):  # run as a script: the project root goes first on
 from agents.cores.ffm import FFMConfig, FFMCore  # noqa: E402
 from agents.cores.linear_scan import CHUNK, linear_scan  # noqa: E402
 from agents.cores.lru import LRUConfig, LRULayer  # noqa: E402
-from benchmarks.feedback_compiled import per_call  # noqa: E402
-from benchmarks.targets import Verdict, interleaved, ratio_target, report  # noqa: E402
+from benchmarks.targets import Verdict, interleaved, per_call, ratio_target, report  # noqa: E402
 from durable.records import write_json, write_text  # noqa: E402
 from experiments.frame.machine import cpu_model, load_line  # noqa: E402
 

@@ -9,8 +9,9 @@ Figures from elsewhere may be printed as context, labelled with their machine, n
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
-from typing import Iterable, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 T = TypeVar("T")
 
@@ -59,3 +60,13 @@ def interleaved(items: Sequence[T], rounds: int) -> list[T]:
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
     return [item for r in range(rounds) for item in (items if r % 2 == 0 else items[::-1])]
+
+
+def per_call(call: Callable[[], Any], seconds: float) -> float:
+    """Seconds per call of call(), after one untimed call, repeated for `seconds` (at least once)."""
+    call()
+    calls, start = 0, time.perf_counter()
+    while calls == 0 or time.perf_counter() - start < seconds:
+        call()
+        calls += 1
+    return (time.perf_counter() - start) / calls

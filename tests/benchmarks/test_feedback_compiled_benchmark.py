@@ -62,18 +62,28 @@ def test_the_scaling_table_times_every_model_at_every_batch(capsys, monkeypatch)
     assert re.search(r"a step's cost at B 1 \d+% of the span-64 step; span 64 less span 2 -?[0-9.]+ ms \(-?\d+%\)", out), out
 
 
-def test_the_products_roofline_counts_every_product_once_at_its_shape(capsys):
-    """--profile's products line: every mm, addmm and addmm_ of a learning call counted once, with
-    its shape's operations, per step of the call (LEARN_STEPS of them), and timed when replayed."""
-    a, b, bias, acc = torch.randn(6, 5), torch.randn(5, 7), torch.randn(7), torch.zeros(5, 7)
+def test_the_step_roofline_counts_every_operation_once_at_its_shape_and_adds_the_loops(capsys):
+    """--profile's roofline of the learning pass: every mm, addmm and addmm_ of a learning call
+    counted once with its shape's operations, per step of the call (LEARN_STEPS of them), the
+    other operations in their groups, each timed when replayed, and the attention loops' bound
+    added as given."""
+    a, b, bias, acc, buffer = torch.randn(6, 5), torch.randn(5, 7), torch.randn(7), torch.zeros(5, 7), torch.zeros(4, 9)
 
     def learn():
         torch.mm(a, b)
         torch.mm(a, b)
         torch.addmm(bias, a, b)
         acc.addmm_(a.t(), torch.randn(6, 7))  # (5, 6) @ (6, 7)
+        buffer[:, 3].copy_(torch.ones(4))  # a slot written into a strided buffer
+        torch.layer_norm(b, (7,))
 
-    step = benchmark.products_roofline(learn, step_seconds=1.0)
+    step = benchmark.step_roofline(learn, step_seconds=1.0, loops_bound=0.25)
     assert step["calls"] == pytest.approx(4 / benchmark.LEARN_STEPS)
     assert step["flops"] == pytest.approx((3 * 2 * 6 * 5 * 7 + 2 * 5 * 6 * 7) / benchmark.LEARN_STEPS)
-    assert step["seconds"] > 0 and "products: 0.1 calls a step" in capsys.readouterr().out
+    for way in ("warm", "out of L2"):
+        groups = step[way]["groups"]
+        assert groups["attention loops (bandwidth bound)"] == 0.25 and step[way]["floor"] == pytest.approx(sum(groups.values()))
+        assert {"products", "copies", "layer norms"} <= set(groups) and groups["products"] > 0
+    out = capsys.readouterr().out
+    assert "products: 0.1 calls a step" in out
+    assert re.search(r"in all +[0-9.]+ +[0-9.]+  against 1000.000 measured: measured / floor warm [0-9.]+, out of L2 [0-9.]+", out), out
