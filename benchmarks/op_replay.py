@@ -16,20 +16,21 @@ before. So `evict_bytes` replays each operation over enough copies of its argume
 exceed the core's L2 cache (`l2_cache_bytes`), so that each call reads its data from further
 out, as the call's operations do.
 
-What it leaves out is named by what it returns: code that is no ATen operation (the compiled
-step's own loops), and the cost of running the operations one after another in the call
-(dispatch, whatever cache misses differ from the replay's). Each replay is a Python call, so the floor holds the
-Python dispatch of every operation too; `call_overhead` measures that on a view operation, and
-the floor is given with it subtracted.
+What it leaves out: code that is no ATen operation (the compiled step's own loops), and the cost
+of running the operations one after another in the call (their dispatch from C++, whatever
+cache misses differ from the replay's). Each replay is a Python call, so its time holds Python's
+dispatch of the operation; `call_overhead` measures that on a view operation, for the caller to
+take off.
 """
 
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -125,36 +126,46 @@ def l2_cache_bytes(default: int = 2 * 2**20) -> int:
     return default
 
 
-def replayed_floor(call: Callable[[], Any], calls_per_step: float, seconds: float = 0.05,
-                   evict_bytes: int = 0) -> tuple[list[Replayed], float]:
-    """Run `call()` once recording its ATen operations, then time each distinct one alone for
-    `seconds` (the least of REPEATS timings), over copies of its arguments taken in turn that add up to `evict_bytes` or more
-    (0: the same arguments each time, warm in the cache). Returns the operations, slowest first
-    (counts and seconds divided by `calls_per_step`, so per step of the call), and Python's
-    dispatch of one replayed operation (`call_overhead`), which each replay's seconds hold once
-    per call."""
+def replayed_floor(call: Callable[[], Any], calls_per_step: float, evict_bytes: Sequence[int] = (0,),
+                   seconds: float = 0.05) -> tuple[dict[int, list[Replayed]], float]:
+    """Run `call()` once recording its ATen operations, then time each distinct one alone, once
+    for each of `evict_bytes`: over copies of its arguments, taken in turn, that add up to that
+    many bytes or more (0: the same arguments each time, warm in the cache). Each operation's
+    ways are timed in turn, REPEATS times for `seconds` in all, and the least kept: a floor, which
+    a pause by the scheduler does not raise, and ways compared under the same load.
+
+    Returns, for each of `evict_bytes`, the operations, slowest first (counts and seconds
+    divided by `calls_per_step`, so per step of the call), and Python's dispatch of one replayed
+    operation (`call_overhead`), which each replay's seconds hold once per call."""
     recorder = _Recorder()
     with recorder:
         call()
-    replayed = []
+    replayed = {size: [] for size in evict_bytes}
     torch.set_flush_denormal(True)
     try:
         for key, count in recorder.calls.items():
             func, layout_args, layout_kwargs = recorder.example[key]
             layouts = [leaf for leaf in tree_leaves((layout_args, layout_kwargs)) if isinstance(leaf, _Layout)]
             size = max(sum(layout.nbytes() for layout in layouts), 1)
-            copies = [tree_map(lambda a: a.fresh() if isinstance(a, _Layout) else a, (layout_args, layout_kwargs))
-                      for _ in range(min(-(-evict_bytes // size), MAX_COPIES) if evict_bytes else 1)]
-            turn = itertools.cycle(copies)
-
-            def replay():
-                args, kwargs = next(turn)
-                func(*args, **kwargs)
-
-            with torch.no_grad():  # the least of REPEATS timings: a floor, which a pause by the scheduler does not raise
-                alone = min(per_call(replay, seconds / REPEATS) for _ in range(REPEATS))
+            replays = {}
+            for evict in evict_bytes:
+                copies = [tree_map(lambda a: a.fresh() if isinstance(a, _Layout) else a, (layout_args, layout_kwargs))
+                          for _ in range(min(-(-evict // size), MAX_COPIES) if evict else 1)]
+                replays[evict] = functools.partial(_replay, func, itertools.cycle(copies))
+            timings = collections.defaultdict(list)
+            with torch.no_grad():
+                for _ in range(REPEATS):
+                    for evict, replay in replays.items():
+                        timings[evict].append(per_call(replay, seconds / REPEATS / len(evict_bytes)))
             shapes = [layout.shape for layout in layouts]
-            replayed.append(Replayed(func.overloadpacket.__name__, shapes, count / calls_per_step, alone * count / calls_per_step))
+            for evict in evict_bytes:
+                replayed[evict].append(Replayed(func.overloadpacket.__name__, shapes, count / calls_per_step, min(timings[evict]) * count / calls_per_step))
     finally:
         torch.set_flush_denormal(False)  # torch's default
-    return sorted(replayed, key=lambda op: -op.seconds), call_overhead(0.2)
+    return {evict: sorted(ops, key=lambda op: -op.seconds) for evict, ops in replayed.items()}, call_overhead(0.2)
+
+
+def _replay(func, turn: Iterator[tuple]) -> None:
+    """One call of the operation on the next copy of its arguments."""
+    args, kwargs = next(turn)
+    func(*args, **kwargs)

@@ -18,7 +18,8 @@ def test_each_distinct_operation_is_counted_per_step_and_replayed_alone():
         buffer.masked_fill_(mask, 0.0)
         torch.add(row, buffer).index_select(0, index)
 
-    operations, overhead = replayed_floor(call, calls_per_step=2.0, seconds=0.001)
+    replayed, overhead = replayed_floor(call, calls_per_step=2.0, seconds=0.001)
+    operations = replayed[0]
     by_name = {}
     for op in operations:
         by_name.setdefault(op.name, []).append(op)
@@ -31,7 +32,7 @@ def test_each_distinct_operation_is_counted_per_step_and_replayed_alone():
 
 def test_replay_leaves_the_call_s_tensors_alone_and_the_denormal_flag_as_torch_has_it():
     buffer = torch.zeros(3, 3)
-    replayed_floor(lambda: buffer.add_(1.0), calls_per_step=1.0, seconds=0.001)
+    replayed_floor(lambda: buffer.add_(1.0), calls_per_step=1.0, evict_bytes=(0, 2**16), seconds=0.001)
     assert torch.equal(buffer, torch.ones(3, 3))  # recorded once, then replayed on its own tensors
     subnormal = torch.tensor([1e-39])  # float32's smallest normal number is 1.2e-38
     assert (subnormal * 1.0).item() == pytest.approx(1e-39, rel=1e-3)  # not flushed to zero: the flag is put back
@@ -39,8 +40,8 @@ def test_replay_leaves_the_call_s_tensors_alone_and_the_denormal_flag_as_torch_h
 
 def test_replay_out_of_the_cache_takes_copies_in_turn_and_counts_the_same():
     a, b = torch.randn(64, 64), torch.randn(64, 64)
-    warm, _ = replayed_floor(lambda: torch.mm(a, b), calls_per_step=1.0, seconds=0.001)
-    cold, _ = replayed_floor(lambda: torch.mm(a, b), calls_per_step=1.0, seconds=0.001, evict_bytes=4 * l2_cache_bytes())
+    ways, _ = replayed_floor(lambda: torch.mm(a, b), calls_per_step=1.0, evict_bytes=(0, 4 * l2_cache_bytes()), seconds=0.001)
+    warm, cold = ways[0], ways[4 * l2_cache_bytes()]
     assert [(op.name, op.shapes, op.per_step) for op in cold] == [(op.name, op.shapes, op.per_step) for op in warm] == [("mm", [(64, 64), (64, 64)], 1.0)]
 
 
