@@ -182,9 +182,12 @@ def profile_learning(name: str, learn) -> float:
     return sum(per_step(e.self_cpu_time_total) for e in loops)
 
 
-def attention_roofline(measured: float) -> float:
-    """The attention loops' time a learning step (`measured`, from the profile) against the bytes
-    they move over the bandwidth this core gets, measured two ways.
+def attention_roofline(measured: float | None, batch: int = BATCH, heads: int = FEEDBACK["n_heads"], span: int = FEEDBACK["span"],
+                       width: int = FEEDBACK["d_model"] // FEEDBACK["n_heads"], layers: int = FEEDBACK["n_layers"],
+                       steps: int = LEARN_STEPS) -> float:
+    """The attention loops' time a learning step (`measured`, from the profile; None: not
+    measured) against the bytes they move over the bandwidth this core gets, measured two ways;
+    the sizes are the CPU preset's unless given (`steps`: the learning call's T).
 
     Each layer's step reads its key and value windows (B H S E each) forward; backward it reads
     them again and reads and writes their gradients (four more): 8 B H S E floats, plus the
@@ -195,33 +198,32 @@ def attention_roofline(measured: float) -> float:
     buffers' stride of S + T slots, the window a slot further each call (`window_bandwidth`), as
     the loops walk them: the bound for their access pattern, whatever their arithmetic, which is
     returned (seconds a step)."""
-    heads, span, layers = FEEDBACK["n_heads"], FEEDBACK["span"], FEEDBACK["n_layers"]
-    width = FEEDBACK["d_model"] // heads
-    floats = layers * (8 * BATCH * heads * span * width + 5 * BATCH * heads * span)
+    floats = layers * (8 * batch * heads * span * width + 5 * batch * heads * span)
     moved = 4 * floats  # float32
-    a, c = torch.randn(4 * BATCH * heads * span * width), torch.randn(4 * BATCH * heads * span * width)
+    a, c = torch.randn(4 * batch * heads * span * width), torch.randn(4 * batch * heads * span * width)
     seconds = per_call(lambda: c.add_(a), 1.0)
+    said = f"{1e3 * measured:.3f} ms a step measured; " if measured is not None else ""
     for how, bandwidth in ((f"c += a, {3 * 4 * a.numel() / 2**20:.0f} MiB", 3 * 4 * a.numel() / seconds),
-                           ("the windows' rows", window_bandwidth(heads, span, width))):
+                           ("the windows' rows", window_bandwidth(batch, heads, span, width, steps))):
         predicted = moved / bandwidth
-        print(f"attention loops: {1e3 * measured:.3f} ms a step measured; {moved / 1e6:.1f} MB a step over {bandwidth / 1e9:.1f} GB/s "
-              f"({how}) = {1e3 * predicted:.3f} ms: measured / bound {measured / predicted:.2f}")
+        print(f"attention loops: {said}{moved / 1e6:.1f} MB a step over {bandwidth / 1e9:.1f} GB/s ({how}) = {1e3 * predicted:.3f} ms"
+              + (f": measured / bound {measured / predicted:.2f}" if measured is not None else ""))
     return predicted
 
 
-def window_bandwidth(heads: int, span: int, width: int) -> float:
+def window_bandwidth(batch: int, heads: int, span: int, width: int, steps: int) -> float:
     """Bytes a second of `gradient window += key window` over buffers laid out as a learning
     call's (B, H, E, S + T) keys and (B, 2, H, E, S + T) gradients, the window [t, t + S) moving a
     slot each call: rows of S floats at a stride of S + T (read two, write one)."""
-    slots = span + LEARN_STEPS
-    keys, grads = torch.randn(BATCH, heads, width, slots), torch.randn(BATCH, 2, heads, width, slots)
+    slots = span + steps
+    keys, grads = torch.randn(batch, heads, width, slots), torch.randn(batch, 2, heads, width, slots)
     step = iter(range(10**12))
 
     def add():
-        t = next(step) % LEARN_STEPS
+        t = next(step) % steps
         grads[:, 0, ..., t : t + span].add_(keys[..., t : t + span])
 
-    return 3 * 4 * BATCH * heads * width * span / per_call(add, 1.0)
+    return 3 * 4 * batch * heads * width * span / per_call(add, 1.0)
 
 
 PRODUCTS = ("mm", "addmm", "addmm_")
@@ -231,10 +233,10 @@ GROUPS = {"copies": ("copy_", "clone", "contiguous", "stack", "cat", "_to_copy")
           "softmax": ("_softmax", "_softmax_backward_data")}
 
 
-def step_roofline(learn, step_seconds: float, loops_bound: float) -> dict:
+def step_roofline(learn, step_seconds: float, loops_bound: float, steps_per_call: int = LEARN_STEPS, replay_seconds: float = 0.05) -> dict:
     """The learning pass's floor from its parts, against its measured `step_seconds`.
 
-    Every ATen operation of one `learn()` call (LEARN_STEPS steps) is replayed alone at its
+    Every ATen operation of one `learn()` call (`steps_per_call` steps) is replayed alone at its
     shapes (benchmarks/op_replay.py), with Python's dispatch of each replay taken off: the
     products' operations over ATen's rate at their shapes, the rest (copies, layer norms,
     softmax, element-wise operations, allocations, views) each operation's own time. Twice: warm
@@ -243,9 +245,10 @@ def step_roofline(learn, step_seconds: float, loops_bound: float) -> dict:
     a tape written long before. The attention's C++ loops are no ATen operation; their floor is
     `loops_bound`, the bytes they move over the bandwidth of their access pattern
     (attention_roofline). Printed by group; returns, per way ("warm", "out of L2"), a step's
-    "groups" (seconds each) and "floor" (their sum), and the products' "flops" and "calls"."""
+    "groups" (seconds each) and "floor" (their sum), and the products' "flops" and "calls".
+    `replay_seconds`: each operation's timing, both ways together."""
     ways = {"warm": 0, "out of L2": 4 * l2_cache_bytes()}
-    replayed, overhead = replayed_floor(learn, LEARN_STEPS, evict_bytes=list(ways.values()))
+    replayed, overhead = replayed_floor(learn, steps_per_call, evict_bytes=list(ways.values()), seconds=replay_seconds)
     result, groups, rest = {}, {}, collections.Counter()
     for way, evict_bytes in ways.items():
         operations = replayed[evict_bytes]
@@ -267,7 +270,7 @@ def step_roofline(learn, step_seconds: float, loops_bound: float) -> dict:
     print(f"  {'':34s} " + " ".join(f"{way:>10s}" for way in ways))
     for group, _ in groups["out of L2"].most_common():
         print(f"  {group:34s} " + " ".join(f"{1e3 * groups[way][group]:10.3f}" for way in ways))
-    again = per_call(learn, 2.0) / LEARN_STEPS  # the machine's speed may have moved since the table's rounds
+    again = per_call(learn, 2.0) / steps_per_call  # the machine's speed may have moved since the table's rounds
     print(f"  {'in all':34s} " + " ".join(f"{1e3 * result[way]['floor']:10.3f}" for way in ways)
           + f"  against {1e3 * step_seconds:.3f} measured ({1e3 * again:.3f} timed again after the replays): measured / floor "
           + ", ".join(f"{way} {step_seconds / result[way]['floor']:.2f}" for way in ways))

@@ -39,7 +39,7 @@ from torch.utils._pytree import tree_leaves, tree_map
 from benchmarks.targets import per_call
 
 REPEATS = 5  # timings of each operation, the least kept
-MAX_COPIES = 4096  # of one operation's arguments, for evict_bytes: enough for a few-byte operation to pass 2 MiB
+MAX_COPIES = 256  # of one operation's arguments, for evict_bytes: an operation on a few KiB stays in L2 (its time is its calling cost)
 
 
 class _Layout:

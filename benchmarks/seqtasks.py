@@ -26,6 +26,12 @@ unless the measured targets pass.
     python benchmarks/seqtasks.py --cores feedback transformer --seconds 20 --check
     git clone https://github.com/facebookresearch/transformer-sequential /tmp/transformer-sequential
     python benchmarks/seqtasks.py --cores feedback transformer --authors /tmp/transformer-sequential
+    python benchmarks/seqtasks.py --cores feedback --authors /tmp/transformer-sequential --threads 1 --floor
+
+--floor then gives our Feedback update's floor from its parts (benchmarks/feedback_compiled.py's
+step_roofline: every ATen operation of an update replayed alone, the attention's loops at their
+bandwidth bound) and, with --authors, the most our feedback / theirs could read here if our
+update ran at that floor, and at its matrix products' alone: the bound on the 2.5x target.
 """
 
 from __future__ import annotations
@@ -132,9 +138,12 @@ def main() -> int:
     parser.add_argument("--authors", type=Path, default=None, metavar="PATH",
                         help="a checkout of facebookresearch/transformer-sequential outside this repository: time their models too")
     parser.add_argument("--check", action="store_true", help="exit 1 unless the measured targets pass")
+    parser.add_argument("--floor", action="store_true", help="then our feedback update's floor from its parts, and what it bounds")
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error(f"--rounds must be >= 1, got {args.rounds}")
+    if args.floor and ("feedback" not in args.cores or args.device != "cpu"):
+        parser.error(f"--floor needs feedback among --cores and --device cpu, got --cores {' '.join(args.cores)} --device {args.device}")
     torch.set_num_threads(args.threads)
     print(f"machine: {cpu_model()}, torch {torch.__version__}, {args.threads} thread(s), device {args.device}, batch {args.batch}, BPTT 64, "
           f"{args.rounds} interleaved rounds; {load_line()}")
@@ -146,8 +155,31 @@ def main() -> int:
     speed = {r["model"]: r["tokens_per_s"] for r in rows}
     if THEIRS + "feedback" in speed and THEIRS + "transformer" in speed:
         print(f"context: the authors' feedback / transformer tokens/s here: {speed[THEIRS + 'feedback'] / speed[THEIRS + 'transformer']:.2f}")
+    if args.floor:
+        floor(args.batch, {r["model"]: r["s_per_update"] for r in rows})
     print(f"at the end: {load_line()}")
     return report(targets(speed, args.authors is not None), args.check)
+
+
+def floor(batch: int, s_per_update: dict[str, float], replay_seconds: float = 0.05) -> None:
+    """Our feedback update's floor from its parts, per step of its BPTT block (step_roofline), and,
+    where the authors' feedback was timed, the most our / theirs could read with our update at
+    that floor, and at its products' alone (the model's own arithmetic at ATen's rate).
+    `replay_seconds`: each operation's timing (step_roofline)."""
+    from benchmarks.feedback_compiled import attention_roofline, step_roofline
+
+    steps, heads = PAPER["bptt"], PAPER["n_heads"]
+    loops = attention_roofline(None, batch=batch, heads=heads, span=PAPER["span"], width=PAPER["d_model"] // heads,
+                               layers=PAPER["n_layers"], steps=steps)
+    with tempfile.TemporaryDirectory() as folder:
+        run = build("feedback", batch, "cpu", Path(folder))
+        parts = step_roofline(run.step, s_per_update["feedback"] / steps, loops, steps_per_call=steps, replay_seconds=replay_seconds)
+    theirs = s_per_update.get(THEIRS + "feedback")
+    if theirs is not None:
+        for way in ("warm", "out of L2"):
+            print(f"ours at its floor ({way}) would be {theirs / (steps * parts[way]['floor']):.2f}x the authors' feedback tokens/s, "
+                  f"at its products' alone {theirs / (steps * parts[way]['groups']['products']):.2f}x "
+                  f"(measured: {theirs / s_per_update['feedback']:.2f}x; target {AUTHORS_TARGETS['feedback']}x)")
 
 
 if __name__ == "__main__":

@@ -67,19 +67,20 @@ def test_the_step_roofline_counts_every_operation_once_at_its_shape_and_adds_the
     counted once with its shape's operations, per step of the call (LEARN_STEPS of them), the
     other operations in their groups, each timed when replayed, and the attention loops' bound
     added as given."""
-    a, b, bias, acc, buffer = torch.randn(6, 5), torch.randn(5, 7), torch.randn(7), torch.zeros(5, 7), torch.zeros(4, 9)
+    m, k, n = 96, 80, 112  # products of tens of microseconds, well above a replay's dispatch
+    a, b, bias, acc, buffer = torch.randn(m, k), torch.randn(k, n), torch.randn(n), torch.zeros(k, n), torch.zeros(4, 9)
 
     def learn():
         torch.mm(a, b)
         torch.mm(a, b)
         torch.addmm(bias, a, b)
-        acc.addmm_(a.t(), torch.randn(6, 7))  # (5, 6) @ (6, 7)
+        acc.addmm_(a.t(), torch.randn(m, n))  # (k, m) @ (m, n)
         buffer[:, 3].copy_(torch.ones(4))  # a slot written into a strided buffer
-        torch.layer_norm(b, (7,))
+        torch.layer_norm(b, (n,))
 
-    step = benchmark.step_roofline(learn, step_seconds=1.0, loops_bound=0.25)
+    step = benchmark.step_roofline(learn, step_seconds=1.0, loops_bound=0.25, replay_seconds=0.005)
     assert step["calls"] == pytest.approx(4 / benchmark.LEARN_STEPS)
-    assert step["flops"] == pytest.approx((3 * 2 * 6 * 5 * 7 + 2 * 5 * 6 * 7) / benchmark.LEARN_STEPS)
+    assert step["flops"] == pytest.approx((3 * 2 * m * k * n + 2 * k * m * n) / benchmark.LEARN_STEPS)
     for way in ("warm", "out of L2"):
         groups = step[way]["groups"]
         assert groups["attention loops (bandwidth bound)"] == 0.25 and step[way]["floor"] == pytest.approx(sum(groups.values()))
