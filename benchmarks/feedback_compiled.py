@@ -264,7 +264,7 @@ def step_roofline(learn, step_seconds: float, loops_bound: float, steps_per_call
     flops = sum(2 * shapes[-2][0] * shapes[-2][1] * shapes[-1][1] * op.per_step for op in products for shapes in [op.shapes])
     result.update(flops=flops, calls=sum(op.per_step for op in products))
     print(f"products: {result['calls']:.1f} calls a step, {flops / 1e6:.1f} MFLOP; each shape replayed alone at ATen's rate here: "
-          + ", ".join(f"{way} {1e3 * groups[way]['products']:.3f} ms a step ({flops / groups[way]['products'] / 1e9:.0f} GFLOP/s)" for way in ways))
+          + ", ".join(f"{way} {1e3 * groups[way]['products']:.3f} ms a step ({gigaflops(flops, groups[way]['products'])})" for way in ways))
     print(f"the learning pass from its parts ({sum(op.per_step for op in operations):.0f} ATen operations a step, each replayed alone less "
           f"Python's {1e6 * overhead:.1f} us dispatch of it; the attention loops at their bound), ms a step:")
     print(f"  {'':34s} " + " ".join(f"{way:>10s}" for way in ways))
@@ -276,6 +276,11 @@ def step_roofline(learn, step_seconds: float, loops_bound: float, steps_per_call
           + ", ".join(f"{way} {step_seconds / result[way]['floor']:.2f}" for way in ways))
     print("  (the rest, warm: " + ", ".join(f"{name} {1e6 * part:.0f} us" for name, part in rest.most_common(8)) + ")")
     return result
+
+
+def gigaflops(flops: float, seconds: float) -> str:
+    """A rate as the roofline prints it; a replay no slower than its dispatch has no rate to give."""
+    return f"{flops / seconds / 1e9:.0f} GFLOP/s" if seconds > 0 else "within the dispatch's time: no rate"
 
 
 def split_acting(core, state, x, first, calls: int = 640) -> dict[str, float]:

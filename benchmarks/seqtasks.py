@@ -177,8 +177,9 @@ def floor(batch: int, s_per_update: dict[str, float], replay_seconds: float = 0.
     theirs = s_per_update.get(THEIRS + "feedback")
     if theirs is not None:
         for way in ("warm", "out of L2"):
+            products = steps * parts[way]["groups"]["products"]  # 0 where every product is within the replay's dispatch
             print(f"ours at its floor ({way}) would be {theirs / (steps * parts[way]['floor']):.2f}x the authors' feedback tokens/s, "
-                  f"at its products' alone {theirs / (steps * parts[way]['groups']['products']):.2f}x "
+                  f"at its products' alone {f'{theirs / products:.2f}x' if products > 0 else 'without bound'} "
                   f"(measured: {theirs / s_per_update['feedback']:.2f}x; target {AUTHORS_TARGETS['feedback']}x)")
 
 

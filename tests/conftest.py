@@ -21,9 +21,9 @@ from durable.interrupt import STOP_SIGNALS
 
 pytest_plugins = ["pytester"]  # tests/test_conftest.py runs a small suite under this conftest
 
-# Under pytest-xdist (README's `-n 2`) each worker gets its share of the cores for torch's own
-# threads: two workers of two threads each on two cores made every in-process product wait on
-# the other worker's threads.
+# Under pytest-xdist (README's `-n 3`) each worker gets its share of the cores for torch's own
+# threads (at least one): two workers of two threads each on two cores made every in-process
+# product wait on the other worker's threads.
 if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
 

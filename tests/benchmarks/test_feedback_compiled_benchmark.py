@@ -88,3 +88,8 @@ def test_the_step_roofline_counts_every_operation_once_at_its_shape_and_adds_the
     out = capsys.readouterr().out
     assert "products: 0.1 calls a step" in out
     assert re.search(r"in all +[0-9.]+ +[0-9.]+  against 1000.000 measured \(\d+.\d+ timed again after the replays\): measured / floor warm [0-9.]+, out of L2 [0-9.]+", out), out
+
+
+def test_a_rate_is_given_only_where_the_products_took_time():
+    assert benchmark.gigaflops(2e9, 0.5) == "4 GFLOP/s"
+    assert benchmark.gigaflops(2e9, 0.0) == "within the dispatch's time: no rate"  # tiny products, all within the dispatch taken off

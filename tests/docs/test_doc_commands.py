@@ -72,8 +72,8 @@ def test_shown_command_parses(where, command, monkeypatch, capsys):
                 named = set(word.split("[", 1)[1].rstrip("]").split(","))
                 assert named <= EXTRAS, f"{where}: {command!r} names extras {sorted(named - EXTRAS)}; pyproject.toml has {sorted(EXTRAS)}"
     elif words[:3] == ["python", "-m", "pytest"]:
-        # -q, a marker expression, and pytest-xdist's two workers stealing each other's tests
-        known = {"-q", "-m", "not slow", "-n", "2", "--dist", "worksteal"}
+        # -q, a marker expression, and pytest-xdist's three workers stealing each other's tests
+        known = {"-q", "-m", "not slow", "-n", "3", "--dist", "worksteal"}
         assert set(words[3:]) <= known, f"{where}: {command!r}: pytest flags this test does not know"
     elif words[0] == "tensorboard":
         from tensorboard import program
