@@ -15,7 +15,7 @@ cliff here and is left out.
 
 Writes NAME_budget.json (per model: the length, both budgets' frames, the sweep's greedy success
 per seed there and the longer runs' per seed with their training time; the command, machine and
-wall time) and NAME_budget.md, and keeps every finished run's records in NAME_budget_runs.json
+wall time) and NAME_budget.md after each model (`"complete": false` until the last), and keeps every finished run's records in NAME_budget_runs.json
 as it goes (experiments/frame/ledger.py): commit it, and the same command resumes on another
 machine without the run folders.
 """
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
     passed = [*(["--jobs", str(args.jobs)] if args.jobs else []), *(["--quick"] if args.quick else [])]
     started = time.time()
     result = {"command": "python -m experiments.cliff_budget " + shlex.join(sys.argv[1:]), "source": source.name, "scale": args.scale,
-              "seeds": list(range(args.seeds)), "solved_at": memory_length.SOLVED, "models": {}}
+              "seeds": list(range(args.seeds)), "solved_at": memory_length.SOLVED, "complete": False, "models": {}}
     for model, length in cliffs.items():
         print(f"{model}: first failing length {length}; {args.seeds} runs at {args.scale:g}x its frames", flush=True)
         memory_length.main([*flags, "--models", model, "--lengths", str(length), "--seeds", str(args.seeds), "--no-estimate",
@@ -105,16 +105,23 @@ def main(argv: list[str] | None = None) -> None:
             "sweep_greedy_per_seed": [run["greedy_success"] for run in swept["per_seed"]], "sweep_solved": swept["solved"],
             "train_args": cell["train_args"], "per_seed": cell["per_seed"], "greedy": cell["greedy"], "solved": cell["solved"],
         }
-    result["wall_seconds"] = round(time.time() - started, 1)
-    write_json(args.out / f"{args.name}_budget.json", result, indent=1)
-    write_text(args.out / f"{args.name}_budget.md", table(result))
+        result["complete"] = len(result["models"]) == len(cliffs)
+        write_results(result, args.out / args.name, started)  # after each model, so a stopped check keeps the models it finished
     print(table(result))
+
+
+def write_results(result: dict, stem: Path, started: float) -> None:
+    """STEM_budget.json and .md of the models done so far ("complete" once every one is)."""
+    result["wall_seconds"] = round(time.time() - started, 1)
+    write_json(stem.with_name(f"{stem.name}_budget.json"), result, indent=1)
+    write_text(stem.with_name(f"{stem.name}_budget.md"), table(result))
 
 
 def table(result: dict) -> str:
     """A row per model: its first failing length, the sweep's runs there, and the longer runs."""
     caption = (f"The first length most seeds of {result['source']} did not solve, per model, run again with {result['scale']:g}x "
-               f"the frames ({len(result['seeds'])} seeds); solved: greedy success >= {result['solved_at']}.")
+               f"the frames ({len(result['seeds'])} seeds); solved: greedy success >= {result['solved_at']}."
+               + ("" if result.get("complete", True) else " Under way: the models done so far."))
     solved = lambda s: f"{s['solved']} of {s['runs']}"  # noqa: E731
     rows = []
     for model, cell in result["models"].items():

@@ -5,6 +5,7 @@ import json
 import shlex
 import shutil
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -49,7 +50,7 @@ def test_a_quick_budget_check_runs_each_cliff_and_leaves_out_the_floor_and_the_m
     monkeypatch.setattr(sys, "argv", ["cliff_budget", *argv])
     cliff_budget.main(argv)
     result = json.loads((out / "sweep_budget.json").read_text())
-    assert list(result["models"]) == ["lstm"]  # gru solved every length; the MLP is the floor
+    assert list(result["models"]) == ["lstm"] and result["complete"]  # gru solved every length; the MLP is the floor
     cell = result["models"]["lstm"]
     assert (cell["length"], cell["sweep_frames"], cell["sweep_greedy_per_seed"]) == (3, 40_000, [0.5, 0.5])
     assert [run["seed"] for run in cell["per_seed"]] == [0, 1] and (tmp_path / "runs" / "lstm" / "L3" / "seed1" / "train.done.json").exists()
@@ -60,3 +61,31 @@ def test_a_quick_budget_check_runs_each_cliff_and_leaves_out_the_floor_and_the_m
     assert not (tmp_path / "runs" / "lstm").exists()  # nothing trained again
     with pytest.raises(SystemExit):  # a model that has no cliff asked for by name
         cliff_budget.main([*argv, "--models", "gru"])
+
+
+def test_a_check_stopped_after_one_model_keeps_that_model_and_says_it_is_under_way(tmp_path, monkeypatch):
+    """Each model's longer runs are written as soon as they are done: a check stopped (Ctrl-C,
+    SIGTERM) during the second model leaves the first in NAME_budget.json, "complete" false."""
+    failing = lambda: {"solved": {"solved": 0, "runs": 2}, "per_seed": [{"greedy_success": 0.5}] * 2}  # noqa: E731
+    sweep = {"command": "python -m experiments.memory_length --env memory_length --budget bsuite --lengths 2 --models lstm gru --seeds 2",
+             "frames": {"2": 30_000}, "models": {"lstm": {"lengths": {"2": failing()}}, "gru": {"lengths": {"2": failing()}}}}
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "sweep.json").write_text(json.dumps(sweep))
+
+    def longer_runs(argv):  # memory_length.main as the check calls it: lstm finishes, gru is stopped
+        flags = dict(zip(argv, argv[1:]))
+        if flags["--models"] == "gru":
+            raise KeyboardInterrupt
+        cell = {"train_args": ["--core", "lstm"], "per_seed": [{"seed": s, "greedy_success": 1.0, "training_seconds": 60.0} for s in range(2)],
+                "greedy": {"iqm": 1.0}, "solved": {"solved": 2, "runs": 2}}
+        Path(flags["--out"]).mkdir(parents=True, exist_ok=True)
+        (Path(flags["--out"]) / "lstm.json").write_text(json.dumps({"machine": "here", "frames": {"2": 120_000}, "models": {"lstm": {"lengths": {"2": cell}}}}))
+
+    monkeypatch.setattr(cliff_budget.memory_length, "main", longer_runs)
+    with pytest.raises(KeyboardInterrupt):
+        cliff_budget.main(["--name", "sweep", "--out", str(out), "--runs-dir", str(tmp_path / "runs"), "--seeds", "2"])
+    result = json.loads((out / "sweep_budget.json").read_text())
+    assert list(result["models"]) == ["lstm"] and result["complete"] is False
+    assert result["models"]["lstm"]["frames"] == 120_000 and result["models"]["lstm"]["solved"]["solved"] == 2
+    assert "Under way: the models done so far." in (out / "sweep_budget.md").read_text()
