@@ -37,7 +37,6 @@ too where their checkpoints are here, found with their greedy success in the swe
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 import time
@@ -48,7 +47,7 @@ import torch
 
 from durable.records import read_record, write_json, write_text
 from experiments.cue_memory import EPISODES, trained_and_fresh, walk_to_query
-from experiments.frame.jobs import ROOT, machine
+from experiments.frame.jobs import ROOT, evaluation_means, machine
 from experiments.frame.tables import markdown_table
 from experiments.memory_probes import probe
 
@@ -137,7 +136,7 @@ def unfinished(ledger: Path, sweep: dict, models: list[str]) -> dict[str, dict[s
         model, length, seed = folder.split("/")
         length = length.removeprefix("L")
         if model in models and length not in sweep["models"][model]["lengths"] and "evaluate.done.json" in records:
-            success = json.loads(records["evaluate.done.json"]["last_line"])["results"]["agent"]["success"]["mean"]
+            success = evaluation_means(records["evaluate.done.json"])["agent"]["success"]
             found.setdefault(model, {}).setdefault(length, []).append({"seed": int(seed.removeprefix("seed")), "greedy_success": success})
     for lengths in found.values():
         for runs in lengths.values():

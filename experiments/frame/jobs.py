@@ -185,7 +185,12 @@ def evaluate_job(run_dir: Path, episodes: int, frames: int, greedy: bool = False
 
 def evaluation(job: Job) -> dict[str, dict[str, float]]:
     """{policy: {quantity: mean}} for "agent", "random" and "oracle" from a finished evaluate_job."""
-    results = json.loads(job.result()["last_line"])["results"]
+    return evaluation_means(job.result())
+
+
+def evaluation_means(record: dict) -> dict[str, dict[str, float]]:
+    """evaluation()'s means from an evaluate_job's record (its .done.json, or the ledger's copy)."""
+    results = json.loads(record["last_line"])["results"]
     return {policy: {key: value["mean"] for key, value in numbers.items()} for policy, numbers in results.items()}
 
 
