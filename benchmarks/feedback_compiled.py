@@ -251,15 +251,16 @@ def step_roofline(learn, step_seconds: float, loops_bound: float, steps_per_call
     replayed, overhead = replayed_floor(learn, steps_per_call, evict_bytes=list(ways.values()), seconds=replay_seconds)
     result, groups, rest = {}, {}, collections.Counter()
     for way, evict_bytes in ways.items():
-        operations = replayed[evict_bytes]
         seconds = groups[way] = collections.Counter()
-        for op in operations:
+        for op in replayed[evict_bytes]:
             group = "products" if op.name in PRODUCTS else next((g for g, names in GROUPS.items() if op.name in names), "the rest")
-            seconds[group] += max(op.seconds - overhead * op.per_step, 0.0)
+            alone = max(op.seconds - overhead * op.per_step, 0.0)
+            seconds[group] += alone
             if group == "the rest" and way == "warm":
-                rest[op.name] += max(op.seconds - overhead * op.per_step, 0.0)
+                rest[op.name] += alone
         seconds["attention loops (bandwidth bound)"] = loops_bound
         result[way] = {"groups": dict(seconds), "floor": sum(seconds.values())}
+    operations = replayed[ways["warm"]]  # the same operations, counts and shapes either way
     products = [op for op in operations if op.name in PRODUCTS]
     flops = sum(2 * shapes[-2][0] * shapes[-2][1] * shapes[-1][1] * op.per_step for op in products for shapes in [op.shapes])
     result.update(flops=flops, calls=sum(op.per_step for op in products))
