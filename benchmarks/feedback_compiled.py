@@ -48,6 +48,7 @@ from agents.cores.append_log import HEADROOM  # noqa: E402
 from agents.cores import make_core  # noqa: E402
 from agents.runtime.freed_memory import keep_freed_memory  # noqa: E402
 from experiments.frame.machine import cpu_model  # noqa: E402
+from benchmarks.cpp_dispatch import cpp_dispatch_cost  # noqa: E402
 from benchmarks.op_replay import l2_cache_bytes, replayed_floor  # noqa: E402
 from benchmarks.targets import interleaved, per_call  # noqa: E402
 
@@ -244,11 +245,15 @@ def step_roofline(learn, step_seconds: float, loops_bound: float, steps_per_call
     cache (over copies adding up to 4x it, taken in turn), as a learning call's operations read
     a tape written long before. The attention's C++ loops are no ATen operation; their floor is
     `loops_bound`, the bytes they move over the bandwidth of their access pattern
-    (attention_roofline). Printed by group; returns, per way ("warm", "out of L2"), a step's
+    (attention_roofline). The call's own dispatch of each operation from C++ is added
+    (benchmarks/cpp_dispatch.py, where it builds). Printed by group; returns, per way ("warm", "out of L2"), a step's
     "groups" (seconds each) and "floor" (their sum), and the products' "flops" and "calls".
     `replay_seconds`: each operation's timing, both ways together."""
     ways = {"warm": 0, "out of L2": 4 * l2_cache_bytes()}
     replayed, overhead = replayed_floor(learn, steps_per_call, evict_bytes=list(ways.values()), seconds=replay_seconds)
+    operations = replayed[ways["warm"]]  # the same operations, counts and shapes either way
+    count = sum(op.per_step for op in operations)
+    from_cpp = cpp_dispatch_cost()  # the call's own dispatch of each operation, which the replays' times leave out
     result, groups, rest = {}, {}, collections.Counter()
     for way, evict_bytes in ways.items():
         seconds = groups[way] = collections.Counter()
@@ -259,15 +264,17 @@ def step_roofline(learn, step_seconds: float, loops_bound: float, steps_per_call
             if group == "the rest" and way == "warm":
                 rest[op.name] += alone
         seconds["attention loops (bandwidth bound)"] = loops_bound
+        if from_cpp is not None:
+            seconds["C++ dispatch of the operations"] = from_cpp * count
         result[way] = {"groups": dict(seconds), "floor": sum(seconds.values())}
-    operations = replayed[ways["warm"]]  # the same operations, counts and shapes either way
     products = [op for op in operations if op.name in PRODUCTS]
     flops = sum(2 * shapes[-2][0] * shapes[-2][1] * shapes[-1][1] * op.per_step for op in products for shapes in [op.shapes])
     result.update(flops=flops, calls=sum(op.per_step for op in products))
     print(f"products: {result['calls']:.1f} calls a step, {flops / 1e6:.1f} MFLOP; each shape replayed alone at ATen's rate here: "
           + ", ".join(f"{way} {1e3 * groups[way]['products']:.3f} ms a step ({gigaflops(flops, groups[way]['products'])})" for way in ways))
-    print(f"the learning pass from its parts ({sum(op.per_step for op in operations):.0f} ATen operations a step, each replayed alone less "
-          f"Python's {1e6 * overhead:.1f} us dispatch of it; the attention loops at their bound), ms a step:")
+    dispatched = f"dispatched from C++ at {1e9 * from_cpp:.0f} ns each" if from_cpp is not None else "their dispatch from C++ left out (not built)"
+    print(f"the learning pass from its parts ({count:.0f} ATen operations a step, each replayed alone less Python's "
+          f"{1e6 * overhead:.1f} us dispatch of it and {dispatched}; the attention loops at their bound), ms a step:")
     print(f"  {'':34s} " + " ".join(f"{way:>10s}" for way in ways))
     for group, _ in groups["out of L2"].most_common():
         print(f"  {group:34s} " + " ".join(f"{1e3 * groups[way][group]:10.3f}" for way in ways))

@@ -20,7 +20,7 @@ What it leaves out: code that is no ATen operation (the compiled step's own loop
 of running the operations one after another in the call (their dispatch from C++, whatever
 cache misses differ from the replay's). Each replay is a Python call, so its time holds Python's
 dispatch of the operation; `call_overhead` measures that on a view operation, for the caller to
-take off.
+take off (and benchmarks/cpp_dispatch.py what dispatching it from C++ costs, to add back).
 """
 
 from __future__ import annotations

@@ -1,0 +1,61 @@
+"""What one ATen operation costs to dispatch from C++, as the compiled Feedback step calls them.
+
+A replayed operation's time (benchmarks/op_replay.py) is taken less Python's dispatch of it, so
+the floor it builds holds each operation's kernel alone. The compiled step still dispatches its
+~170 operations a step from C++: each goes through ATen's dispatcher, makes a tensor and frees
+one, even where the kernel does nothing. That cost is part of what the step cannot avoid, and
+`cpp_dispatch_cost` measures it: a view operation (`at::alias`, no work) called in a C++ loop
+below autograd, as the step calls its operations (feedback_step.cpp's guards).
+
+The loop is a small C++ extension built at first use into torch's extension cache (the
+machine's compiler, as the compiled step is built); where it cannot be built the cost is None
+and the roofline says it left it out.
+"""
+
+from __future__ import annotations
+
+import sys
+from types import ModuleType
+
+import torch
+
+from benchmarks.targets import per_call
+
+SOURCE = r"""
+#include <torch/extension.h>
+
+// `calls` view operations on `tensor`, below autograd as the compiled step runs its own.
+void alias_calls(const at::Tensor& tensor, int64_t calls) {
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  at::NoGradGuard no_grad;
+  for (int64_t i = 0; i < calls; ++i) {
+    at::Tensor view = at::alias(tensor);
+  }
+}
+"""
+CALLS = 1000  # views a Python call makes: Python's own call, divided among them, is negligible
+
+_built: list[ModuleType | None] = []
+
+
+def cpp_dispatch_cost(seconds: float = 0.2) -> float | None:
+    """Seconds one ATen operation takes to dispatch from C++ (a view, timed over `seconds`), or
+    None where the loop could not be built."""
+    module = _extension()
+    if module is None:
+        return None
+    tensor = torch.zeros(4, 4)
+    return per_call(lambda: module.alias_calls(tensor, CALLS), seconds) / CALLS
+
+
+def _extension() -> ModuleType | None:
+    if not _built:
+        from torch.utils import cpp_extension
+
+        try:
+            _built.append(cpp_extension.load_inline("feedback_rl_cpp_dispatch", SOURCE, functions=["alias_calls"],
+                                                    extra_cflags=["-O2"], verbose=False))
+        except Exception as error:  # no compiler, no ninja: the roofline goes on without this part
+            print(f"the C++ dispatch loop could not be built ({type(error).__name__}); its cost is left out", file=sys.stderr)
+            _built.append(None)
+    return _built[0]
