@@ -33,8 +33,11 @@ def iqm_interval(scores: dict[str, np.ndarray], seed: int = 0) -> dict[str, dict
     """{name: (runs,) or (runs, points) scores} -> {name: {"iqm", "ci_low", "ci_high"}}, each a
     float, or a list over points for 2-D scores (the IQM over runs at each point).
 
-    Seeded, so the same scores give the same interval; an answer is kept for the rest of the
-    process, since a sweep rewrites its summary after each length with every cell so far."""
+    Seeded, so the same scores give the same interval (with the same numpy): rliable 1.2's
+    stratified bootstrap draws its resamples from numpy's global generator (`np.random.choice`),
+    not from the `random_state` it is given, so that generator is seeded for the call and put
+    back as it was after it. An answer is kept for the rest of the process, since a sweep
+    rewrites its summary after each length with every cell so far."""
     from rliable import library as rly
 
     matrices = {}
@@ -45,11 +48,16 @@ def iqm_interval(scores: dict[str, np.ndarray], seed: int = 0) -> dict[str, dict
         matrices[name] = values.reshape(values.shape[0], -1)
     key = (seed, *((name, np.shape(values), matrices[name].tobytes()) for name, values in scores.items()))
     if key not in _KNOWN:
-        with warnings.catch_warnings():  # arch's notice that RandomState is deprecated (rliable passes one)
-            warnings.simplefilter("ignore", FutureWarning)
-            points, intervals = rly.get_interval_estimates(
-                matrices, trimmed_mean, reps=BOOTSTRAP_REPS, random_state=np.random.RandomState(seed)
-            )
+        outer = np.random.get_state()
+        np.random.seed(seed)  # what rliable's resamples are drawn from (the docstring)
+        try:
+            with warnings.catch_warnings():  # arch's notice that RandomState is deprecated (rliable passes one)
+                warnings.simplefilter("ignore", FutureWarning)
+                points, intervals = rly.get_interval_estimates(
+                    matrices, trimmed_mean, reps=BOOTSTRAP_REPS, random_state=np.random.RandomState(seed)
+                )
+        finally:
+            np.random.set_state(outer)
         result = {}
         for name, values in scores.items():
             squeeze = (lambda a: float(a[0])) if np.ndim(values) == 1 else (lambda a: a.tolist())  # noqa: E731

@@ -17,6 +17,7 @@ from agents.config.config_cli import parse_core_options
 from agents.cores import CORES
 from experiments import corridor_span, head_init, mazes
 from experiments.frame.curves import binned_curve
+from experiments.frame import stats
 from experiments.frame.stats import iqm_interval, solved_interval, trimmed_mean
 from tests.experiments.cue_bounds import MEMORY_ABOVE, NO_MEMORY_BELOW
 
@@ -27,7 +28,7 @@ def test_iqm_is_the_mean_of_the_middle_half_and_its_interval_brackets_it():
     assert result["a"]["iqm"] == pytest.approx(1.5, rel=1e-12)  # float64: 0 and 100 trimmed, mean of 1 and 2
     assert 0.0 <= result["a"]["ci_low"] <= 1.5 <= result["a"]["ci_high"] <= 100.0
     assert result["b"] == {"iqm": 5.0, "ci_low": 5.0, "ci_high": 5.0}
-    assert iqm_interval(scores) == result  # seeded bootstrap: the same interval every time
+    assert iqm_interval(scores) == result  # asked again in this process: the kept answer
     curves = iqm_interval({"c": np.arange(12.0).reshape(4, 3)})["c"]  # IQM per column over 4 runs
     assert curves["iqm"] == pytest.approx([4.5, 5.5, 6.5], rel=1e-12)
     with pytest.raises(ValueError, match=r"'d': need .* at least 2 runs, got shape \(1,\)"):
@@ -42,6 +43,23 @@ def test_the_bootstraps_trimmed_mean_is_scipys(x):
     column by column, NaN included, written out for speed."""
     expected = scipy.stats.trim_mean(x, proportiontocut=0.25, axis=0)
     np.testing.assert_allclose(trimmed_mean(x), expected, rtol=4 * np.finfo(np.float64).eps, atol=0, equal_nan=True)
+
+
+def test_the_bootstrap_is_seeded_and_leaves_numpy_s_global_generator_as_it_found_it():
+    """rliable 1.2 resamples with numpy's global generator whatever random_state it is given: the
+    same scores computed afresh (nothing kept) give the same interval, and a caller's draws from
+    that generator go on as if no bootstrap had run."""
+    scores = {"a": np.array([0.42, 0.5, 0.58, 0.44, 0.53])}
+    np.random.seed(7)
+    expected_next = np.random.random_sample(3)
+    np.random.seed(7)
+    first = iqm_interval(scores, seed=3)
+    assert np.array_equal(np.random.random_sample(3), expected_next)
+    stats._KNOWN.clear()
+    np.random.seed(11)  # another global state: the interval must not depend on it
+    assert iqm_interval(scores, seed=3) == first
+    stats._KNOWN.clear()
+    assert iqm_interval(scores, seed=4) != first  # the seed is what picks the resamples
 
 
 def test_an_interval_asked_again_is_the_kept_answer_and_a_copy():
