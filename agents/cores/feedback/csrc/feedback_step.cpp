@@ -201,7 +201,7 @@ void linear_grads(const Tensor& grad, const Tensor& x, const Tensor& acc_w, cons
 // The sum of term(s) over slots [lo, hi) of a row, kept as one vector of partial sums (a cache
 // line of lanes) added to along the row and summed once at its end. On rows of a window's length
 // (S = 64) the value products ran so at the rate of reading the rows alone, 1.45x faster than
-// with omp simd's own reduction, and the learning call's forward attention in 0.83-0.91 of its
+// with omp simd's own reduction, and the learning call's forward attention in 0.79-0.87 of its
 // time (2-core AMD EPYC, one thread, docs/speed.md). The backward's query gradient keeps omp
 // simd's reduction: summed so, its key-gradient rows written in a loop of their own first, that
 // loop alone took 0.75 of its time, but the learning call's backward loops did not get faster.
