@@ -39,10 +39,11 @@ LOOPS = ("feedback::attend", "feedback::attend_backward")
 PROFILED_CALLS = 3
 
 
-def learning_pass(tree: Path):
-    """A function building a compiled Feedback core of `tree` at the CPU preset with its full
-    state and returning its learning call; imports `tree`'s packages (unloading any other
-    checkout's first) and builds its compiled step if needed."""
+def pass_builder(tree: Path):
+    """(build, steps) of `tree`: build() makes a compiled Feedback core of `tree` at the CPU
+    preset with a full window and returns its learning call, of `steps` steps. Imports `tree`'s
+    packages (unloading any other checkout's first, experiments' too: the benchmark imports
+    from it) and builds its compiled step if needed."""
     for name in [m for m in sys.modules if m.split(".")[0] in PACKAGES + ("experiments",)]:
         del sys.modules[name]
     sys.path.insert(0, str(tree))
@@ -84,7 +85,7 @@ def main(argv=None) -> dict:
     if args.rounds < 1 or args.seconds <= 0:
         parser.error(f"--rounds must be >= 1 and --seconds > 0, got {args.rounds} and {args.seconds}")
     torch.set_num_threads(1)
-    builders = {"base": learning_pass(args.base.resolve()), "this tree": learning_pass(HERE)}
+    builders = {"base": pass_builder(args.base.resolve()), "this tree": pass_builder(HERE)}
     cores = [(side, builders[side][0]()) for side in ("base", "this tree", "this tree", "base")]  # built in this order
     times: dict[str, dict[str, list[float]]] = {side: {"pass": [], **{name: [] for name in LOOPS}} for side in builders}
     for side, learn in interleaved(cores, args.rounds):
