@@ -32,7 +32,7 @@ from torch.profiler import ProfilerActivity, profile
 HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE))
 
-from benchmarks.seqtasks_against import PACKAGES  # noqa: E402
+from benchmarks.seqtasks_against import import_from  # noqa: E402
 from benchmarks.targets import interleaved, per_call  # noqa: E402
 
 LOOPS = ("feedback::attend", "feedback::attend_backward")
@@ -42,22 +42,14 @@ PROFILED_CALLS = 3
 def pass_builder(tree: Path):
     """(build, steps) of `tree`: build() makes a compiled Feedback core of `tree` at the CPU
     preset with a full window and returns its learning call, of `steps` steps. Imports `tree`'s
-    packages (unloading any other checkout's first, experiments' too: the benchmark imports
-    from it) and builds its compiled step if needed."""
-    for name in [m for m in sys.modules if m.split(".")[0] in PACKAGES + ("experiments",)]:
-        del sys.modules[name]
-    sys.path.insert(0, str(tree))
-    try:
-        import benchmarks.feedback_compiled as bench
-        from agents.cores import make_core
-    finally:
-        sys.path.remove(str(tree))
+    packages (seqtasks_against.import_from) and builds its compiled step if needed."""
+    bench = import_from(tree, "benchmarks.feedback_compiled")
     if bench.feedback_compiled.extension() is None:
         raise SystemExit(f"{tree}: its compiled Feedback step is not available here (see the line above)")
 
     def build():
         torch.manual_seed(0)
-        core = make_core("feedback", bench.INPUT_DIM, **bench.FEEDBACK, step="compiled")
+        core = bench.make_core("feedback", bench.INPUT_DIM, **bench.FEEDBACK, step="compiled")
         x, first = torch.randn(bench.LEARN_STEPS, bench.BATCH, bench.INPUT_DIM), torch.zeros(bench.LEARN_STEPS, bench.BATCH, dtype=torch.bool)
         state = bench.full_state(core, bench.BATCH)
         return lambda: bench.learning_call(core, x, state, first)

@@ -18,6 +18,7 @@ clipping, Adam), one thread.
 from __future__ import annotations
 
 import argparse
+import importlib
 import statistics
 import sys
 import tempfile
@@ -31,20 +32,26 @@ sys.path.insert(0, str(HERE))
 
 from benchmarks.targets import interleaved  # noqa: E402
 
-PACKAGES = ("agents", "seqtasks", "benchmarks", "envs")
+PACKAGES = ("agents", "seqtasks", "benchmarks", "envs", "experiments")  # a checkout's own packages
 
 
-def build_step(tree: Path, core: str, folder: Path):
-    """`tree`'s seqtasks trainer for `core` at Table 9's configuration (after its warm-up update):
-    its step function. Unloads whatever checkout's packages were imported before."""
+def import_from(tree: Path, module: str):
+    """`module` as the checkout `tree` has it, with everything it imports of PACKAGES: whatever
+    checkout's packages were imported before are unloaded first, so two checkouts' objects can
+    live in one process (each keeps the modules it was built from)."""
     for name in [m for m in sys.modules if m.split(".")[0] in PACKAGES]:
         del sys.modules[name]
     sys.path.insert(0, str(tree))
     try:
-        from benchmarks.seqtasks import build
+        return importlib.import_module(module)
     finally:
         sys.path.remove(str(tree))
-    return build(core, 32, "cpu", folder / tree.name).step
+
+
+def build_step(tree: Path, core: str, folder: Path):
+    """`tree`'s seqtasks trainer for `core` at Table 9's configuration (after its warm-up update):
+    its step function."""
+    return import_from(tree, "benchmarks.seqtasks").build(core, 32, "cpu", folder / tree.name).step
 
 
 def main() -> None:
