@@ -14,14 +14,16 @@ one built second, the same code, so where a core's memory lies must fall on both
 
 Each round times every core's learning pass (benchmarks/feedback_compiled.py's: a call of
 T = 32 steps with gradients from a full window, then the backward of a loss over it) per step,
-then profiles 3 more calls for the self time of the attention's C++ loops (the
-`feedback::attend` and `feedback::attend_backward` records, a step). Printed: each side's
-medians over its rounds and both cores, and this tree / base for each.
+then profiles 3 more calls for the self time of the attention's C++ loops (its `feedback::`
+records, a step: `feedback::attend` and `feedback::attend_backward` today, and all of them
+together as `feedback::*`). Printed: each side's medians over its rounds and
+both cores, and this tree / base for each; a loop one side lacks reads 0 there.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import statistics
 import sys
 from pathlib import Path
@@ -32,10 +34,10 @@ from torch.profiler import ProfilerActivity, profile
 HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE))
 
+from benchmarks.feedback_compiled import loop_seconds  # noqa: E402  (this tree's: it only reads a profile)
 from benchmarks.seqtasks_against import import_from  # noqa: E402
 from benchmarks.targets import interleaved, per_call  # noqa: E402
 
-LOOPS = ("feedback::attend", "feedback::attend_backward")
 PROFILED_CALLS = 3
 
 
@@ -58,12 +60,14 @@ def pass_builder(tree: Path):
 
 
 def loops_per_step(learn, steps: int) -> dict[str, float]:
-    """Seconds a step of each of LOOPS, torch.profiler's self time over PROFILED_CALLS calls."""
+    """Seconds a step of each of the step's C++ loops (its `feedback::` records: a side may have
+    loops the other lacks), torch.profiler's self time over PROFILED_CALLS calls, and of all of
+    them together ("feedback::*")."""
     with profile(activities=[ProfilerActivity.CPU]) as profiled:
         for _ in range(PROFILED_CALLS):
             learn()
-    found = {event.key: event.self_cpu_time_total for event in profiled.key_averages() if event.key in LOOPS}
-    return {name: found.get(name, 0.0) / 1e6 / PROFILED_CALLS / steps for name in LOOPS}
+    found = loop_seconds(profiled, PROFILED_CALLS, steps)
+    return {**found, "feedback::*": sum(found.values())}
 
 
 def main(argv=None) -> dict:
@@ -79,17 +83,18 @@ def main(argv=None) -> dict:
     torch.set_num_threads(1)
     builders = {"base": pass_builder(args.base.resolve()), "this tree": pass_builder(HERE)}
     cores = [(side, builders[side][0]()) for side in ("base", "this tree", "this tree", "base")]  # built in this order
-    times: dict[str, dict[str, list[float]]] = {side: {"pass": [], **{name: [] for name in LOOPS}} for side in builders}
+    times: dict[str, dict[str, list[float]]] = {side: collections.defaultdict(list) for side in builders}
     for side, learn in interleaved(cores, args.rounds):
         steps = builders[side][1]
         times[side]["pass"].append(per_call(learn, args.seconds) / steps)
         for name, seconds in loops_per_step(learn, steps).items():
             times[side][name].append(seconds)
-    medians = {side: {what: statistics.median(values) for what, values in parts.items()} for side, parts in times.items()}
+    rows = ["pass", *sorted({name for parts in times.values() for name in parts} - {"pass", "feedback::*"}), "feedback::*"]
+    medians = {side: {what: statistics.median(parts[what]) if parts[what] else 0.0 for what in rows} for side, parts in times.items()}
     print(f"the compiled Feedback core's learning pass, CPU preset, one thread, {args.rounds} alternating rounds, "
           f"each side's core built twice (base, this, this, base); medians, ms a step:")
     print(f"  {'':28s} {'base':>10s} {'this tree':>10s} {'this / base':>12s}")
-    for what in ("pass", *LOOPS):
+    for what in rows:
         base, ours = medians["base"][what], medians["this tree"][what]
         print(f"  {what:28s} {1e3 * base:10.3f} {1e3 * ours:10.3f} {ours / base if base else float('nan'):12.3f}")
     return medians

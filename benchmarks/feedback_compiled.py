@@ -19,8 +19,10 @@ median round is reported, and ratios come only from this run.
 
 --profile adds torch.profiler over 5 learning calls of the compiled Feedback core and of the LSTM:
 each one's ATen operations by self time per step, and the share of the call outside them (on the
-compiled path: its C++ loops, the attention's). Then it splits an acting call (T = 1, no
-gradients) of the compiled core into its C++ steps and the Python around them.
+compiled path: its C++ loops, the attention's); the loops against the bandwidth of their
+access pattern and against their own rate with the windows in the L2 cache; the pass against the
+floor of its parts (step_roofline). Then it splits an acting call (T = 1, no gradients) of the
+compiled core into its C++ steps and the Python around them.
 
 --scaling adds the learning pass per step of the compiled core at span 2 and 64 and of the LSTM,
 at B = 1, 4, 16 and 64 envs, interleaved: B = 1 is about the cost a step has whatever the batch
@@ -108,7 +110,12 @@ def main(argv=None) -> None:
         attention = {}
         for name in ("compiled", "lstm"):
             attention[name] = profile_learning(name, lambda: learn(cores[name], states[name]))
-        loops_bound = attention_roofline(attention["compiled"])
+        bandwidth = attention_roofline(attention["compiled"])
+        in_cache = BATCH * loops_in_cache()
+        print(f"attention loops: {1e3 * attention['compiled']:.3f} ms a step measured; at their rate with the windows in the L2 cache "
+              f"(the time each env adds, from B = {LOOPS_IN_CACHE[0]} to {LOOPS_IN_CACHE[1]}) {1e3 * in_cache:.3f} ms: measured / bound "
+              f"{attention['compiled'] / in_cache:.2f}")
+        loops_bound = max(("bandwidth bound", bandwidth), ("in-cache rate", in_cache), key=lambda bound: bound[1])
         step_roofline(lambda: learn(cores["compiled"], states["compiled"]), median["compiled", "learn"], loops_bound)
         split_acting(cores["compiled"], states["compiled"], x[:1], first[:1])
     if args.scaling:
@@ -177,10 +184,43 @@ def profile_learning(name: str, learn) -> float:
     inside = sum(per_step(e.self_cpu_time_total) for e in ops)
     print(f"{name}: {1e3 * wall:.2f} ms a step; under the profiler, ATen operations {1e3 * inside:.2f} ms ({inside / wall:.0%}), "
           f"outside them {1e3 * (wall - inside):.2f} ms ({1 - inside / wall:.0%})")
-    loops = [e for e in prof.key_averages() if e.key.startswith("feedback::")]
-    for e in ops[:8] + loops:
+    for e in ops[:8]:
         print(f"  {e.key:34s} {1e6 * per_step(e.self_cpu_time_total):6.0f} us a step, {e.count / calls / LEARN_STEPS:5.1f} calls a step")
-    return sum(per_step(e.self_cpu_time_total) for e in loops)
+    loops = loop_seconds(prof, calls, LEARN_STEPS)
+    for key, seconds in loops.items():
+        print(f"  {key:34s} {1e6 * seconds:6.0f} us a step")
+    return sum(loops.values())
+
+
+def loop_seconds(profiled, calls: int, steps: int) -> dict[str, float]:
+    """Seconds a step of each of the compiled step's C++ loops (its `feedback::` records, as the
+    C++ names them) in a torch.profiler run of `calls` learning calls of `steps` steps each."""
+    return {e.key: e.self_cpu_time_total / 1e6 / calls / steps for e in profiled.key_averages() if e.key.startswith("feedback::")}
+
+
+LOOPS_IN_CACHE = (2, 8)  # batches whose windows lie in the L2 cache (at span 64: 32 and 128 KB a layer's keys)
+
+
+def loops_in_cache(batches: tuple[int, int] = LOOPS_IN_CACHE, calls: int = 24) -> float:
+    """The attention loops' seconds a step per env with the windows in the L2 cache: the time
+    each env adds to the loops between a learning call of batches[0] envs and one of batches[1],
+    whose windows, gradients and weights' rows all fit in the cache (the difference leaves out
+    what a call of the loops costs whatever its batch). At B 64 the windows are far out of the L2
+    cache; if the loops there take no more than B times this, bytes are not what bounds them."""
+    from torch.profiler import ProfilerActivity, profile
+
+    seconds = []
+    for batch in batches:
+        torch.manual_seed(0)
+        core = make_core("feedback", INPUT_DIM, **FEEDBACK, step="compiled")
+        x, first = torch.randn(LEARN_STEPS, batch, INPUT_DIM), torch.zeros(LEARN_STEPS, batch, dtype=torch.bool)
+        state = full_state(core, batch)
+        learning_call(core, x, state, first)  # warm
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for _ in range(calls):
+                learning_call(core, x, state, first)
+        seconds.append(sum(loop_seconds(prof, calls, LEARN_STEPS).values()))
+    return (seconds[1] - seconds[0]) / (batches[1] - batches[0])
 
 
 def attention_roofline(measured: float | None, batch: int = BATCH, heads: int = FEEDBACK["n_heads"], span: int = FEEDBACK["span"],
@@ -234,7 +274,7 @@ GROUPS = {"copies": ("copy_", "clone", "contiguous", "stack", "cat", "_to_copy")
           "softmax": ("_softmax", "_softmax_backward_data")}
 
 
-def step_roofline(learn, step_seconds: float, loops_bound: float, steps_per_call: int = LEARN_STEPS, replay_seconds: float = 0.05) -> dict:
+def step_roofline(learn, step_seconds: float, loops_bound: tuple[str, float], steps_per_call: int = LEARN_STEPS, replay_seconds: float = 0.05) -> dict:
     """The learning pass's floor from its parts, against its measured `step_seconds`.
 
     Every ATen operation of one `learn()` call (`steps_per_call` steps) is replayed alone at its
@@ -244,8 +284,9 @@ def step_roofline(learn, step_seconds: float, loops_bound: float, steps_per_call
     (each operation over the same tensors, in the core's caches) and with its data out of the L2
     cache (over copies adding up to 4x it, taken in turn), as a learning call's operations read
     a tape written long before. The attention's C++ loops are no ATen operation; their floor is
-    `loops_bound`, the bytes they move over the bandwidth of their access pattern
-    (attention_roofline). The call's own dispatch of each operation from C++ is added
+    `loops_bound`, (what, seconds a step): the larger of the bytes they move over the bandwidth
+    of their access pattern (attention_roofline) and their rate with the windows in the L2 cache
+    (loops_in_cache). The call's own dispatch of each operation from C++ is added
     (benchmarks/cpp_dispatch.py, where it builds). Printed by group; returns, per way ("warm", "out of L2"), a step's
     "groups" (seconds each) and "floor" (their sum), and the products' "flops" and "calls".
     `replay_seconds`: each operation's timing, both ways together."""
@@ -263,7 +304,7 @@ def step_roofline(learn, step_seconds: float, loops_bound: float, steps_per_call
             seconds[group] += alone
             if group == "the rest" and way == "warm":
                 rest[op.name] += alone
-        seconds["attention loops (bandwidth bound)"] = loops_bound
+        seconds[f"attention loops ({loops_bound[0]})"] = loops_bound[1]
         if from_cpp is not None:
             seconds["C++ dispatch of the operations"] = from_cpp * count
         result[way] = {"groups": dict(seconds), "floor": sum(seconds.values())}

@@ -78,12 +78,12 @@ def test_the_step_roofline_counts_every_operation_once_at_its_shape_and_adds_the
         buffer[:, 3].copy_(torch.ones(4))  # a slot written into a strided buffer
         torch.layer_norm(b, (n,))
 
-    step = benchmark.step_roofline(learn, step_seconds=1.0, loops_bound=0.25, replay_seconds=0.005)
+    step = benchmark.step_roofline(learn, step_seconds=1.0, loops_bound=("in-cache rate", 0.25), replay_seconds=0.005)
     assert step["calls"] == pytest.approx(4 / benchmark.LEARN_STEPS)
     assert step["flops"] == pytest.approx((3 * 2 * m * k * n + 2 * k * m * n) / benchmark.LEARN_STEPS)
     for way in ("warm", "out of L2"):
         groups = step[way]["groups"]
-        assert groups["attention loops (bandwidth bound)"] == 0.25 and step[way]["floor"] == pytest.approx(sum(groups.values()))
+        assert groups["attention loops (in-cache rate)"] == 0.25 and step[way]["floor"] == pytest.approx(sum(groups.values()))
         assert {"products", "copies", "layer norms"} <= set(groups) and groups["products"] > 0
         assert 0 < groups["C++ dispatch of the operations"] < 6 * 1e-6 / benchmark.LEARN_STEPS  # 6 operations, each well under 1 us from C++
     out = capsys.readouterr().out
@@ -94,3 +94,12 @@ def test_the_step_roofline_counts_every_operation_once_at_its_shape_and_adds_the
 def test_a_rate_is_given_only_where_the_products_took_time():
     assert benchmark.gigaflops(2e9, 0.5) == "4 GFLOP/s"
     assert benchmark.gigaflops(2e9, 0.0) == "within the dispatch's time: no rate"  # tiny products, all within the dispatch taken off
+
+
+def test_the_loops_in_cache_rate_is_a_time_per_env_of_the_compiled_loops():
+    """From two small batches' learning calls: positive, and under the learning pass of one
+    env a step (the loops are part of it); seconds, not microseconds."""
+    if benchmark.feedback_compiled.extension() is None:
+        pytest.fail("the compiled Feedback step did not build (the test machines have a compiler)")
+    per_env = benchmark.loops_in_cache(calls=2)
+    assert 0 < per_env < 1e-3, per_env

@@ -266,3 +266,17 @@ def test_step_code_compiles_with_no_graph_break(pre_norm, persistent):
     for compiled, eager in zip(*accumulators):
         if eager is not None:
             torch.testing.assert_close(compiled, eager)
+
+
+@settings(derandomize=True, max_examples=10, deadline=None)
+@given(options=configurations(), seed=st.integers(0, 2**16), steps=st.integers(9, 40), span=st.integers(7, 20), batch=st.integers(1, 3),
+       reset=st.sampled_from([0.0, 0.1]), carried=st.integers(1, 24), blocked=st.booleans())
+def test_the_compiled_path_with_longer_spans_and_calls_equals_the_reference(options, seed, steps, span, batch, reset, carried, blocked):
+    """The other tests draw spans of 1 to 6 and calls of up to 9 steps; here spans of 7 to 20 and
+    calls of 9 to 40 steps (several spans long, so that slots are read by steps far apart and,
+    read from blocks, windows cross block boundaries), from the buffers or from blocks of slots:
+    equal to the reference to 1e-10."""
+    options = {**options, "span": span, "persistent": 0, "step": "compiled"}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(feedback_core, "BLOCKED_FROM", 0 if blocked else 10**9)
+        assert_equal_to_the_reference(options, seed, steps, batch, reset, carried, [], torch.float64, dict(atol=1e-10, rtol=1e-10))
