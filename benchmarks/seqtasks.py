@@ -173,7 +173,8 @@ def floor(batch: int, s_per_update: dict[str, float], replay_seconds: float = 0.
                                layers=PAPER["n_layers"], steps=steps)
     with tempfile.TemporaryDirectory() as folder:
         run = build("feedback", batch, "cpu", Path(folder))
-        parts = step_roofline(run.step, s_per_update["feedback"] / steps, loops, steps_per_call=steps, replay_seconds=replay_seconds)
+        parts = step_roofline(run.step, s_per_update["feedback"] / steps, ("bandwidth bound", loops), steps_per_call=steps,
+                              replay_seconds=replay_seconds)
     theirs = s_per_update.get(THEIRS + "feedback")
     if theirs is not None:
         for way in ("warm", "out of L2"):
