@@ -201,12 +201,14 @@ def loop_seconds(profiled, calls: int, steps: int) -> dict[str, float]:
 LOOPS_IN_CACHE = (2, 8)  # batches whose windows lie in the L2 cache (at span 64: 32 and 128 KB a layer's keys)
 
 
-def loops_in_cache(batches: tuple[int, int] = LOOPS_IN_CACHE, calls: int = 24) -> float:
+def loops_in_cache(batches: tuple[int, int] = LOOPS_IN_CACHE, calls: int = 8, repeats: int = 3) -> float:
     """The attention loops' seconds a step per env with the windows in the L2 cache: the time
     each env adds to the loops between a learning call of batches[0] envs and one of batches[1],
     whose windows, gradients and weights' rows all fit in the cache (the difference leaves out
-    what a call of the loops costs whatever its batch). At B 64 the windows are far out of the L2
-    cache; if the loops there take no more than B times this, bytes are not what bounds them."""
+    what a call of the loops costs whatever its batch). Each batch's loops are timed over `calls`
+    calls `repeats` times and the least kept, so that another process taking the core for a
+    moment does not land in the difference. At B 64 the windows are far out of the L2 cache; if
+    the loops there take no more than B times this, bytes are not what bounds them."""
     from torch.profiler import ProfilerActivity, profile
 
     seconds = []
@@ -216,10 +218,13 @@ def loops_in_cache(batches: tuple[int, int] = LOOPS_IN_CACHE, calls: int = 24) -
         x, first = torch.randn(LEARN_STEPS, batch, INPUT_DIM), torch.zeros(LEARN_STEPS, batch, dtype=torch.bool)
         state = full_state(core, batch)
         learning_call(core, x, state, first)  # warm
-        with profile(activities=[ProfilerActivity.CPU]) as prof:
-            for _ in range(calls):
-                learning_call(core, x, state, first)
-        seconds.append(sum(loop_seconds(prof, calls, LEARN_STEPS).values()))
+        timed = []
+        for _ in range(repeats):
+            with profile(activities=[ProfilerActivity.CPU]) as prof:
+                for _ in range(calls):
+                    learning_call(core, x, state, first)
+            timed.append(sum(loop_seconds(prof, calls, LEARN_STEPS).values()))
+        seconds.append(min(timed))
     return (seconds[1] - seconds[0]) / (batches[1] - batches[0])
 
 
