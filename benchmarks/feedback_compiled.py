@@ -136,6 +136,13 @@ def learning_call(core, x, state, first) -> None:
     y.square().sum().backward()
 
 
+def learning_pass_at(core, batch: int):
+    """`core`'s learning pass at `batch` envs, as a function of no arguments: a call of
+    LEARN_STEPS steps of fresh random inputs, from a state holding a full span."""
+    x, first = torch.randn(LEARN_STEPS, batch, INPUT_DIM), torch.zeros(LEARN_STEPS, batch, dtype=torch.bool)
+    return functools.partial(learning_call, core, x, full_state(core, batch), first)
+
+
 SCALING_BATCHES = (1, 4, 16, 64)
 SCALING_SPANS = (2, 64)
 
@@ -150,8 +157,7 @@ def learning_scaling(rounds: int, seconds: float) -> dict[tuple[str, int], float
     cases = {}
     for name, core in models.items():
         for batch in SCALING_BATCHES:
-            x, first = torch.randn(LEARN_STEPS, batch, INPUT_DIM), torch.zeros(LEARN_STEPS, batch, dtype=torch.bool)
-            cases[name, batch] = functools.partial(learning_call, core, x, full_state(core, batch), first)
+            cases[name, batch] = learning_pass_at(core, batch)
     times = {case: [] for case in cases}
     for case in interleaved(list(cases), rounds):
         times[case].append(per_call(cases[case], seconds) / LEARN_STEPS)
@@ -214,15 +220,13 @@ def loops_in_cache(batches: tuple[int, int] = LOOPS_IN_CACHE, calls: int = 8, re
     seconds = []
     for batch in batches:
         torch.manual_seed(0)
-        core = make_core("feedback", INPUT_DIM, **FEEDBACK, step="compiled")
-        x, first = torch.randn(LEARN_STEPS, batch, INPUT_DIM), torch.zeros(LEARN_STEPS, batch, dtype=torch.bool)
-        state = full_state(core, batch)
-        learning_call(core, x, state, first)  # warm
+        learn = learning_pass_at(make_core("feedback", INPUT_DIM, **FEEDBACK, step="compiled"), batch)
+        learn()  # warm
         timed = []
         for _ in range(repeats):
             with profile(activities=[ProfilerActivity.CPU]) as prof:
                 for _ in range(calls):
-                    learning_call(core, x, state, first)
+                    learn()
             timed.append(sum(loop_seconds(prof, calls, LEARN_STEPS).values()))
         seconds.append(min(timed))
     return (seconds[1] - seconds[0]) / (batches[1] - batches[0])
