@@ -31,6 +31,7 @@ Analysers of runs, and the probes they share:
     tmaze_policy.py         what a T-maze agent does: walks, reaches the junction, turns, turns the right way
     memory_probes.py        what an agent's memory path does on episodes walked to the step that needs the cue
     recall_cliff.py         why recall fails past a length: a memory length sweep's runs probed, fresh and trained
+    memory_length_answer.py  the recall sweeps' answer in one table and figure: each core's reach, A2C and PPO, and its cliff's measurements
     memory_trace.py         a corridor training run that probes its agent's memory as it trains
 
 Peers (ppo_peers.py's other side):

@@ -127,15 +127,17 @@ def probed_before(path: Path, episodes: int) -> dict[tuple[str, str, int], dict]
             for length, cell in cells.items() for run in cell["per_seed"]}
 
 
-def unfinished(ledger: Path, sweep: dict, models: list[str]) -> dict[str, dict[str, list[dict]]]:
+def unfinished(ledger: Path, sweep: dict, models: list[str] | None = None) -> dict[str, dict[str, list[dict]]]:
     """{model: {length: [{"seed", "greedy_success"}, ...]}} of the runs the sweep's ledger keeps
     evaluated (experiments/frame/ledger.py: "MODEL/LLENGTH/seedSEED" -> its records) at lengths
-    its JSON does not hold yet: a sweep writes a length into its JSON when all its runs are done."""
+    its JSON does not hold yet: a sweep writes a length into its JSON when all its runs are done.
+    Only `models`' runs where given; a model none of whose lengths is done is in no JSON yet."""
     found: dict[str, dict[str, list[dict]]] = {}
     for folder, records in (read_record(ledger) or {}).items():
         model, length, seed = folder.split("/")
         length = length.removeprefix("L")
-        if model in models and length not in sweep["models"][model]["lengths"] and "evaluate.done.json" in records:
+        done = sweep["models"].get(model, {"lengths": {}})["lengths"]
+        if (models is None or model in models) and length not in done and "evaluate.done.json" in records:
             success = evaluation_means(records["evaluate.done.json"])["agent"]["success"]
             found.setdefault(model, {}).setdefault(length, []).append({"seed": int(seed.removeprefix("seed")), "greedy_success": success})
     for lengths in found.values():
