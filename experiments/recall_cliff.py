@@ -75,10 +75,12 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"no sweep at {source}; give --name of an experiments.memory_length run (and --out where its JSON is)")
     if sweep["env"] != "memory_length":
         parser.error(f"{source} is a sweep on {sweep['env']!r}; the probes walk the memory length task (--env memory_length)")
-    models = args.models or list(sweep["models"])
-    unknown = [model for model in models if model not in sweep["models"]]
+    under_way = unfinished(args.out / f"{args.name}_runs.json", sweep)
+    known = [*sweep["models"], *(model for model in under_way if model not in sweep["models"])]  # a model's first length may be under way
+    models = args.models or known
+    unknown = [model for model in models if model not in known]
     if unknown:
-        parser.error(f"--models: {', '.join(unknown)} not in {source}; it has {', '.join(sweep['models'])}")
+        parser.error(f"--models: {', '.join(unknown)} not in {source} or its ledger; they have {', '.join(known)}")
     if args.episodes < 2:
         parser.error(f"--episodes must be at least 2 (both bits), got {args.episodes}")
     runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / args.name
@@ -90,9 +92,8 @@ def main(argv: list[str] | None = None) -> None:
     kept = 0
     result = {"command": "python -m experiments.recall_cliff " + shlex.join(sys.argv[1:]), "machine": machine(1),
               "source": source.name, "episodes": args.episodes, "models": {}}
-    under_way = unfinished(args.out / f"{args.name}_runs.json", sweep, models)
-    cells = [(model, length, cell["per_seed"], False) for model in models for length, cell in sweep["models"][model]["lengths"].items()]
-    cells += [(model, length, runs, True) for model, lengths in under_way.items() for length, runs in lengths.items()]
+    cells = [(model, length, cell["per_seed"], False) for model in models for length, cell in sweep["models"].get(model, {"lengths": {}})["lengths"].items()]
+    cells += [(model, length, runs, True) for model, lengths in under_way.items() if model in models for length, runs in lengths.items()]
     for model, length, runs, partial in cells:
         per_seed = []
         for run in runs:
@@ -127,17 +128,17 @@ def probed_before(path: Path, episodes: int) -> dict[tuple[str, str, int], dict]
             for length, cell in cells.items() for run in cell["per_seed"]}
 
 
-def unfinished(ledger: Path, sweep: dict, models: list[str] | None = None) -> dict[str, dict[str, list[dict]]]:
+def unfinished(ledger: Path, sweep: dict) -> dict[str, dict[str, list[dict]]]:
     """{model: {length: [{"seed", "greedy_success"}, ...]}} of the runs the sweep's ledger keeps
     evaluated (experiments/frame/ledger.py: "MODEL/LLENGTH/seedSEED" -> its records) at lengths
-    its JSON does not hold yet: a sweep writes a length into its JSON when all its runs are done.
-    Only `models`' runs where given; a model none of whose lengths is done is in no JSON yet."""
+    its JSON does not hold yet: a sweep writes a length into its JSON when all its runs are done,
+    so a model none of whose lengths is done is in the ledger only."""
     found: dict[str, dict[str, list[dict]]] = {}
     for folder, records in (read_record(ledger) or {}).items():
         model, length, seed = folder.split("/")
         length = length.removeprefix("L")
         done = sweep["models"].get(model, {"lengths": {}})["lengths"]
-        if (models is None or model in models) and length not in done and "evaluate.done.json" in records:
+        if length not in done and "evaluate.done.json" in records:
             success = evaluation_means(records["evaluate.done.json"])["agent"]["success"]
             found.setdefault(model, {}).setdefault(length, []).append({"seed": int(seed.removeprefix("seed")), "greedy_success": success})
     for lengths in found.values():

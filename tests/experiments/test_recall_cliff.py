@@ -2,6 +2,7 @@
 sweep's runs on it (experiments/recall_cliff.py)."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -105,7 +106,9 @@ def test_a_length_under_way_is_probed_from_the_ledger_where_its_checkpoints_are(
                "--num-envs", "4", "--rollout", "4", "--total-steps", "16", "--seed", "0", "--run-dir", str(runs / "lstm" / f"L{length}" / "seed0")])
     evaluated = lambda success: {"evaluate.done.json": {"last_line": json.dumps({"results": {"agent": {"success": {"mean": success}}}})}}  # noqa: E731
     out.mkdir()
-    (out / "sweep_runs.json").write_text(json.dumps({"lstm/L3/seed0": evaluated(0.5), "lstm/L5/seed0": evaluated(1.0), "lstm/L5/seed1": evaluated(0.42)}))
+    shutil.copytree(runs / "lstm" / "L5", runs / "lstm-long" / "L5")  # a model whose first length is under way: in the ledger only
+    (out / "sweep_runs.json").write_text(json.dumps({"lstm/L3/seed0": evaluated(0.5), "lstm/L5/seed0": evaluated(1.0), "lstm/L5/seed1": evaluated(0.42),
+                                                     "lstm-long/L5/seed0": evaluated(0.42)}))
     sweep = {"env": "memory_length", "models": {"lstm": {"lengths": {"3": {"per_seed": [{"seed": 0, "greedy_success": 0.5}]}}}}}
     (out / "sweep.json").write_text(json.dumps(sweep))
     recall_cliff.main(["--name", "sweep", "--runs-dir", str(runs), "--out", str(out), "--episodes", "8"])
@@ -113,6 +116,7 @@ def test_a_length_under_way_is_probed_from_the_ledger_where_its_checkpoints_are(
     cell = result["models"]["lstm"]["5"]
     assert cell["under_way"] and [(run["seed"], run["greedy_success"]) for run in cell["per_seed"]] == [(0, 1.0)]
     assert "under_way" not in result["models"]["lstm"]["3"]
+    assert result["models"]["lstm-long"]["5"]["under_way"] and [run["greedy_success"] for run in result["models"]["lstm-long"]["5"]["per_seed"]] == [0.42]
     assert "| lstm | 5 | 1 of 1 (length under way) |" in (out / "sweep_probes.md").read_text()
 
     # L = 5 done, on another machine: its JSON has both seeds, seed 0's folder is gone; its probe is kept.
@@ -137,4 +141,4 @@ def test_the_probes_refuse_what_is_not_a_recall_sweep(tmp_path, capsys):
     (tmp_path / "recall.json").write_text(json.dumps({"env": "memory_length", "models": {"lstm": {}}}))
     with pytest.raises(SystemExit):
         recall_cliff.main(["--name", "recall", "--out", str(tmp_path), "--models", "gru"])
-    assert "--models: gru not in" in capsys.readouterr().err
+    assert "--models: gru not in" in capsys.readouterr().err  # in neither the JSON nor its ledger
