@@ -60,13 +60,12 @@ def read(out: Path, stem: str) -> dict:
     return record
 
 
-def curve(out: Path, sweeps: list[str]) -> dict[str, dict[str, dict]]:
-    """{model: {length: cell}} over the learner's sweeps, shortest length first. A length a sweep
+def curve(out: Path, sweeps: dict[str, dict]) -> dict[str, dict[str, dict]]:
+    """{model: {length: cell}} over the learner's sweeps (stem -> its JSON), shortest length first. A length a sweep
     finished is its JSON's cell (greedy IQM and interval, solved of runs, per seed); one under way,
     only in its ledger, is {"per_seed": [...], "under_way": True}."""
     cells: dict[str, dict[str, dict]] = {}
-    for stem in sweeps:
-        sweep = read(out, stem)
+    for stem, sweep in sweeps.items():
         for model, record in sweep["models"].items():
             cells.setdefault(model, {}).update(record["lengths"])
         for model, lengths in unfinished(out / f"{stem}_runs.json", sweep).items():
@@ -103,11 +102,12 @@ def answer(out: Path, inputs: dict[str, dict[str, list[str]]] = SOURCES) -> dict
     score, and the cliff with what was measured there."""
     learners = {}
     for learner, sources in inputs.items():
-        first = read(out, sources["sweeps"][0])
-        frames = {length: frames for stem in sources["sweeps"] for length, frames in read(out, stem)["frames"].items()}
+        sweeps = {stem: read(out, stem) for stem in sources["sweeps"]}
+        first = sweeps[sources["sweeps"][0]]
+        frames = {length: frames for sweep in sweeps.values() for length, frames in sweep["frames"].items()}
         longer, probes = longer_runs(out, sources["longer"], frames), probes_at(out, sources["probes"])
         models = {}
-        for model, cells in curve(out, sources["sweeps"]).items():
+        for model, cells in curve(out, sweeps).items():
             done = {length: cell for length, cell in cells.items() if not cell.get("under_way")}
             cliff = next((length for length, cell in done.items() if not solved_by_most(cell)), None)
             models[model] = {
