@@ -35,6 +35,16 @@ from agents.cores.state import register_state
 WINDOWED_FROM = 8
 
 
+def first_seen_key(starts: torch.Tensor) -> int:
+    """The first of a call's S + T keys that some query sees: min(starts) ((T, B) episode starts),
+    as a query sees keys from its episode's start on. The keys before it belong to no query's
+    episode, so attending over them adds weights of exactly 0: a call skips them. With a span that
+    covers long episodes they are most of the carried slots (a learning call that follows the
+    episode starts from an empty state: all S of them). Read back on the CPU only; on an
+    accelerator it would wait for the queue (a host sync), so there every call reads all S + T."""
+    return int(starts.min()) if starts.device.type == "cpu" else 0
+
+
 @dataclass
 class TransformerConfig:
     d_model: int = 64
@@ -111,18 +121,25 @@ class TransformerCore(nn.Module):
         keys = like.new_zeros(batch, c.n_heads, layers, capacity if key_capacity is None else key_capacity, c.d_model // c.n_heads)
         return inputs, keys, torch.zeros_like(keys)
 
-    def _visible(self, starts: torch.Tensor, steps: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def _windowed(self, steps: int) -> bool:
+        """Whether a call of `steps` steps attends over each query's window (WINDOWED_FROM); dropout
+        in training keeps the full matrix, whose masks it draws."""
+        span = self.config.span
+        return WINDOWED_FROM * (span + 1) <= span + steps and not (self.training and self.config.dropout > 0)
+
+    def _visible(self, starts: torch.Tensor, steps: int, seen_from: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
         """Which keys each query sees, and at what distance (AttentionBlock.forward): starts (T, B)
-        -> distance (T, S + T) and visible (B, T, S + T) over the call's S + T keys (S carried
-        slots, then T new); or, for a call much longer than the span (WINDOWED_FROM) without
-        dropout drawing masks of the full width, each query's own S + 1 keys: distance (1, S + 1),
-        visible (B, T, S + 1) (attention.attend, windowed)."""
+        -> distance (T, S + T - seen_from) and visible (B, T, S + T - seen_from) over the call's
+        keys from index `seen_from` on (of S carried slots, then T new; first_seen_key); or, for a
+        call much longer than the span (WINDOWED_FROM) without dropout drawing masks of the full
+        width, each query's own S + 1 keys: distance (1, S + 1), visible (B, T, S + 1)
+        (attention.attend, windowed), whatever `seen_from`."""
         span, device = self.config.span, starts.device
-        if WINDOWED_FROM * (span + 1) <= span + steps and not (self.training and self.config.dropout > 0):
+        if self._windowed(steps):
             slot = torch.arange(span + 1, device=device)  # window slot j of query t: key t + j, span - j steps back
             visible = (torch.arange(steps, device=device)[:, None] + slot)[None] >= starts.T[:, :, None]  # (B, T, S + 1)
             return (span - slot)[None], visible
-        key_index = torch.arange(span + steps, device=device)
+        key_index = torch.arange(seen_from, span + steps, device=device)
         distance = (span + torch.arange(steps, device=device))[:, None] - key_index[None, :]  # (T, S + T)
         visible = (distance >= 0) & (distance <= span) & (key_index[None, None, :] >= starts.T[:, :, None])  # (B, T, S + T)
         return distance.clamp(0, span), visible
@@ -134,7 +151,8 @@ class TransformerCore(nn.Module):
         span = c.span
         h = self.embed(x).transpose(0, 1)  # (B, T, D)
         starts = episode_starts(first, state.valid)  # (T, B)
-        distance, visible = self._visible(starts, steps)
+        seen_from = 0 if self._windowed(steps) else first_seen_key(starts)  # keys before it: in no query's episode
+        distance, visible = self._visible(starts, steps, seen_from)
         version = weights_version(self)
         # Keys stored by a learning call would be stale after its optimiser step: not stored,
         # the state says so (version None), and the next call recomputes them.
@@ -153,24 +171,28 @@ class TransformerCore(nn.Module):
                 values[:, :, :, :span] = state.values[:, :, :, carried]
             start, log = span, AppendLog(span)
         new, window = slice(start, start + steps), slice(start - span, start + steps)
+        seen = slice(start - span + seen_from, start + steps)  # the keys attention reads
 
         for layer, (block, kv) in enumerate(zip(self.blocks, self.kv)):
             if reuse:  # only the new steps' keys and values, written beside the stored ones
                 k, v = kv(block.attention_input(h)).chunk(2, dim=-1)
                 keys[:, :, layer, new] = split_heads(k, c.n_heads)
                 values[:, :, layer, new] = split_heads(v, c.n_heads)
-                k, v = keys[:, :, layer, window], values[:, :, layer, window]  # (B, H, S + T, E)
+                k, v = keys[:, :, layer, seen], values[:, :, layer, seen]  # (B, H, S + T - seen_from, E)
             else:  # all of them, with the current weights (and gradients, when learning)
                 # The carried steps apart: their inputs take no gradient, so backward skips the
                 # (B S, 2D) @ (2D, D) product that would compute one only to drop it. (Read from
                 # the state, which this call does not write: backward needs them as they were.)
-                carried_inputs = state.inputs[:, layer, carried].to(h.dtype)  # (a state made in another dtype: cast)
+                # A call that stores keys stores all S; one that does not projects the seen ones.
+                kept = carried if store else slice(state.end - span + seen_from, state.end)
+                carried_inputs = state.inputs[:, layer, kept].to(h.dtype)  # (a state made in another dtype: cast)
                 carried_kv, new_kv = kv(block.attention_input(carried_inputs)), kv(block.attention_input(h))
-                k, v = torch.cat([carried_kv, new_kv], dim=1).chunk(2, dim=-1)  # (B, S + T, D) each
+                k, v = torch.cat([carried_kv, new_kv], dim=1).chunk(2, dim=-1)  # (B, S + T, D) each, less the unseen
                 k, v = split_heads(k, c.n_heads), split_heads(v, c.n_heads)
                 if store:
                     keys[:, :, layer, window] = k.detach()
                     values[:, :, layer, window] = v.detach()
+                    k, v = k[:, :, seen_from:], v[:, :, seen_from:]
             inputs[:, layer, new] = h.detach()
             h = block(h, k, v, distance, visible)
 

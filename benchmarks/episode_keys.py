@@ -1,0 +1,101 @@
+"""What skipping the keys that no query sees saves a Transformer over the episode
+(agents/cores/transformer.py: first_seen_key): one episode's A2C work at span L + 1, skipping
+against reading all S + T keys of every call, in one run.
+
+A Transformer whose span covers the episode carries L + 1 slots. Following the episode (--bptt
+episode), every learning call starts from an empty memory (agents/learners/window.py), so none of
+its carried slots is in a query's episode; acting, step t of an episode sees t + 1 of them. Both
+used to attend over all of them, with weights of exactly 0 for the unseen. One episode's work at
+the A2C CPU preset (B 64 envs; d_model 64, 2 layers, 4 heads; rollouts of T = 32 steps): the
+learning calls with their backward, of 32, 64, ... steps up to the episode's length from an empty
+memory (each rollout's steps and the episode's steps before them), then the L + 1 acting steps
+without gradients. Interleaved rounds (benchmarks/targets.py); the median round.
+
+    python benchmarks/episode_keys.py                  # L = 256; about a minute
+    python benchmarks/episode_keys.py --length 512 --rounds 3
+
+Target: the episode's work 1.5x as fast at L = 256.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from agents.cores import make_core, transformer  # noqa: E402
+from agents.runtime.freed_memory import keep_freed_memory  # noqa: E402
+from benchmarks.targets import interleaved, ratio_target, report  # noqa: E402
+from experiments.frame.machine import cpu_model, load_line  # noqa: E402
+
+BATCH, INPUT_DIM, ROLLOUT = 64, 16, 32
+TARGET = 1.5
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--length", type=int, default=256, help="L: episodes of L + 1 steps, span L + 1 (default: 256)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--check", action="store_true", help="exit 1 if the target is missed")
+    args = parser.parse_args(argv)
+    if args.length < 1:
+        parser.error(f"--length must be >= 1, got {args.length}")
+    torch.set_num_threads(1)
+    kept = keep_freed_memory()
+    torch.manual_seed(0)
+    steps = args.length + 1
+    core = make_core("transformer", INPUT_DIM, d_model=64, n_layers=2, n_heads=4, span=steps)
+    x = torch.randn(steps, BATCH, INPUT_DIM)
+    first = torch.zeros(steps, BATCH, dtype=torch.bool)
+    first[0] = True
+    calls = list(range(ROLLOUT, steps, ROLLOUT)) + [steps]
+
+    def learning() -> float:
+        began = time.perf_counter()
+        for length in calls:
+            y, _ = core(x[:length], core.initial_state(BATCH, "cpu"), first[:length])
+            y.square().mean().backward()
+        return time.perf_counter() - began
+
+    def acting() -> float:
+        began, state = time.perf_counter(), core.initial_state(BATCH, "cpu")
+        with torch.no_grad():
+            for t in range(steps):
+                _, state = core(x[t : t + 1], state, first[t : t + 1])
+        return time.perf_counter() - began
+
+    def episode(skip: bool) -> tuple[float, float]:
+        saved = transformer.first_seen_key
+        if not skip:
+            transformer.first_seen_key = lambda starts: 0
+        try:
+            return learning(), acting()
+        finally:
+            transformer.first_seen_key = saved
+
+    times: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
+    for skip in interleaved([True, False], args.rounds):
+        times[skip].append(episode(skip))
+    print(f"{cpu_model()}, torch {torch.__version__}, 1 thread, B {BATCH}, L = {args.length:,}, "
+          f"freed memory kept: {kept}; {load_line()}")
+    print("| keys read | learning calls (s) | acting steps (s) | episode (s) | rounds (s) |\n|---|---|---|---|---|")
+    median = {}
+    for skip, label in ((False, "all S + T"), (True, "the seen only")):
+        learn = statistics.median(t[0] for t in times[skip])
+        act = statistics.median(t[1] for t in times[skip])
+        median[skip] = statistics.median(sum(t) for t in times[skip])
+        rounds = ", ".join(f"{sum(t):.2f}" for t in times[skip])
+        print(f"| {label} | {learn:.2f} | {act:.2f} | {median[skip]:.2f} | {rounds} |")
+    verdict = ratio_target(f"episode's work at L = {args.length:,}, reading all keys / skipping the unseen",
+                           median[False], median[True], TARGET, "")
+    return report([verdict], args.check)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

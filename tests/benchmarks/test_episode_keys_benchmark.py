@@ -1,0 +1,23 @@
+"""benchmarks/episode_keys.py runs end to end (one short round): both rows and the verdict, and
+the core's key rule put back after."""
+
+import pytest
+
+from agents.cores import transformer
+from benchmarks import episode_keys
+
+
+def test_one_short_round_reports_both_rows_and_the_verdict(capsys):
+    rule = transformer.first_seen_key
+    assert episode_keys.main(["--length", "8", "--rounds", "1"]) == 0
+    out = capsys.readouterr().out
+    for row in ("| all S + T |", "| the seen only |", "episode's work at L = 8, reading all keys / skipping the unseen"):
+        assert row in out
+    assert transformer.first_seen_key is rule
+
+
+def test_a_length_below_1_is_refused_by_name(capsys):
+    with pytest.raises(SystemExit) as exit:
+        episode_keys.main(["--length", "0"])
+    assert exit.value.code == 2
+    assert "--length must be >= 1, got 0" in capsys.readouterr().err
