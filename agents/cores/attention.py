@@ -77,9 +77,9 @@ def attend(
     scores = (window_scores(q, k) if windowed else q @ k.transpose(-1, -2)).add_(position_scores)  # (B, H, Q, K or W)
     scores.masked_fill_(~visible[:, None], masked_score(scores.dtype))
     weigh = window_context if windowed else torch.matmul
-    if persistent is None:
-        weights = torch.softmax(scores, dim=-1) * visible.any(dim=-1)[:, None, :, None]
-        return weigh(dropped(weights, dropout, keep), v)
+    if persistent is None:  # a query that sees nothing: its context zeroed (a (Q, E) pass, not a (Q, K) one)
+        context = weigh(dropped(torch.softmax(scores, dim=-1), dropout, keep), v)
+        return context * visible.any(dim=-1)[:, None, :, None]
     pk, pv = persistent
     persistent_scores = torch.einsum("bhqe,hne->bhqn", q, pk)  # (B, H, Q, N)
     weights = dropped(torch.softmax(torch.cat([scores, persistent_scores], dim=-1), dim=-1), dropout, keep)  # (B, H, Q, K + N)

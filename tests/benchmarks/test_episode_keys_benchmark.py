@@ -1,5 +1,5 @@
-"""benchmarks/episode_keys.py runs end to end (one short round): both rows and the verdict, and
-the core's key rule put back after."""
+"""benchmarks/episode_keys.py runs end to end (one short round): its three rows and the verdict,
+and the core's key rule and query chunk put back after."""
 
 import pytest
 
@@ -7,13 +7,14 @@ from agents.cores import transformer
 from benchmarks import episode_keys
 
 
-def test_one_short_round_reports_both_rows_and_the_verdict(capsys):
-    rule = transformer.first_seen_key
+def test_one_short_round_reports_the_three_rows_and_the_verdict(capsys):
+    rule, chunk = transformer.first_seen_key, transformer.QUERY_CHUNK
     assert episode_keys.main(["--length", "8", "--rounds", "1"]) == 0
     out = capsys.readouterr().out
-    for row in ("| all S + T |", "| the seen only |", "episode's work at L = 8, reading all keys / skipping the unseen"):
+    for row in ("| all S + T, one matrix |", "| the seen, one matrix |", "| the seen, by query chunks |",
+                "episode's work at L = 8, all keys in one matrix / the default"):
         assert row in out
-    assert transformer.first_seen_key is rule
+    assert transformer.first_seen_key is rule and transformer.QUERY_CHUNK == chunk
 
 
 def test_a_length_below_1_is_refused_by_name(capsys):

@@ -1,8 +1,9 @@
-"""The Transformer skips the keys that no query of a call sees (transformer.first_seen_key): those
-before every query's episode start, whose attention weights are exactly 0. The same function:
+"""The Transformer skips attention whose weights are exactly 0: the keys that no query of a call
+sees (transformer.first_seen_key: those before every query's episode start), and in a long call
+the keys after each chunk of queries (transformer.QUERY_CHUNK: their future). The same function:
 over any sequence of learning and acting calls from any state, the outputs, every gradient and
-the state equal those of calls that read all S + T keys (the Transformer and the reservoirs built
-on it, in float64 so that rounding cannot hide a difference)."""
+the state equal those of calls that read all S + T keys in one matrix (the Transformer and the
+reservoirs built on it, in float64 so that rounding cannot hide a difference)."""
 
 import torch
 from hypothesis import given, settings, strategies as st
@@ -16,12 +17,13 @@ def read_all_keys(starts: torch.Tensor) -> int:
     return 0
 
 
-def run(core, calls, skip_unseen: bool):
+def run(core, calls, skip_unseen: bool, query_chunk: int):
     """Each (x, first, learning) call in turn from the initial state, the full-matrix path
-    throughout (WINDOWED_FROM never): every output, the gradients of a fixed loss over each
-    learning call's outputs (parameters and x), and the last state."""
-    saved = transformer.WINDOWED_FROM, transformer.first_seen_key
-    transformer.WINDOWED_FROM = FULL
+    throughout (WINDOWED_FROM never), its queries in chunks of `query_chunk`: every output, the
+    gradients of a fixed loss over each learning call's outputs (parameters and x), and the last
+    state."""
+    saved = transformer.WINDOWED_FROM, transformer.first_seen_key, transformer.QUERY_CHUNK
+    transformer.WINDOWED_FROM, transformer.QUERY_CHUNK = FULL, query_chunk
     if not skip_unseen:
         transformer.first_seen_key = read_all_keys
     try:
@@ -40,7 +42,7 @@ def run(core, calls, skip_unseen: bool):
             outputs.append(y.detach())
         return outputs, grads, state
     finally:
-        transformer.WINDOWED_FROM, transformer.first_seen_key = saved
+        transformer.WINDOWED_FROM, transformer.first_seen_key, transformer.QUERY_CHUNK = saved
 
 
 @st.composite
@@ -63,10 +65,12 @@ def call_sequences(draw):
 
 
 @settings(max_examples=30, deadline=None)
-@given(case=call_sequences())
-def test_skipping_unseen_keys_computes_what_reading_all_does(case):
+@given(case=call_sequences(), query_chunk=st.integers(1, 13))
+def test_skipping_unseen_and_future_keys_computes_what_reading_all_in_one_matrix_does(case, query_chunk):
     core, calls = case
-    assert_same_in_float64(run(core, calls, skip_unseen=True), run(core, calls, skip_unseen=False))
+    one_matrix = run(core, calls, skip_unseen=False, query_chunk=FULL)
+    assert_same_in_float64(run(core, calls, skip_unseen=True, query_chunk=FULL), one_matrix)
+    assert_same_in_float64(run(core, calls, skip_unseen=True, query_chunk=query_chunk), one_matrix)
 
 
 def test_the_first_seen_key_is_the_earliest_episode_start_on_the_cpu_and_0_elsewhere():
@@ -78,12 +82,28 @@ def test_the_first_seen_key_is_the_earliest_episode_start_on_the_cpu_and_0_elsew
     assert transformer.first_seen_key(starts.to("meta")) == 0
 
 
+def keys_read(monkeypatch, core, steps: int) -> list[tuple[int, int]]:
+    """(queries, keys) of each attention call the core's layers make in one call of `steps` steps
+    from the initial state, 2 envs, no episode start inside."""
+    read = []
+    block = transformer.AttentionBlock.forward
+    monkeypatch.setattr(transformer.AttentionBlock, "forward", lambda self, h, k, v, *rest: read.append((h.shape[1], k.shape[-2])) or block(self, h, k, v, *rest))
+    core(torch.randn(steps, 2, INPUT_DIM), core.initial_state(2, "cpu"), torch.zeros(steps, 2, dtype=torch.bool))
+    return read
+
+
 def test_a_call_from_an_empty_memory_attends_over_its_own_steps_only(monkeypatch):
     """From the initial state no carried slot belongs to an episode (the learning call that
     follows the episode starts so): the call's attention reads its T keys, not S + T."""
-    core = core_of("transformer", dict(d_model=8, n_heads=2, n_layers=1, span=64), seed=0)
-    widths = []
-    attend = transformer.AttentionBlock.forward
-    monkeypatch.setattr(transformer.AttentionBlock, "forward", lambda self, h, k, v, *rest: widths.append(k.shape[-2]) or attend(self, h, k, v, *rest))
-    core(torch.randn(10, 2, INPUT_DIM), core.initial_state(2, "cpu"), torch.zeros(10, 2, dtype=torch.bool))
-    assert widths == [10]
+    core = core_of("transformer", dict(d_model=8, n_heads=2, n_layers=1, span=200), seed=0)
+    assert keys_read(monkeypatch, core, 10) == [(10, 10)]
+
+
+def test_a_long_call_reads_each_chunk_of_queries_over_the_keys_up_to_its_last(monkeypatch):
+    """150 steps at span 200 (the full matrix): chunks of 64 queries, over 64, 128 and 150 keys;
+    dropout in training keeps the one call, whose masks it draws over the full width."""
+    assert transformer.QUERY_CHUNK == 64
+    core = core_of("transformer", dict(d_model=8, n_heads=2, n_layers=1, span=200), seed=0)
+    assert keys_read(monkeypatch, core, 150) == [(64, 64), (64, 128), (22, 150)]
+    core = core_of("transformer", dict(d_model=8, n_heads=2, n_layers=1, span=200, dropout=0.1), seed=0).train()
+    assert keys_read(monkeypatch, core, 150) == [(150, 150)]
