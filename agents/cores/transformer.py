@@ -129,20 +129,24 @@ class TransformerCore(nn.Module):
         keys = like.new_zeros(batch, c.n_heads, layers, capacity if key_capacity is None else key_capacity, c.d_model // c.n_heads)
         return inputs, keys, torch.zeros_like(keys)
 
+    def _draws_dropout(self) -> bool:
+        """Dropout in training draws its masks over a call's full matrix: such a call keeps it whole
+        (no windows, no chunks of queries), so its draws are the ones made before either existed."""
+        return self.training and self.config.dropout > 0
+
     def _windowed(self, steps: int) -> bool:
-        """Whether a call of `steps` steps attends over each query's window (WINDOWED_FROM); dropout
-        in training keeps the full matrix, whose masks it draws."""
+        """Whether a call of `steps` steps attends over each query's window (WINDOWED_FROM)."""
         span = self.config.span
-        return WINDOWED_FROM * (span + 1) <= span + steps and not (self.training and self.config.dropout > 0)
+        return WINDOWED_FROM * (span + 1) <= span + steps and not self._draws_dropout()
 
     def _by_query_chunks(self, block: nn.Module, h: torch.Tensor, k: torch.Tensor, v: torch.Tensor, distance: torch.Tensor,
                          visible: torch.Tensor, carried: int) -> torch.Tensor:
         """block(h, k, v, distance, visible) for a call over the full matrix (not windowed), its
         queries in chunks of QUERY_CHUNK, each over the keys up to its last query's own: h
         (B, T, D), k and v (B, H, carried + T, E), the first `carried` of them carried slots.
-        Dropout in training keeps the one call, whose masks it draws over the full width."""
+        A windowed call (one row of distances) and one that draws dropout run whole."""
         steps = h.shape[1]
-        if steps <= QUERY_CHUNK or distance.shape[0] == 1 or (self.training and self.config.dropout > 0):
+        if steps <= QUERY_CHUNK or distance.shape[0] == 1 or self._draws_dropout():
             return block(h, k, v, distance, visible)
         chunks = []
         for begin in range(0, steps, QUERY_CHUNK):
@@ -151,15 +155,15 @@ class TransformerCore(nn.Module):
             chunks.append(block(h[:, begin:end], k[:, :, :keys], v[:, :, :keys], distance[begin:end, :keys], visible[:, begin:end, :keys]))
         return torch.cat(chunks, dim=1)
 
-    def _visible(self, starts: torch.Tensor, steps: int, seen_from: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    def _visible(self, starts: torch.Tensor, steps: int, seen_from: int = 0, windowed: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Which keys each query sees, and at what distance (AttentionBlock.forward): starts (T, B)
         -> distance (T, S + T - seen_from) and visible (B, T, S + T - seen_from) over the call's
         keys from index `seen_from` on (of S carried slots, then T new; first_seen_key); or, for a
         call much longer than the span (WINDOWED_FROM) without dropout drawing masks of the full
         width, each query's own S + 1 keys: distance (1, S + 1), visible (B, T, S + 1)
-        (attention.attend, windowed), whatever `seen_from`."""
+        (attention.attend, windowed), whatever `seen_from`. `windowed`: the caller's _windowed(steps)."""
         span, device = self.config.span, starts.device
-        if self._windowed(steps):
+        if self._windowed(steps) if windowed is None else windowed:
             slot = torch.arange(span + 1, device=device)  # window slot j of query t: key t + j, span - j steps back
             visible = (torch.arange(steps, device=device)[:, None] + slot)[None] >= starts.T[:, :, None]  # (B, T, S + 1)
             return (span - slot)[None], visible
@@ -175,8 +179,9 @@ class TransformerCore(nn.Module):
         span = c.span
         h = self.embed(x).transpose(0, 1)  # (B, T, D)
         starts = episode_starts(first, state.valid)  # (T, B)
-        seen_from = 0 if self._windowed(steps) else first_seen_key(starts)  # keys before it: in no query's episode
-        distance, visible = self._visible(starts, steps, seen_from)
+        windowed = self._windowed(steps)
+        seen_from = 0 if windowed else first_seen_key(starts)  # keys before it: in no query's episode
+        distance, visible = self._visible(starts, steps, seen_from, windowed)
         version = weights_version(self)
         # Keys stored by a learning call would be stale after its optimiser step: not stored,
         # the state says so (version None), and the next call recomputes them.
