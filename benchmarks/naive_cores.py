@@ -52,6 +52,17 @@ def attention_layer(block, h, k, v, distance, valid, pre_norm, heads, masks=None
     return layer_norm(block.norm_ff, h + ff(h))
 
 
+def gathered_position_scores(q, position, keys, newest):
+    """attention.shifted_position_scores the plain way (the cores' before 2026-12-05): q against
+    every distance's embedding, (B, H, Q, P), then each query's and key's distance gathered from
+    it. q (B, H, Q, E), position (P, E); query t of Q and key j of K stand
+    newest + (K - 1 - j) - (Q - 1 - t) steps apart. -> (B, H, Q, K)."""
+    queries = q.shape[-2]
+    steps_back = newest + (keys - 1 - torch.arange(keys, device=q.device))[None, :] - (queries - 1 - torch.arange(queries, device=q.device))[:, None]
+    index = steps_back.clamp(0, position.shape[0] - 1)  # (Q, K)
+    return (q @ position.T).gather(-1, index.expand(*q.shape[:-1], keys))
+
+
 class NaiveTransformer:
     """The Transformer one step at a time: each layer's query attends to its own input and the
     layer inputs of the previous `span` steps of the episode."""

@@ -87,6 +87,28 @@ def attend(
     return context + torch.einsum("bhqn,hne->bhqe", weights[..., scores.shape[-1] :], pv)
 
 
+def shifted_position_scores(q: torch.Tensor, position: torch.Tensor, keys: int, newest: int) -> torch.Tensor:
+    """q . p(distance) for every query and key of a call whose keys are consecutive steps, the
+    last of them `newest` steps before the last query (0: its own step, as in a Transformer's
+    call; 1: the step before, as in the Feedback memory): query t of Q and key j of K stand
+    newest + (K - 1 - j) - (Q - 1 - t) steps apart. q (B, H, Q, E), position (P, E) by distance
+    -> (B, H, Q, K); a distance past P - 1 reads row P - 1, one below 0 row 0.
+
+    One product with K + 1 embeddings, a column per distance (newest + K - 1 down to newest - 1),
+    then each query's row shifted by its place: the (Q, K + 1) product read from its element Q - 1
+    at rows of K (Transformer-XL's relative shift). Not q against every distance's embedding,
+    (Q, P) whatever the keys, then a gather (whose backward scatters): on an L = 1,024 episode's
+    learning calls that took more time than the attention itself (docs/speed.md). The entries
+    whose key is newer than newest - 1 steps before their query wrap into the row above; they are
+    in that query's future, which every caller masks, and so only newest 0 or 1 is allowed."""
+    if newest not in (0, 1):
+        raise ValueError(f"newest must be 0 or 1 (steps from the last query back to the last key), got {newest}")
+    queries = q.shape[-2]
+    distance = (newest + keys - 1 - torch.arange(keys + 1, device=q.device)).clamp(0, position.shape[0] - 1)  # (K + 1,)
+    by_column = q @ position[distance].T  # (B, H, Q, K + 1): column c is distance newest + K - 1 - c
+    return by_column.flatten(-2)[..., queries - 1 : queries - 1 + queries * keys].unflatten(-1, (queries, keys))
+
+
 def window_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     """q (B, H, Q, E), k (B, H, Q + W - 1, E) -> (B, H, Q, W): query t against keys t .. t + W - 1,
     one elementwise product a window slot (no (Q, K) matrix of which all but W a row are masked)."""
@@ -213,12 +235,14 @@ class AttentionBlock(nn.Module):
         """What the attention reads: the normalised input under pre-norm, the input itself under post-norm."""
         return self.norm_attn(h) if self.pre_norm else h
 
-    def forward(self, h: torch.Tensor, k: torch.Tensor, v: torch.Tensor, distance: torch.Tensor, visible: torch.Tensor,
+    def forward(self, h: torch.Tensor, k: torch.Tensor, v: torch.Tensor, distance: torch.Tensor | int, visible: torch.Tensor,
                 keep: tuple | None = None) -> torch.Tensor:
-        """h: (B, Q, D) layer input at the query steps; k, v: (B, H, K, E); distance: (Q, K) long,
-        clipped to [0, P - 1] (where not visible, any value), or (1, K) when every query's row is
-        the same; visible: (B, Q, K), or (B, Q, W) with W < K for windowed attention, query t seeing
-        keys t .. t + W - 1 at distances distance[0] (attend). -> (B, Q, D).
+        """h: (B, Q, D) layer input at the query steps; k, v: (B, H, K, E); distance: how many steps
+        back each key stands from each query: (1, K) long, in [0, P - 1], when every query's row is
+        the same; or an int, when the keys are consecutive steps, the last of them that many steps
+        before the last query (0 or 1: shifted_position_scores); visible: (B, Q, K), or (B, Q, W)
+        with W < K for windowed attention, query t seeing keys t .. t + W - 1 at distances
+        distance[0] (attend). -> (B, Q, D).
 
         Dropout: the block's modules draw their masks as they go (the Transformer), unless `keep`
         gives them, drawn beforehand (step_masks, one step's: the Feedback reference), bool:
@@ -226,10 +250,10 @@ class AttentionBlock(nn.Module):
         batch, queries, width = h.shape
         q = split_heads(self.query(self.attention_input(h)), self.heads)  # (B, H, Q, E)
         q = q * q.shape[-1] ** -0.5
-        if distance.shape[0] == 1:  # one row of distances for every query: look the embeddings up, no gather
-            position_scores = q @ self.position[distance[0]].T  # (B, H, 1, K)
-        else:
-            position_scores = (q @ self.position.T).gather(-1, distance.expand(batch, self.heads, *distance.shape))
+        if isinstance(distance, int):  # consecutive keys: each query's row of distances shifted by one
+            position_scores = shifted_position_scores(q, self.position, k.shape[-2], distance)  # (B, H, Q, K)
+        else:  # one row of distances for every query: look the embeddings up
+            position_scores = q @ self.position[distance[0]].T  # (B, H, Q, K or W)
         persistent = self.persistent() if self.persistent is not None else None
         keep_attention, keep_relu = (None, None) if keep is None else keep
         context = attend(q, k, v, position_scores, visible, persistent, self.attention_dropout, keep_attention)  # (B, H, Q, E)

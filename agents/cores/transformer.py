@@ -139,26 +139,28 @@ class TransformerCore(nn.Module):
         span = self.config.span
         return WINDOWED_FROM * (span + 1) <= span + steps and not self._draws_dropout()
 
-    def _by_query_chunks(self, block: nn.Module, h: torch.Tensor, k: torch.Tensor, v: torch.Tensor, distance: torch.Tensor,
+    def _by_query_chunks(self, block: nn.Module, h: torch.Tensor, k: torch.Tensor, v: torch.Tensor, distance: torch.Tensor | int,
                          visible: torch.Tensor, carried: int) -> torch.Tensor:
         """block(h, k, v, distance, visible) for a call over the full matrix (not windowed), its
-        queries in chunks of QUERY_CHUNK, each over the keys up to its last query's own: h
-        (B, T, D), k and v (B, H, carried + T, E), the first `carried` of them carried slots.
-        A windowed call (one row of distances) and one that draws dropout run whole."""
+        queries in chunks of QUERY_CHUNK, each over the keys up to its last query's own (so each
+        chunk's keys, too, end at its last query: distance 0): h (B, T, D), k and v
+        (B, H, carried + T, E), the first `carried` of them carried slots. A windowed call (one
+        row of distances, a tensor) and one that draws dropout run whole."""
         steps = h.shape[1]
-        if steps <= QUERY_CHUNK or distance.shape[0] == 1 or self._draws_dropout():
+        if steps <= QUERY_CHUNK or not isinstance(distance, int) or self._draws_dropout():
             return block(h, k, v, distance, visible)
         chunks = []
         for begin in range(0, steps, QUERY_CHUNK):
             end = min(begin + QUERY_CHUNK, steps)
             keys = carried + end  # query t's own key is carried + t; those after it it never sees
-            chunks.append(block(h[:, begin:end], k[:, :, :keys], v[:, :, :keys], distance[begin:end, :keys], visible[:, begin:end, :keys]))
+            chunks.append(block(h[:, begin:end], k[:, :, :keys], v[:, :, :keys], distance, visible[:, begin:end, :keys]))
         return torch.cat(chunks, dim=1)
 
-    def _visible(self, starts: torch.Tensor, steps: int, seen_from: int = 0, windowed: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def _visible(self, starts: torch.Tensor, steps: int, seen_from: int = 0, windowed: bool | None = None) -> tuple[torch.Tensor | int, torch.Tensor]:
         """Which keys each query sees, and at what distance (AttentionBlock.forward): starts (T, B)
-        -> distance (T, S + T - seen_from) and visible (B, T, S + T - seen_from) over the call's
-        keys from index `seen_from` on (of S carried slots, then T new; first_seen_key); or, for a
+        -> distance 0 (the keys consecutive steps, the last the last query's own) and visible
+        (B, T, S + T - seen_from) over the call's keys from index `seen_from` on (of S carried
+        slots, then T new; first_seen_key); or, for a
         call much longer than the span (WINDOWED_FROM) without dropout drawing masks of the full
         width, each query's own S + 1 keys: distance (1, S + 1), visible (B, T, S + 1)
         (attention.attend, windowed), whatever `seen_from`. `windowed`: the caller's _windowed(steps)."""
@@ -170,7 +172,7 @@ class TransformerCore(nn.Module):
         key_index = torch.arange(seen_from, span + steps, device=device)
         distance = (span + torch.arange(steps, device=device))[:, None] - key_index[None, :]  # (T, S + T)
         visible = (distance >= 0) & (distance <= span) & (key_index[None, None, :] >= starts.T[:, :, None])  # (B, T, S + T)
-        return distance.clamp(0, span), visible
+        return 0, visible
 
     def forward(self, x: torch.Tensor, state: TransformerState, first: torch.Tensor) -> tuple[torch.Tensor, TransformerState]:
         """x: (T, B, input_dim), first: (T, B) bool -> y: (T, B, D), the state after step T - 1."""

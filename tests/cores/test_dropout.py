@@ -39,13 +39,16 @@ def test_dropout_falls_on_attention_weights_and_relu_activations(queries, persis
     block = AttentionBlock(D, H, KEYS, FF, P, pre_norm, persistent).train()
     h = torch.randn(B, queries, D, requires_grad=True)
     memory_k, memory_v = torch.randn(B, KEYS, D, requires_grad=True), torch.randn(B, KEYS, D, requires_grad=True)
-    distance = (torch.arange(KEYS, 0, -1)[None, :] + torch.arange(queries)[:, None]).clamp(max=KEYS)  # (Q, K)
-    visible = torch.rand(B, queries, KEYS) < 0.7
+    newest = 1  # the last key one step before the last query, as the Feedback memory's
+    steps_back = newest + (KEYS - 1 - torch.arange(KEYS))[None, :] - (queries - 1 - torch.arange(queries))[:, None]  # (Q, K)
+    block_distance = steps_back if queries == 1 else newest  # the block's two forms: one row, or consecutive keys
+    visible = (torch.rand(B, queries, KEYS) < 0.7) & (steps_back >= 0)  # never a key in its query's future
+    distance = steps_back.clamp(min=0)  # the naive layer's, per query
     visible[0, 0] = False  # a query that sees no key
     inputs = [h, memory_k, memory_v, *block.parameters()]
 
     torch.manual_seed(1)
-    y = block(h, split_heads(memory_k, H), split_heads(memory_v, H), distance, visible)  # (B, Q, D)
+    y = block(h, split_heads(memory_k, H), split_heads(memory_v, H), block_distance, visible)  # (B, Q, D)
     weight_mask, relu_mask = replayed_masks(1, queries, persistent)
     expected = torch.stack([
         attention_layer(block, h[:, q], memory_k, memory_v, distance[q], visible[:, q], pre_norm, H,
@@ -61,7 +64,7 @@ def test_dropout_falls_on_attention_weights_and_relu_activations(queries, persis
 
     block.eval()  # no dropout at all
     plain = torch.stack([attention_layer(block, h[:, q], memory_k, memory_v, distance[q], visible[:, q], pre_norm, H) for q in range(queries)], dim=1)
-    torch.testing.assert_close(block(h, split_heads(memory_k, H), split_heads(memory_v, H), distance, visible), plain, atol=1e-5, rtol=0)
+    torch.testing.assert_close(block(h, split_heads(memory_k, H), split_heads(memory_v, H), block_distance, visible), plain, atol=1e-5, rtol=0)
 
 
 def test_dropout_masks_have_nn_dropouts_distribution():

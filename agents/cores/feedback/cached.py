@@ -55,11 +55,12 @@ def cached_forward(core: FeedbackReference, x: torch.Tensor, state, first: torch
     return core.norm_out(h).transpose(0, 1)  # (T, B, D)
 
 
-def _visible(starts: torch.Tensor, span: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _visible(starts: torch.Tensor, span: int) -> tuple[torch.Tensor | int, torch.Tensor]:
     """Which memory slots each step reads, and from how far back (AttentionBlock.forward): starts
-    (T, B) -> over all S + T - 1 slots, distance (T, S + T - 1) and visible (B, T, S + T - 1),
-    slot i being S + t - i steps back from step t; or, for a call of many windows (WINDOWED_FROM),
-    each step's own window: distance (1, S), visible (B, T, S)."""
+    (T, B) -> over all S + T - 1 slots, distance 1 (the slots consecutive steps, the last the step
+    before the last step's) and visible (B, T, S + T - 1), slot i being S + t - i steps back from
+    step t; or, for a call of many windows (WINDOWED_FROM), each step's own window: distance
+    (1, S), visible (B, T, S)."""
     steps, device = starts.shape[0], starts.device
     if span + steps - 1 >= WINDOWED_FROM * span:
         slot = torch.arange(steps, device=device)[:, None] + torch.arange(span, device=device)  # (T, S): step t's window slot j
@@ -67,4 +68,4 @@ def _visible(starts: torch.Tensor, span: int) -> tuple[torch.Tensor, torch.Tenso
     slot = torch.arange(span + steps - 1, device=device)
     distance = (span + torch.arange(steps, device=device))[:, None] - slot  # (T, S + T - 1)
     visible = (distance >= 1) & (distance <= span) & (slot >= starts.T[:, :, None])  # (B, T, S + T - 1)
-    return distance.clamp(0, span), visible
+    return 1, visible
