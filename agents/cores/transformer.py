@@ -160,18 +160,18 @@ class TransformerCore(nn.Module):
         """Which keys each query sees, and at what distance (AttentionBlock.forward): starts (T, B)
         -> distance 0 (the keys consecutive steps, the last the last query's own) and visible
         (B, T, S + T - seen_from) over the call's keys from index `seen_from` on (of S carried
-        slots, then T new; first_seen_key); or, for a
-        call much longer than the span (WINDOWED_FROM) without dropout drawing masks of the full
-        width, each query's own S + 1 keys: distance (1, S + 1), visible (B, T, S + 1)
-        (attention.attend, windowed), whatever `seen_from`. `windowed`: the caller's _windowed(steps)."""
+        slots, then T new; first_seen_key); or, for a call much longer than the span
+        (WINDOWED_FROM) without dropout drawing masks of the full width, each query's own S + 1
+        keys: distance (1, S + 1), visible (B, T, S + 1) (attention.attend, windowed), whatever
+        `seen_from`. `windowed`: the caller's _windowed(steps)."""
         span, device = self.config.span, starts.device
         if self._windowed(steps) if windowed is None else windowed:
             slot = torch.arange(span + 1, device=device)  # window slot j of query t: key t + j, span - j steps back
             visible = (torch.arange(steps, device=device)[:, None] + slot)[None] >= starts.T[:, :, None]  # (B, T, S + 1)
             return (span - slot)[None], visible
         key_index = torch.arange(seen_from, span + steps, device=device)
-        distance = (span + torch.arange(steps, device=device))[:, None] - key_index[None, :]  # (T, S + T)
-        visible = (distance >= 0) & (distance <= span) & (key_index[None, None, :] >= starts.T[:, :, None])  # (B, T, S + T)
+        back = (span + torch.arange(steps, device=device))[:, None] - key_index[None, :]  # (T, S + T) steps from query to key
+        visible = (back >= 0) & (back <= span) & (key_index[None, None, :] >= starts.T[:, :, None])  # (B, T, S + T)
         return 0, visible
 
     def forward(self, x: torch.Tensor, state: TransformerState, first: torch.Tensor) -> tuple[torch.Tensor, TransformerState]:

@@ -66,6 +66,6 @@ def _visible(starts: torch.Tensor, span: int) -> tuple[torch.Tensor | int, torch
         slot = torch.arange(steps, device=device)[:, None] + torch.arange(span, device=device)  # (T, S): step t's window slot j
         return torch.arange(span, 0, -1, device=device)[None, :], slot[None] >= starts.T[:, :, None]
     slot = torch.arange(span + steps - 1, device=device)
-    distance = (span + torch.arange(steps, device=device))[:, None] - slot  # (T, S + T - 1)
-    visible = (distance >= 1) & (distance <= span) & (slot >= starts.T[:, :, None])  # (B, T, S + T - 1)
+    back = (span + torch.arange(steps, device=device))[:, None] - slot  # (T, S + T - 1) steps from step to slot
+    visible = (back >= 1) & (back <= span) & (slot >= starts.T[:, :, None])  # (B, T, S + T - 1)
     return 1, visible
