@@ -95,6 +95,7 @@ class TransformerState(NamedTuple):
 
 class TransformerCore(nn.Module):
     sequential = False  # its steps run side by side: packing episodes would only add padding (agents/learners/episode_packing.py)
+    skips_outputs = True  # forward's outputs_from saves work (its top layer's queries), not only outputs (agents/model/policy.py)
 
     def __init__(self, input_dim: int, config: TransformerConfig):
         super().__init__()
@@ -140,12 +141,19 @@ class TransformerCore(nn.Module):
         return WINDOWED_FROM * (span + 1) <= span + steps and not self._draws_dropout()
 
     def _by_query_chunks(self, block: nn.Module, h: torch.Tensor, k: torch.Tensor, v: torch.Tensor, distance: torch.Tensor | int,
-                         visible: torch.Tensor, carried: int) -> torch.Tensor:
-        """block(h, k, v, distance, visible) for a call over the full matrix (not windowed), its
-        queries in chunks of QUERY_CHUNK, each over the keys up to its last query's own (so each
-        chunk's keys, too, end at its last query: distance 0): h (B, T, D), k and v
-        (B, H, carried + T, E), the first `carried` of them carried slots. A windowed call (one
-        row of distances, a tensor) and one that draws dropout run whole."""
+                         visible: torch.Tensor, carried: int, first_query: int = 0) -> torch.Tensor:
+        """block(h, k, v, distance, visible) for the queries from `first_query` on, (B, T, D) ->
+        (B, T - first_query, D): h (B, T, D); k and v (B, H, carried + T, E), the first `carried`
+        of them carried slots, or, for a windowed call (one row of distances, a tensor), query t's
+        window from key t on. A call over the full matrix (not windowed) runs its queries in
+        chunks of QUERY_CHUNK, each over the keys up to its last query's own (so each chunk's keys,
+        too, end at its last query: distance 0); one that draws dropout runs whole."""
+        if first_query:  # the queries before it are asked for nothing (forward's outputs_from)
+            h, visible = h[:, first_query:], visible[:, first_query:]
+            if isinstance(distance, int):
+                carried += first_query  # query t's own key is now carried + t
+            else:
+                k, v = k[:, :, first_query:], v[:, :, first_query:]
         steps = h.shape[1]
         if steps <= QUERY_CHUNK or not isinstance(distance, int) or self._draws_dropout():
             return block(h, k, v, distance, visible)
@@ -174,10 +182,20 @@ class TransformerCore(nn.Module):
         visible = (back >= 0) & (back <= span) & (key_index[None, None, :] >= starts.T[:, :, None])  # (B, T, S + T)
         return 0, visible
 
-    def forward(self, x: torch.Tensor, state: TransformerState, first: torch.Tensor) -> tuple[torch.Tensor, TransformerState]:
-        """x: (T, B, input_dim), first: (T, B) bool -> y: (T, B, D), the state after step T - 1."""
+    def forward(self, x: torch.Tensor, state: TransformerState, first: torch.Tensor,
+                outputs_from: int = 0) -> tuple[torch.Tensor, TransformerState]:
+        """x: (T, B, input_dim), first: (T, B) bool -> y: (T - outputs_from, B, D), the outputs of
+        steps outputs_from .. T - 1, and the state after step T - 1.
+
+        The steps before `outputs_from` give no output (a gradient window's history, which carries
+        no loss: agents/learners/window.py). A layer's outputs at every step are the next layer's
+        keys, but the top layer's are nobody's: it attends from the asked steps only. With a
+        window that follows long episodes that is most of a learning call's queries, and about
+        half its work in a two-layer core (docs/speed.md)."""
         c = self.config
         steps, batch = first.shape
+        if not 0 <= outputs_from < steps:
+            raise ValueError(f"outputs_from must be in [0, {steps}) for a call of {steps} steps, got {outputs_from}")
         span = c.span
         h = self.embed(x).transpose(0, 1)  # (B, T, D)
         starts = episode_starts(first, state.valid)  # (T, B)
@@ -225,8 +243,9 @@ class TransformerCore(nn.Module):
                     values[:, :, layer, window] = v.detach()
                     k, v = k[:, :, seen_from:], v[:, :, seen_from:]
             inputs[:, layer, new] = h.detach()
-            h = self._by_query_chunks(block, h, k, v, distance, visible, span - seen_from)
+            first_query = outputs_from if layer == len(self.blocks) - 1 else 0
+            h = self._by_query_chunks(block, h, k, v, distance, visible, span - seen_from, first_query)
 
         log.end = start + steps
-        y = self.norm_out(h).transpose(0, 1)  # (T, B, D)
+        y = self.norm_out(h).transpose(0, 1)  # (T - outputs_from, B, D)
         return y, TransformerState(inputs, keys, values, carried_valid(starts, span), start + steps, version if store else None, log)

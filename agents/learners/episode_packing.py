@@ -92,18 +92,18 @@ def unpack(p: Packing, tensor: torch.Tensor, envs: int) -> torch.Tensor:
     return tensor.flatten(0, 1)[p.put].unflatten(0, (-1, envs))
 
 
-def call_packed(policy, inputs: StepInputs, state: Any) -> tuple[torch.Tensor, torch.Tensor]:
-    """policy's (logits, values) over (L, K) inputs from `state`, as policy(...) gives them, run
-    packed where the inputs' `starts` shorten the call; the unpacked call where they do not or
-    `starts` is None. The state after the call is not given: a packed call has none that is the
-    columns'."""
+def call_packed(policy, inputs: StepInputs, state: Any, outputs_from: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """policy's (logits, values) over (L, K) inputs from `state`, as policy(...) gives them, for
+    the steps from `outputs_from` on, run packed where the inputs' `starts` shorten the call; the
+    unpacked call where they do not or `starts` is None. The state after the call is not given: a
+    packed call has none that is the columns'."""
     p = None if inputs.starts is None else plan(inputs.starts, inputs.first.device)
     if p is None:
-        logits, values, _ = policy(inputs, state)
+        logits, values, _ = policy(inputs, state, outputs_from)
         return logits, values
     # Padding begins no episode: a reset there would cut the LSTM's fused pass (agents/cores/recurrent.py) at every step.
     packed = StepInputs(pack(p, inputs.obs), pack(p, inputs.prev_action), pack(p, inputs.prev_reward),
                         pack(p, inputs.first) & p.real)  # (L', N, ...)
     logits, values, _ = policy(packed, select_envs(state, p.env))
     envs = inputs.first.shape[1]
-    return unpack(p, logits, envs), unpack(p, values, envs)
+    return unpack(p, logits, envs)[outputs_from:], unpack(p, values, envs)[outputs_from:]

@@ -120,7 +120,6 @@ class PPOTrainer(Trainer):
                     logits, values = self.learner.cached_memory_call(w.inputs, w.start_state, r.memory[:, on_device])
                 else:
                     logits, values = w.call(self.learner, self.packs_episodes)
-            logits, values = logits[w.history :], values[w.history :]
             clip = Clip(pick(r.logprob), pick(r.values[:-1]), c.clip_coef, c.clip_vloss)
             loss, stats = a2c_loss(logits.float(), values.float(), pick(r.action), advantage, pick(returns), valid,
                                    c.value_coef, c.entropy_coef, count, clip)

@@ -200,7 +200,7 @@ class Trainer:
             w = self.window.learning_inputs(r, bootstrap=True)
             with autocast(self.device, c.precision):
                 logits, values = w.call(self.learner, self.packs_episodes)
-            logits, values = logits[w.history : -1], values[w.history :]
+            logits = logits[:-1]  # the bootstrap step's: no action taken there
         else:
             logits, values = r.logits, r.values
         logits, values = logits.float(), values.float()  # the loss in float32 whatever the precision

@@ -74,9 +74,10 @@ class WindowInputs:
         return WindowInputs(self.inputs.select_envs(index, on_device), select_envs(self.start_state, on_device), self.history)
 
     def call(self, policy, packed: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        """policy's (logits, values) over these inputs; with `packed`, the episodes side by side
-        where that shortens the call (agents/learners/episode_packing.py)."""
-        return call_packed(policy, self.inputs if packed else replace(self.inputs, starts=None), self.start_state)
+        """policy's (logits, values) over these inputs, for the steps after the history (which
+        carry no loss, so give none: Policy.forward's outputs_from); with `packed`, the episodes
+        side by side where that shortens the call (agents/learners/episode_packing.py)."""
+        return call_packed(policy, self.inputs if packed else replace(self.inputs, starts=None), self.start_state, self.history)
 
 
 class GradientWindow:

@@ -73,10 +73,18 @@ class Policy(nn.Module):
         reward = prev_reward.clamp(-1.0, 1.0).unsqueeze(-1)  # (..., 1)
         return torch.cat([features, action, reward], dim=-1)
 
-    def forward(self, inputs: StepInputs, state):
+    def forward(self, inputs: StepInputs, state, outputs_from: int = 0):
         """inputs of T steps of B envs (agents/model/step_inputs.py), the core state before them ->
-        logits (T, B, A), value (T, B), new core state."""
-        y, state = self.core(self.encode(inputs.obs, inputs.prev_action, inputs.prev_reward), state, inputs.first)
+        logits (T', B, A), value (T', B), new core state, for the steps from `outputs_from` on
+        (T' = T - outputs_from). The steps before it give no outputs: a gradient window's history
+        (agents/learners/window.py), which carries no loss. A core whose `skips_outputs` is True
+        is told, and saves their work (the Transformer); the others' outputs are cut."""
+        x = self.encode(inputs.obs, inputs.prev_action, inputs.prev_reward)
+        if outputs_from and getattr(self.core, "skips_outputs", False):
+            y, state = self.core(x, state, inputs.first, outputs_from)
+        else:
+            y, state = self.core(x, state, inputs.first)
+            y = y[outputs_from:]
         return self.actor(y), self.critic(y).squeeze(-1), state
 
     def cached_memory_call(self, inputs: StepInputs, state, memory: torch.Tensor):

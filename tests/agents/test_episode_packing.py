@@ -62,10 +62,11 @@ def test_the_plan_keeps_every_step_and_each_episode_in_one_column(starts, fixed_
 
 
 def as_policy(core):
-    """A policy-shaped call over a core: every input reaches the outputs (`obs` is the core's input)."""
-    def policy(inputs, state):
+    """A policy-shaped call over a core: every input reaches the outputs (`obs` is the core's input),
+    those of the steps from `outputs_from` on."""
+    def policy(inputs, state, outputs_from=0):
         y, state = core(inputs.obs, state, inputs.first)
-        y = y + inputs.prev_action[..., None] + inputs.prev_reward[..., None]
+        y = (y + inputs.prev_action[..., None] + inputs.prev_reward[..., None])[outputs_from:]
         return y, y.sum(-1), state
     return policy
 

@@ -240,7 +240,7 @@ def decisions_see_their_cue(trainer) -> list[bool]:
         with torch.no_grad():
             logits, _ = w.call(trainer.policy, packed=False)
             for t, b in torch.nonzero(r.terminated).tolist():
-                decision, cue = w.history + t, w.history + t - TMAZE
+                decision, cue = t, w.history + t - TMAZE  # the call's outputs begin after the history
                 if cue < 0 or not w.inputs.first[cue, b]:
                     seen.append(False)
                     continue
