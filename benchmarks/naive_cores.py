@@ -52,14 +52,18 @@ def attention_layer(block, h, k, v, distance, valid, pre_norm, heads, masks=None
     return layer_norm(block.norm_ff, h + ff(h))
 
 
+def consecutive_steps_back(queries, keys, newest, device=None):
+    """(Q, K) long: how many steps key j stands before query t when the Q queries and K keys are
+    consecutive steps, the last key `newest` steps before the last query (AttentionBlock.forward's
+    int distance): newest + (K - 1 - j) - (Q - 1 - t). Negative: the key is in the query's future."""
+    return newest + (keys - 1 - torch.arange(keys, device=device))[None, :] - (queries - 1 - torch.arange(queries, device=device))[:, None]
+
+
 def gathered_position_scores(q, position, keys, newest):
     """attention.shifted_position_scores the plain way (the cores' before 2026-12-05): q against
-    every distance's embedding, (B, H, Q, P), then each query's and key's distance gathered from
-    it. q (B, H, Q, E), position (P, E); query t of Q and key j of K stand
-    newest + (K - 1 - j) - (Q - 1 - t) steps apart. -> (B, H, Q, K)."""
-    queries = q.shape[-2]
-    steps_back = newest + (keys - 1 - torch.arange(keys, device=q.device))[None, :] - (queries - 1 - torch.arange(queries, device=q.device))[:, None]
-    index = steps_back.clamp(0, position.shape[0] - 1)  # (Q, K)
+    every distance's embedding, (B, H, Q, P), then each query's and key's distance
+    (consecutive_steps_back) gathered from it. q (B, H, Q, E), position (P, E) -> (B, H, Q, K)."""
+    index = consecutive_steps_back(q.shape[-2], keys, newest, q.device).clamp(0, position.shape[0] - 1)  # (Q, K)
     return (q @ position.T).gather(-1, index.expand(*q.shape[:-1], keys))
 
 

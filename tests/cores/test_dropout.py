@@ -15,7 +15,7 @@ from agents.cores import make_core
 from agents.cores.attention import AttentionBlock, split_heads
 from agents.cores.dropout import Dropout, draw_masks
 
-from benchmarks.naive_cores import attention_layer
+from benchmarks.naive_cores import attention_layer, consecutive_steps_back
 
 B, H, D, FF, KEYS, P = 2, 2, 8, 12, 5, 0.4
 INPUT_DIM = 5
@@ -40,7 +40,7 @@ def test_dropout_falls_on_attention_weights_and_relu_activations(queries, persis
     h = torch.randn(B, queries, D, requires_grad=True)
     memory_k, memory_v = torch.randn(B, KEYS, D, requires_grad=True), torch.randn(B, KEYS, D, requires_grad=True)
     newest = 1  # the last key one step before the last query, as the Feedback memory's
-    steps_back = newest + (KEYS - 1 - torch.arange(KEYS))[None, :] - (queries - 1 - torch.arange(queries))[:, None]  # (Q, K)
+    steps_back = consecutive_steps_back(queries, KEYS, newest)  # (Q, K)
     block_distance = steps_back if queries == 1 else newest  # the block's two forms: one row, or consecutive keys
     visible = (torch.rand(B, queries, KEYS) < 0.7) & (steps_back >= 0)  # never a key in its query's future
     distance = steps_back.clamp(min=0)  # the naive layer's, per query

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from agents.cores.attention import shifted_position_scores
 
-from benchmarks.naive_cores import gathered_position_scores
+from benchmarks.naive_cores import consecutive_steps_back, gathered_position_scores
 
 
 @settings(max_examples=60, deadline=None)
@@ -24,9 +24,7 @@ def test_shifted_scores_equal_the_gathered_ones_where_a_key_is_not_in_its_querys
     expected = gathered_position_scores(q, position, keys, newest)
     got = shifted_position_scores(q, position, keys, newest)
     assert got.shape == expected.shape == (2, 3, queries, keys)
-    # (Q, K): the key is the query's own step or before it (query t and key j stand
-    # newest + (K - 1 - j) - (Q - 1 - t) steps apart)
-    past = newest + (keys - 1 - torch.arange(keys))[None, :] - (queries - 1 - torch.arange(queries))[:, None] >= 0
+    past = consecutive_steps_back(queries, keys, newest) >= 0  # (Q, K): the key is the query's own step or before it
     torch.testing.assert_close(got * past, expected * past, rtol=0, atol=1e-12)
     cotangent = torch.randn(got.shape, generator=generator, dtype=torch.float64) * past
     grads = torch.autograd.grad((got * cotangent).sum(), [q, position])

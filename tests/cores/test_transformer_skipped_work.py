@@ -82,13 +82,15 @@ def test_the_first_seen_key_is_the_earliest_episode_start_on_the_cpu_and_0_elsew
     assert transformer.first_seen_key(starts.to("meta")) == 0
 
 
-def keys_read(monkeypatch, core, steps: int) -> list[tuple[int, int]]:
+def keys_read(monkeypatch, core, steps: int, outputs_from: int = 0) -> list[tuple[int, int]]:
     """(queries, keys) of each attention call the core's layers make in one call of `steps` steps
-    from the initial state, 2 envs, no episode start inside."""
+    from the initial state, 2 envs, no episode start inside, asked for the outputs from
+    `outputs_from` on (TransformerCore.forward)."""
     read = []
     block = transformer.AttentionBlock.forward
-    monkeypatch.setattr(transformer.AttentionBlock, "forward", lambda self, h, k, v, *rest: read.append((h.shape[1], k.shape[-2])) or block(self, h, k, v, *rest))
-    core(torch.randn(steps, 2, INPUT_DIM), core.initial_state(2, "cpu"), torch.zeros(steps, 2, dtype=torch.bool))
+    with monkeypatch.context() as patch:
+        patch.setattr(transformer.AttentionBlock, "forward", lambda self, h, k, v, *rest: read.append((h.shape[1], k.shape[-2])) or block(self, h, k, v, *rest))
+        core(torch.randn(steps, 2, INPUT_DIM), core.initial_state(2, "cpu"), torch.zeros(steps, 2, dtype=torch.bool), outputs_from)
     return read
 
 
