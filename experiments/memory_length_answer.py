@@ -16,8 +16,9 @@ Trains and probes nothing. It reads what the sweeps wrote (experiments/memory_le
 A core's reach is the longest length most of its seeds solve, every shorter one solved by most
 too (memory_length.reach); its score, the share of the 9 lengths 1 to 256 that most seeds solve
 (memory_length.score), the same 9 for both learners. Its cliff is the first length most seeds do
-not solve. Writes OUT/memory_length_answer.json, .md and .png (two panels, A2C and PPO, greedy
-success against length, Ni et al.'s L = 1,500 marked).
+not solve. Writes OUT/memory_length_answer.json, .md and .png (A2C and PPO side by side:
+greedy success against length, and the share of runs solved with its Wilson interval; Ni et
+al.'s L = 1,500 marked).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import numpy as np
 from agents.plot_curves import save_figure
 from durable.records import read_record, write_json, write_text
 from experiments.frame.jobs import ROOT
+from experiments.frame.stats import solved_interval
 from experiments.frame.tables import markdown_table
 from experiments.memory_length import FLOOR, NI_TRANSFORMER_SOLVES, reach, score, solved_by_most
 from experiments.recall_cliff import unfinished
@@ -97,6 +99,15 @@ def probes_at(out: Path, stems: list[str]) -> dict[tuple[str, str], dict]:
             for stem in stems for model, lengths in read(out, stem)["models"].items() for length, cell in lengths.items()}
 
 
+def solved_runs(greedy: list[float], solved_at: float, under_way: bool) -> dict:
+    """A length's runs solved (greedy success >= solved_at) of its runs; for a finished length
+    with the Wilson 95% interval of the probability that a run solves it, for one under way
+    only the count so far (its seeds are not all in)."""
+    if under_way:
+        return {"solved": sum(g >= solved_at for g in greedy), "runs": len(greedy), "under_way": True}
+    return solved_interval(np.array(greedy), solved_at)
+
+
 def answer(out: Path, inputs: dict[str, dict[str, list[str]]] = SOURCES) -> dict:
     """Every learner's models (from `inputs`, shaped as SOURCES): solved runs per length, reach,
     score, and the cliff with what was measured there."""
@@ -111,8 +122,7 @@ def answer(out: Path, inputs: dict[str, dict[str, list[str]]] = SOURCES) -> dict
             done = {length: cell for length, cell in cells.items() if not cell.get("under_way")}
             cliff = next((length for length, cell in done.items() if not solved_by_most(cell)), None)
             models[model] = {
-                "solved": {length: {"solved": sum(run["greedy_success"] >= first["solved_at"] for run in cell["per_seed"]),
-                                    "runs": len(cell["per_seed"]), **({"under_way": True} if cell.get("under_way") else {})}
+                "solved": {length: solved_runs([run["greedy_success"] for run in cell["per_seed"]], first["solved_at"], cell.get("under_way", False))
                            for length, cell in cells.items()},
                 "greedy": {length: cell.get("greedy") or {"per_seed": [run["greedy_success"] for run in cell["per_seed"]]} for length, cell in cells.items()},
                 "reaches": reach({"lengths": done}),
@@ -195,44 +205,54 @@ def table(result: dict) -> str:
 
 
 def draw(result: dict, out: Path) -> None:
-    """Two panels, A2C and PPO: greedy success (IQM, 95% interval) against length on a log axis,
-    one colour per model in both; a length under way as its seeds' mean, hollow; Ni et al.'s
-    L = 1,500 marked."""
+    """Two columns, A2C and PPO, one colour per model in all four panels, lengths on a log axis.
+    Top: greedy success (IQM and its 95% bootstrap interval over seeds; a length under way as its
+    seeds' mean, hollow). Bottom: the share of runs that solve each finished length and the Wilson
+    95% interval of the probability that a run does, the number the reach is read from. Ni et
+    al.'s L = 1,500 marked in each."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, panels = plt.subplots(1, 2, figsize=(12.5, 4.2), dpi=100, sharey=True)
+    figure, panels = plt.subplots(2, 2, figsize=(12.5, 7.6), dpi=100, sharey=True, sharex=True)
     names = list(result["learners"]["a2c"]["models"])
     colours = {name: plt.get_cmap("tab10")(i % 10) for i, name in enumerate(names)}
     ticks = sorted({int(length) for learner in result["learners"].values() for model in learner["models"].values() for length in model["greedy"]})
-    for axes, (learner, record) in zip(panels, result["learners"].items()):
+    for column, (learner, record) in enumerate(result["learners"].items()):
+        success, solved = panels[0, column], panels[1, column]
         for offset, (name, model) in zip(np.linspace(-0.08, 0.08, len(record["models"])), record["models"].items()):
             done = [(int(length), cell) for length, cell in model["greedy"].items() if "iqm" in cell]
             x = np.array([length for length, _ in done], dtype=float) * 2**offset  # side by side
             iqm = np.array([cell["iqm"] for _, cell in done])
             error = [iqm - [cell["ci_low"] for _, cell in done], [cell["ci_high"] for _, cell in done] - iqm]
-            axes.errorbar(x, iqm, yerr=error, marker="o", markersize=4, capsize=2, linewidth=1.4, color=colours[name], label=name)
+            success.errorbar(x, iqm, yerr=error, marker="o", markersize=4, capsize=2, linewidth=1.4, color=colours[name], label=name)
             for length, cell in model["greedy"].items():
                 if "per_seed" in cell:  # under way: seeds so far
-                    axes.plot([int(length) * 2**offset], [np.mean(cell["per_seed"])], marker="o", markerfacecolor="none", color=colours[name])
-        axes.plot([NI_TRANSFORMER_SOLVES], [1.0], marker="*", markersize=12, color="black", linestyle="none",
-                  label=f"Ni et al.: transformer, DQN, the passive T-maze to {NI_TRANSFORMER_SOLVES:,}")
-        axes.axhline(0.5, color="#999999", linestyle=":", linewidth=1)
-        axes.set_xscale("log", base=2)
-        axes.annotate(f"{NI_TRANSFORMER_SOLVES:,}", (NI_TRANSFORMER_SOLVES, 1.0), textcoords="offset points", xytext=(0, -14), ha="center", fontsize=7)
-        axes.set_xticks(ticks, [str(t) for t in ticks], fontsize=7)
-        axes.minorticks_off()
-        axes.set_xlabel("memory length L (steps between the bit and the question)")
-        axes.set_ylim(-0.02, 1.05)
-        axes.set_title(f"{learner.upper()}: recall, bsuite's budget", loc="left", fontsize=11)
-        axes.grid(color="#e0e0e0", linewidth=0.8)
-        axes.spines[["top", "right"]].set_visible(False)
+                    success.plot([int(length) * 2**offset], [np.mean(cell["per_seed"])], marker="o", markerfacecolor="none", color=colours[name])
+            finished = [(int(length), cell) for length, cell in model["solved"].items() if "ci_low" in cell]
+            share = np.array([cell["solved"] / cell["runs"] for _, cell in finished])
+            interval = [share - [cell["ci_low"] for _, cell in finished], [cell["ci_high"] for _, cell in finished] - share]
+            solved.errorbar(np.array([length for length, _ in finished], dtype=float) * 2**offset, share, yerr=interval,
+                            marker="o", markersize=4, capsize=2, linewidth=1.4, color=colours[name])
+        for axes in (success, solved):
+            axes.plot([NI_TRANSFORMER_SOLVES], [1.0], marker="*", markersize=12, color="black", linestyle="none",
+                      label=f"Ni et al.: transformer, DQN, the passive T-maze to {NI_TRANSFORMER_SOLVES:,}")
+            axes.annotate(f"{NI_TRANSFORMER_SOLVES:,}", (NI_TRANSFORMER_SOLVES, 1.0), textcoords="offset points", xytext=(0, -14), ha="center", fontsize=7)
+            axes.set_xscale("log", base=2)
+            axes.set_xticks(ticks, [str(t) for t in ticks], fontsize=7)
+            axes.minorticks_off()
+            axes.set_ylim(-0.02, 1.05)
+            axes.grid(color="#e0e0e0", linewidth=0.8)
+            axes.spines[["top", "right"]].set_visible(False)
+        success.axhline(0.5, color="#999999", linestyle=":", linewidth=1)
+        success.set_title(f"{learner.upper()}: recall, bsuite's budget", loc="left", fontsize=11)
+        solved.set_xlabel("memory length L (steps between the bit and the question)")
     if any("per_seed" in cell for learner in result["learners"].values() for model in learner["models"].values() for cell in model["greedy"].values()):
-        panels[1].plot([], [], marker="o", markerfacecolor="none", color="black", linestyle="none", label="hollow: the seeds so far of a length under way")
-    panels[0].set_ylabel("greedy success rate (IQM)")
-    save_figure(figure, panels[1], out, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+        panels[0, 1].plot([], [], marker="o", markerfacecolor="none", color="black", linestyle="none", label="hollow: the seeds so far of a length under way")
+    panels[0, 0].set_ylabel("greedy success rate (IQM, 95% bootstrap)")
+    panels[1, 0].set_ylabel("runs solved (share, Wilson 95%)")
+    save_figure(figure, panels[0, 1], out, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
 
 
 def main(argv: list[str] | None = None) -> None:

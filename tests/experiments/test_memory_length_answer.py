@@ -53,6 +53,24 @@ def test_reach_score_and_the_cliff_with_its_measurements(sweeps):
     assert core["cliff"]["probes"]["seeds"] == 3 and core["cliff"]["probes"]["fresh"]["gradient_to_cue"] == 1e-3
 
 
+def test_a_finished_length_has_the_wilson_interval_of_its_runs_solved(sweeps):
+    """The issue asks for success against length with Wilson intervals: 2 of 3 runs solved gives
+    the Wilson 95% interval [0.2077, 0.9385] (z = 1.96), from the per-seed numbers, not the
+    sweep's stored interval (made up in `cell`)."""
+    out, inputs = sweeps
+    solved = answer_module.answer(out, inputs)["learners"]["a2c"]["models"]["core"]["solved"]["2"]
+    assert solved["solved"] == 2 and solved["runs"] == 3
+    assert solved["ci_low"] == pytest.approx(0.2077, abs=1e-4) and solved["ci_high"] == pytest.approx(0.9385, abs=1e-4)
+
+
+def test_the_figure_is_drawn_with_both_rows(sweeps, tmp_path):
+    out, inputs = sweeps
+    result = answer_module.answer(out, inputs)
+    result["learners"]["ppo"] = result["learners"]["a2c"]
+    answer_module.draw(result, tmp_path / "answer.png")
+    assert (tmp_path / "answer.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_a_length_under_way_is_shown_from_the_ledger_and_not_counted(sweeps):
     out, inputs = sweeps
     result = answer_module.answer(out, inputs)
