@@ -1,6 +1,6 @@
 """Draw one logged scalar of one or more runs as a TensorBoard-style chart (a PNG for the README).
 
-    python -m agents.plot_curves runs/corridor-lstm-demo --tag charts/episodic_return --out assets/curve.png
+    python -m agents.plot_curves runs/corridor-lstm-demo --tag charts/episodic_return --out assets/guide/curve.png
 
 Scalars are read from the runs' event files with TensorBoard's `EventAccumulator`. Each run gets
 one colour: its raw curve faint, its smoothed curve bold, smoothed as TensorBoard does (a

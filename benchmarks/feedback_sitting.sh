@@ -5,7 +5,7 @@
 #   benchmarks/feedback_sitting.sh LOGS AUTHORS CLEANRL [TAG]
 #
 # LOGS     a folder for the logs (made); the PPO comparison's JSON, tables and figures go to
-#          assets/ppo_peers_speed_{long,short}[_TAG].*
+#          assets/ppo_peers/ppo_peers_speed_{long,short}[_TAG].*
 # AUTHORS  a checkout of facebookresearch/transformer-sequential OUTSIDE this repository
 #          (CC BY-NC 4.0: none of it may enter it; benchmarks/authors.py imports it at run time)
 # CLEANRL  CleanRL's checkout and environment (scripts/cleanrl_peer.sh CLEANRL)

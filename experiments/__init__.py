@@ -1,8 +1,8 @@
 """Experiments: each a module run as `python -m experiments.NAME`, many training runs in parallel
 processes, evaluated, aggregated over seeds (interquartile mean and stratified-bootstrap
-confidence intervals, rliable) and written to assets/ as JSON (raw per-seed numbers included), a
-markdown table and figures. An interrupted experiment resumes where it stopped when run again.
-Every module is listed here (tests/experiments/test_index.py checks it).
+confidence intervals, rliable) and written to its folder of assets/ (assets/EXPERIMENT/) as JSON
+(raw per-seed numbers included), a markdown table and figures. An interrupted experiment resumes
+where it stopped when run again. Every module is listed here (tests/experiments/test_index.py checks it).
 
 Runners, reinforcement learning (train_a2c.py / train_ppo.py runs):
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from durable.records import read_record, write_json, write_text
 from envs.cli import positive_float, positive_int
 from experiments import memory_length
+from experiments.frame.flags import results_folder
 from experiments.frame.jobs import ROOT
 from experiments.frame.stats import seed_count
 from experiments.frame.tables import markdown_table, minutes_per_run
@@ -44,7 +45,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--models", nargs="+", default=None, help="the sweep's models to run again (default: every one with a cliff)")
     parser.add_argument("--scale", type=positive_float, default=4.0, help="times the sweep's frames at that length (default: 4)")
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 (default: 3)")
-    parser.add_argument("--out", type=Path, default=ROOT / "assets", help="where NAME.json is and the results go (default: assets/)")
+    parser.add_argument("--out", type=Path, default=results_folder("memory_length"),
+                        help="where NAME.json is and the results go (default: assets/memory_length/)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="where the runs go (default: runs/experiments/NAME_budget)")
     parser.add_argument("--jobs", type=positive_int, default=None, help="runs at once (default: the CPU count)")
     parser.add_argument("--quick", action="store_true", help="tiny models and runs, to test the pipeline")

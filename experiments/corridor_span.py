@@ -68,7 +68,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 (default: 3)")
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="greedy evaluation episodes (default: 100)")
     add_experiment_arguments(parser, None, "output file stem (default: corridor_span, or corridor_span_ppo with --algo ppo)",
-                             "runs/experiments/corridor_span/[paper-]L{length}-T{rollout}[-obs]-ent{entropy}", algo=True, minibatches=True)
+                             "runs/experiments/corridor_span/[paper-]L{length}-T{rollout}[-obs]-ent{entropy}", algo=True, minibatches=True, folder="corridor_span")
     add_launcher_arguments(parser)
     return parser
 

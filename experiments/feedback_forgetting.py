@@ -64,7 +64,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=seed_count, default=10, help="seeds 0 .. N-1 (default: 10)")
     parser.add_argument("--eval-episodes", type=positive_int, default=100)
     add_experiment_arguments(parser, None, "output file stem (default: feedback_forgetting, _ppo with --algo ppo)",
-                             "runs/experiments/feedback_forgetting/ALGO", algo=True, minibatches=True)
+                             "runs/experiments/feedback_forgetting/ALGO", algo=True, minibatches=True, folder="feedback_forgetting")
     add_launcher_arguments(parser)
     return parser
 

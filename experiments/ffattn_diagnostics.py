@@ -34,8 +34,8 @@ import torch.nn.functional as F
 
 from durable.records import write_json, write_text
 from envs.cli import positive_int
-from experiments.frame.flags import Distinct
-from experiments.frame.jobs import ROOT, machine
+from experiments.frame.flags import Distinct, results_folder
+from experiments.frame.jobs import machine
 from experiments.frame.tables import markdown_table
 from seqtasks.config import resolve_config
 from seqtasks.ffattn import FeedForwardAttention
@@ -67,7 +67,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--updates", type=positive_int, default=500, help="train: updates per variant (default: 500)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--name", default="ffattn_diagnostics", help="output file stem")
-    parser.add_argument("--out", type=Path, default=ROOT / "assets", help="where results go (default: assets/)")
+    parser.add_argument("--out", type=Path, default=results_folder("ffattn_diagnostics"), help="where results go (default: assets/ffattn_diagnostics/)")
     return parser
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from durable.records import write_json, write_text
-from experiments.frame.flags import Distinct, as_published
+from experiments.frame.flags import Distinct, as_published, results_folder
 from experiments.frame.curves import binned_curve, draw_curves, training_seconds
 from experiments.frame.estimate import print_expected_time
 from experiments.frame.jobs import ROOT, train_job
@@ -48,7 +48,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 (default: 3)")
     parser.add_argument("--frames-scale", type=float, default=1.0, help="multiply every task's frame budget (default: 1)")
     parser.add_argument("--runs-dir", type=Path, default=ROOT / "runs" / "experiments" / "head_init")
-    parser.add_argument("--out", type=Path, default=ROOT / "assets")
+    parser.add_argument("--out", type=Path, default=results_folder("head_init"), help="where results go (default: assets/head_init/)")
     parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
     add_launcher_arguments(parser)
     return parser

@@ -68,7 +68,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--epoch-updates", type=positive_int, default=1000, help="updates per epoch, one validation each (default: 1,000)")
     parser.add_argument("--train-sequences", type=positive_int, default=10_000, help="training set size, capped at long lengths (default: 10,000)")
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 per cell (default: 3)")
-    add_experiment_arguments(parser, "long_sequences", "output file stem (default: long_sequences)", quick="tiny models and data")
+    add_experiment_arguments(parser, "long_sequences", "output file stem (default: long_sequences)", quick="tiny models and data", folder="long_sequences")
     add_launcher_arguments(parser)
     return parser
 

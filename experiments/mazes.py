@@ -8,7 +8,7 @@ Every (env, core, seed) is one `train_a2c.py` run with the chosen preset (`cpu` 
 with sampled actions, memory reset at episode starts, env seeds disjoint from training's. Runs go
 in parallel processes (`--jobs`, one thread each) under `--runs-dir`; run the same command again
 after an interruption and it continues (finished runs are kept, unfinished ones resume from
-their checkpoint). Writes to `--out` (assets/ by default):
+their checkpoint). Writes to `--out` (assets/mazes/ by default):
 
     NAME.json        config, and per env: random and oracle returns (no oracle for envs
                      other than ours), per core the raw per-seed numbers (evaluation return and
@@ -65,7 +65,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--train-args", default="", help='more train_a2c.py flags for every run, e.g. "--head-init orthogonal"')
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="evaluation episodes per run (default: 100)")
     add_experiment_arguments(parser, None, "output file stem and run folder (default: mazes, or mazes_ppo with --algo ppo)",
-                             quick="tiny runs and evaluations", algo=True)
+                             quick="tiny runs and evaluations", algo=True, folder="mazes")
     add_launcher_arguments(parser)
     return parser
 

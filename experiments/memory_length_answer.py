@@ -1,7 +1,7 @@
 """The memory-length curve's answer in one table and one figure: how far back each core carries one
 bit on bsuite's recall task, with A2C and with PPO, and what was measured where each one stops.
 
-    python -m experiments.memory_length_answer          # from the JSON in assets/, in seconds
+    python -m experiments.memory_length_answer          # from the JSON in assets/memory_length/, in seconds
 
 Trains and probes nothing. It reads what the sweeps wrote (experiments/memory_length.py,
 --env memory_length, bsuite's budget), for each learner:
@@ -30,7 +30,7 @@ import numpy as np
 
 from agents.plot_curves import save_figure
 from durable.records import read_record, write_json, write_text
-from experiments.frame.jobs import ROOT
+from experiments.frame.flags import results_folder
 from experiments.frame.stats import solved_interval
 from experiments.frame.tables import markdown_table
 from experiments.memory_length import FLOOR, NI_TRANSFORMER_SOLVES, reach, score, solved_by_most
@@ -50,7 +50,8 @@ SOURCES = {
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=ROOT / "assets", help="where the sweeps' JSON is and the results go (default: assets/)")
+    parser.add_argument("--out", type=Path, default=results_folder("memory_length"),
+                        help="where the sweeps' JSON is and the results go (default: assets/memory_length/)")
     return parser
 
 

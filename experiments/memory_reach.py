@@ -87,7 +87,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--fast-factor", type=positive_int, default=None,
                         help="the other cores train this many times --updates (default: 3; the paper preset: 1)")
     parser.add_argument("--preset", choices=["cpu", "paper"], default="cpu", help="cpu: the shrunk tasks above; paper: Table 1's sizes and Table 9's model")
-    add_experiment_arguments(parser, "memory_reach", "output file stem (default: memory_reach; the paper preset adds paper_)", quick="tiny runs")
+    add_experiment_arguments(parser, "memory_reach", "output file stem (default: memory_reach; the paper preset adds paper_)", quick="tiny runs", folder="memory_reach")
     add_launcher_arguments(parser)
     return parser
 

@@ -81,7 +81,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--frames", type=positive_int, default=None, help=f"env frames per run (default: 500,000; {QUICK_FRAMES:,} with --quick)")
     parser.add_argument("--cleanrl", type=Path, default=ROOT.parent / "cleanrl-peer",
                         help="the folder scripts/cleanrl_peer.sh made: CLEANRL/cleanrl (checkout) and CLEANRL/venv (default: %(default)s)")
-    add_experiment_arguments(parser, "ppo_peers", "output file stem and run folder (default: %(default)s)")
+    add_experiment_arguments(parser, "ppo_peers", "output file stem and run folder (default: %(default)s)", folder="ppo_peers")
     add_launcher_arguments(parser)
     return parser
 

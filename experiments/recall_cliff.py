@@ -47,6 +47,7 @@ import torch
 
 from durable.records import read_record, write_json, write_text
 from experiments.cue_memory import EPISODES, trained_and_fresh, walk_to_query
+from experiments.frame.flags import results_folder
 from experiments.frame.jobs import ROOT, evaluation_means, machine
 from experiments.frame.tables import markdown_table
 from experiments.memory_probes import probe
@@ -60,7 +61,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--name", default=NAME, help=f"the sweep: OUT/NAME.json and its run folders (default {NAME})")
     parser.add_argument("--models", nargs="+", default=None, help="the sweep's models to probe (default: all of them)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="the sweep's run folders (default: runs/experiments/NAME)")
-    parser.add_argument("--out", type=Path, default=ROOT / "assets", help="where NAME.json is and the probes go (default: assets/)")
+    parser.add_argument("--out", type=Path, default=results_folder("memory_length"),
+                        help="where NAME.json is and the probes go (default: assets/memory_length/)")
     parser.add_argument("--episodes", type=int, default=EPISODES, help=f"episodes walked per policy (default {EPISODES})")
     return parser
 

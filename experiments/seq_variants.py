@@ -77,7 +77,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 per variant (default: 3)")
     parser.add_argument("--updates", type=positive_int, default=1500, help="updates per run (default: 1,500)")
     parser.add_argument("--level", type=float, default=0.9, help="the accuracy whose time to reach is reported (default: 0.9)")
-    add_experiment_arguments(parser, None, "output file stem (default: the study's name)", quick="tiny runs")
+    add_experiment_arguments(parser, None, "output file stem (default: the study's name)", quick="tiny runs", folder="seq_variants")
     add_launcher_arguments(parser)
     return parser
 

@@ -127,7 +127,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--storage", choices=("sqlite", "journal"), default=None,
                         help="where a study is kept (default: sqlite here, journal with --launcher slurm: a shared disk's file)")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)  # a Slurm worker: run MODEL's trials, then exit
-    add_experiment_arguments(parser, None, "output file stem (default: tune_ENV_ALGO)", quick="tiny models, runs and studies", algo=True)
+    add_experiment_arguments(parser, None, "output file stem (default: tune_ENV_ALGO)", quick="tiny models, runs and studies", algo=True, folder="tune")
     add_launcher_arguments(parser)
     return parser
 

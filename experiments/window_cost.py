@@ -64,7 +64,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--frames", type=positive_int, default=None,
                         help=f"env frames per run at every length (default: {', '.join(f'{k}: {v:,}' for k, v in FRAMES.items())}; "
                              "others take the longest's)")
-    add_experiment_arguments(parser, None, "output file stem (default: window_cost_ENV)")
+    add_experiment_arguments(parser, None, "output file stem (default: window_cost_ENV)", folder="window_cost")
     add_launcher_arguments(parser)
     return parser
 

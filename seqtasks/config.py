@@ -14,7 +14,7 @@ grid .01, .003, .001, .0003 in experiments/ffattn_diagnostics.py), squared error
 a test set of 1000, evaluation every 1000 updates ("an epoch"), stop at 100% or 100 epochs. The
 seed text's SGD with Nesterov momentum (their first grid: lr .1 .. .005, momentum .9 or .99)
 moves the weights that find the marked steps 1/L as fast (their gradient shrinks as 1/L), so it
-stalls at L = 1,000 (assets/ffattn_diagnostics.md).
+stalls at L = 1,000 (assets/ffattn_diagnostics/ffattn_diagnostics.md).
 """
 
 from __future__ import annotations

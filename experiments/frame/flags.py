@@ -1,6 +1,7 @@
 """What the experiments' command lines share beyond envs/cli.py's types: the flags that end each
 experiment's own (add_experiment_arguments: its name, run folder, outputs, --quick and learner),
-list flags whose values must differ, and the frame budget of `--quick`.
+the folder of assets/ each experiment's results go to (results_folder), list flags whose values
+must differ, and the frame budget of `--quick`.
 
 Each value of --envs, --cores, --spans, --lengths (and the other list flags) names runs of its
 own: a run folder, a row of the table. A value given twice would train two processes in one
@@ -15,6 +16,7 @@ from typing import Any, Callable
 
 from envs.cli import positive_int
 
+ASSETS = Path(__file__).resolve().parents[2] / "assets"  # the results: one folder per experiment, assets/EXPERIMENT/
 QUICK_FRAMES = 4_096  # --quick's runs when --frames is not given: a test of the pipeline in seconds
 QUICK_ALGO = {"a2c": [], "ppo": ["--num-minibatches", "2"]}  # --quick runs have 4 envs, which PPO's 8 minibatches cannot split
 # --quick's tiny size of each core (--core-opt); a runner that gives the attention cores a span adds it
@@ -31,6 +33,15 @@ def as_published(core: str) -> list[str]:
     """The --core-opt flags that build core `core` as the published results ran it: the LSTM
     with torch's gate biases, the others at their defaults (no flags)."""
     return PUBLISHED_INIT.get(core, [])
+
+
+def results_folder(folder: str | None) -> Path:
+    """Where an experiment's results go without --out: assets/FOLDER, the folder of the experiment
+    that writes them (its JSON, table, figure and sweep ledger), so that a sweep run again finds
+    its ledger there. None is assets/ itself, for a runner not yet given a folder."""
+    if folder is not None and (not folder or "/" in folder or folder.startswith(".")):
+        raise ValueError(f"folder {folder!r}: give one folder name under assets/, e.g. 'memory_length'")
+    return ASSETS / folder if folder else ASSETS
 
 
 def run_frames(args: argparse.Namespace, budget: int) -> int:
@@ -61,19 +72,22 @@ class Distinct(argparse.Action):
 
 
 def add_experiment_arguments(parser: argparse.ArgumentParser, name: str | None, name_help: str, runs_dir: str = "runs/experiments/NAME",
-                             quick: str = "tiny models and runs", algo: bool = False, minibatches: bool = False) -> None:
+                             quick: str = "tiny models and runs", algo: bool = False, minibatches: bool = False,
+                             folder: str | None = None) -> None:
     """The flags that end an experiment's own, before the launcher's (experiments/frame/launch.py):
     --name (the output file stem: `name`, or None for main to derive it; `name_help` says which),
-    --runs-dir (`runs_dir`: where runs go without it), --out, --no-estimate and --quick (`quick`:
-    what its runs are); with `algo`, --algo (output_name adds the learner to the name), and with
-    `minibatches`, PPO's --num-minibatches too (minibatch_args checks it)."""
-    from experiments.frame.jobs import ALGOS, ROOT
+    --runs-dir (`runs_dir`: where runs go without it), --out (default assets/`folder`: the
+    experiment's folder, see results_folder), --no-estimate and --quick (`quick`: what its runs
+    are); with `algo`, --algo (output_name adds the learner to the name), and with `minibatches`,
+    PPO's --num-minibatches too (minibatch_args checks it)."""
+    from experiments.frame.jobs import ALGOS
 
     if minibatches and not algo:
         raise ValueError("minibatches=True needs algo=True: --num-minibatches is a PPO setting, chosen with --algo ppo")
     parser.add_argument("--name", default=name, help=name_help)
     parser.add_argument("--runs-dir", type=Path, default=None, help=f"where runs go (default: {runs_dir})")
-    parser.add_argument("--out", type=Path, default=ROOT / "assets", help="where results go (default: assets/)")
+    out = results_folder(folder)
+    parser.add_argument("--out", type=Path, default=out, help=f"where results go (default: {out.relative_to(ASSETS.parent).as_posix()}/)")
     parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
     parser.add_argument("--quick", action="store_true", help=f"{quick}, to test the pipeline")
     if algo:

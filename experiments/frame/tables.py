@@ -1,5 +1,5 @@
-"""The markdown tables the experiments write beside their JSON (assets/NAME.md), and the cells
-several of them share: an IQM with its bootstrap interval, the runs that solved a task with
+"""The markdown tables the experiments write beside their JSON (assets/EXPERIMENT/NAME.md), and
+the cells several of them share: an IQM with its bootstrap interval, the runs that solved a task with
 their Wilson interval, and the training time per run.
 
 A table is its caption (a paragraph, then a blank line), its header and rule, and a line per row:

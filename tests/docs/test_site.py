@@ -1,7 +1,8 @@
 """The documentation site builds with `mkdocs build --strict`: a broken link or anchor, a page
 missing from the nav, a missing figure, an experiment table not in assets/, or an API page whose
 module griffe cannot read fails the tests (and so CI, which runs them). Each experiment table
-lives once, in assets/NAME.md, and reaches the site only through a page's snippet include."""
+lives once, in assets/EXPERIMENT/NAME.md, and reaches the site only through a page's snippet
+include. assets/ holds one folder per experiment and no file at its top."""
 
 import os
 import re
@@ -13,7 +14,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-TABLES = sorted((ROOT / "assets").glob("*.md"))
+ASSETS = ROOT / "assets"
+TABLES = sorted(ASSETS.rglob("*.md"))
 INCLUDE = re.compile(r'^\s*--8<-- "([^"]+)"\s*$', re.MULTILINE)
 
 
@@ -29,7 +31,7 @@ def site(tmp_path_factory):
 
 
 def includes() -> dict[str, list[str]]:
-    """Table file -> the pages that include it."""
+    """Table file (relative to assets/) -> the pages that include it."""
     found: dict[str, list[str]] = {}
     for page in sorted(DOCS.rglob("*.md")):
         for name in INCLUDE.findall(page.read_text()):
@@ -39,21 +41,27 @@ def includes() -> dict[str, list[str]]:
 
 def test_the_site_has_every_page_figure_and_table(site):
     assert (site / "index.html").is_file()
-    assert (site / "assets" / "memory_reach.png").is_file(), "the hook did not publish assets/"
+    assert (site / "assets" / "memory_reach" / "memory_reach.png").is_file(), "the hook did not publish assets/"
     for page in site.rglob("*.html"):
         assert "--8<--" not in page.read_text(), f"{page}: a snippet include was left unexpanded"
     mazes = (site / "experiments" / "mazes" / "index.html").read_text()
-    assert "5.50 [5.25, 5.66]" in mazes, "assets/mazes.md's table is not on the mazes page"
+    assert "5.50 [5.25, 5.66]" in mazes, "assets/mazes/mazes.md's table is not on the mazes page"
     feedback_api = (site / "api" / "feedback" / "index.html").read_text()
     assert "FeedbackCore" in feedback_api, "mkdocstrings did not render agents.cores.feedback.core"
 
 
-@pytest.mark.parametrize("table", TABLES, ids=[t.name for t in TABLES])
+def test_assets_hold_one_folder_per_experiment_and_no_file_at_the_top():
+    loose = sorted(path.name for path in ASSETS.iterdir() if path.is_file())
+    assert not loose, f"files at the top of assets/ (each belongs in its experiment's folder, where its runner writes): {loose}"
+
+
+@pytest.mark.parametrize("table", TABLES, ids=[t.relative_to(ASSETS).as_posix() for t in TABLES])
 def test_each_experiment_table_is_included_once_and_pasted_nowhere(table):
-    assert includes().get(table.name, []) != [], f"no docs page includes assets/{table.name}"
-    assert len(includes()[table.name]) == 1, f"assets/{table.name} is included by {includes()[table.name]}"
+    name = table.relative_to(ASSETS).as_posix()
+    assert includes().get(name, []) != [], f"no docs page includes assets/{name}"
+    assert len(includes()[name]) == 1, f"assets/{name} is included by {includes()[name]}"
     rows = [line for line in table.read_text().splitlines() if line.startswith("| ") and not line.startswith("|---")][1:]
     for page in sorted(DOCS.rglob("*.md")) + [ROOT / "README.md"]:
         text = page.read_text()
         pasted = [row for row in rows if row in text]
-        assert not pasted, f"{page.relative_to(ROOT)} pastes rows of assets/{table.name} instead of including it: {pasted[:2]}"
+        assert not pasted, f"{page.relative_to(ROOT)} pastes rows of assets/{name} instead of including it: {pasted[:2]}"

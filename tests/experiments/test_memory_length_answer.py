@@ -11,7 +11,7 @@ import pytest
 from experiments import memory_length_answer as answer_module
 from experiments.frame.jobs import ROOT
 
-ASSETS = ROOT / "assets"
+ASSETS = ROOT / "assets" / "memory_length"
 
 
 def cell(greedy: list[float]) -> dict:
@@ -98,7 +98,7 @@ def test_a_missing_input_names_the_file(sweeps):
 
 
 def test_the_committed_answer_is_what_the_committed_json_gives(tmp_path):
-    """assets/memory_length_answer.md follows the sweeps' JSON run by run: regenerate it after a
+    """assets/memory_length/memory_length_answer.md follows the sweeps' JSON run by run: regenerate it after a
     sweep's JSON or ledger changes (python -m experiments.memory_length_answer)."""
     stems = {stem for sources in answer_module.SOURCES.values() for stem in sum(sources.values(), [])}
     for stem in stems | {f"{stem}_runs" for sources in answer_module.SOURCES.values() for stem in sources["sweeps"]}:

@@ -1,4 +1,4 @@
-"""experiments/frame/tables.py: the markdown tables every experiment writes (assets/NAME.md)."""
+"""experiments/frame/tables.py: the markdown tables every experiment writes (assets/EXPERIMENT/NAME.md)."""
 
 import pytest
 
