@@ -77,6 +77,17 @@ def curve(out: Path, sweeps: dict[str, dict]) -> dict[str, dict[str, dict]]:
     return {model: dict(sorted(lengths.items(), key=lambda item: int(item[0]))) for model, lengths in cells.items()}
 
 
+def stopped_lengths(sweeps: dict[str, dict]) -> dict[str, list[str]]:
+    """{model: the lengths its sweeps were given and did not run, the stop rule (--stop-after) having
+    ended the model's sweep at a shorter one}: not run because it stopped, unlike a length beyond
+    every sweep the model was in, which no sweep was asked to run."""
+    skipped: dict[str, set[str]] = {}
+    for sweep in sweeps.values():
+        for model, last in (sweep.get("stopped") or {}).items():
+            skipped.setdefault(model, set()).update(str(length) for length in sweep.get("lengths", []) if length > last)
+    return {model: sorted(lengths, key=int) for model, lengths in skipped.items()}
+
+
 def longer_runs(out: Path, stems: list[str], swept_frames: dict[str, int]) -> dict[tuple[str, str], dict]:
     """{(model, length): {"frames", "scale", "solved", "greedy_per_seed"}} of the runs with more
     frames at a length: cliff_budget's records ("length" per model) or a sweep's (lengths per model)."""
@@ -118,7 +129,7 @@ def answer(out: Path, inputs: dict[str, dict[str, list[str]]] = SOURCES) -> dict
         first = sweeps[sources["sweeps"][0]]
         frames = {length: frames for sweep in sweeps.values() for length, frames in sweep["frames"].items()}
         longer, probes = longer_runs(out, sources["longer"], frames), probes_at(out, sources["probes"])
-        models = {}
+        models, stopped = {}, stopped_lengths(sweeps)
         for model, cells in curve(out, sweeps).items():
             done = {length: cell for length, cell in cells.items() if not cell.get("under_way")}
             cliff = next((length for length, cell in done.items() if not solved_by_most(cell)), None)
@@ -126,6 +137,7 @@ def answer(out: Path, inputs: dict[str, dict[str, list[str]]] = SOURCES) -> dict
                 "solved": {length: solved_runs([run["greedy_success"] for run in cell["per_seed"]], first["solved_at"], cell.get("under_way", False))
                            for length, cell in cells.items()},
                 "greedy": {length: cell.get("greedy") or {"per_seed": [run["greedy_success"] for run in cell["per_seed"]]} for length, cell in cells.items()},
+                "stopped": [length for length in stopped.get(model, []) if length not in cells],
                 "reaches": reach({"lengths": done}),
                 "score": round(score({"lengths": {length: cell for length, cell in done.items() if int(length) <= 256}}, SWEPT), 2),
                 "cliff": None if cliff is None or model == FLOOR else {
@@ -136,10 +148,11 @@ def answer(out: Path, inputs: dict[str, dict[str, list[str]]] = SOURCES) -> dict
     return {"command": "python -m experiments.memory_length_answer", "learners": learners}
 
 
-def solved_text(cell: dict | None) -> str:
-    """"3" (runs solved), "0 of 1 so far" (a length under way), or "-" (not run)."""
+def solved_text(cell: dict | None, stopped: bool = False) -> str:
+    """"3" (runs solved), "0 of 1 so far" (a length under way), "stop" (not run: the stop rule ended
+    the sweep before it) or "-" (not run: beyond the lengths the model's sweeps ran)."""
     if cell is None:
-        return "-"
+        return "stop" if stopped else "-"
     return f"{cell['solved']} of {cell['runs']} so far" if cell.get("under_way") else str(cell["solved"])
 
 
@@ -185,14 +198,17 @@ def table(result: dict) -> str:
         for learner in (a2c, ppo):
             entry = learner.get(model)
             row += [entry["reaches"] or "none", f"{entry['score']:.2f}"] if entry else ["-", "-"]
-        reach_rows.append(row + [" / ".join(solved_text(learner.get(model, {"solved": {}})["solved"].get(str(length)))
+        reach_rows.append(row + [" / ".join(solved_text(learner.get(model, {"solved": {}})["solved"].get(str(length)),
+                                                        str(length) in learner.get(model, {}).get("stopped", []))
                                             for learner in (a2c, ppo)) for length in lengths])
     reaches = markdown_table(
         ["model", "A2C reaches", "A2C score", "PPO reaches", "PPO score", *(f"L {length}: A2C / PPO" for length in lengths)], reach_rows,
-        "How far back each core carries one bit on bsuite's recall task, bsuite's budget (10,000 episodes a run; 3M frames from L = 512). "
+        "How far back each core carries one bit on bsuite's recall task: 10,000 episodes a run, as bsuite's memory_len runs them, "
+        "to L = 256; from L = 512 our cap of 3M frames (5,848 episodes at 512, 2,927 at 1,024). "
         "Reaches: the longest length most seeds solve (greedy success >= 0.95), every shorter one solved by most too; score: the share of "
         f"the {SWEPT} lengths 1 to 256 most seeds solve. Runs solved at each length, A2C / PPO, of {seeds_per_length(a2c, ppo)} "
-        "(-: not run, a sweep stopping after two lengths no seed solves).")
+        "(stop: not run, the model's sweep having stopped after two lengths in a row no seed solves; -: not run, beyond the lengths "
+        "its sweeps ran: PPO's end at 256, so a PPO reach of 256 is the longest length run, not a cliff).")
     cliff_rows = [[model, learner.upper(), *cliff_text(entry["cliff"])] for learner in ("a2c", "ppo")
                   for model, entry in result["learners"][learner]["models"].items() if entry["cliff"]]
     cliffs = markdown_table(

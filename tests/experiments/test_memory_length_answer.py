@@ -105,3 +105,17 @@ def test_the_committed_answer_is_what_the_committed_json_gives(tmp_path):
         if (ASSETS / f"{stem}.json").exists():
             shutil.copy(ASSETS / f"{stem}.json", tmp_path)
     assert answer_module.table(answer_module.answer(tmp_path)) == (ASSETS / "memory_length_answer.md").read_text()
+
+
+def test_a_length_the_stop_rule_skipped_reads_stop_and_one_beyond_the_sweep_a_dash(tmp_path):
+    """A sweep of L = 1, 2, 4 whose core stopped after 2 (two lengths no seed solves): its 4 was
+    skipped by the rule ("stop"); L = 8, run for the MLP only in another sweep, was never asked of
+    the core ("-"), so a core's last length is not read as a cliff where no sweep went further."""
+    write(tmp_path, "sweep", {"solved_at": 0.95, "frames": {"1": 100, "2": 200, "4": 400}, "lengths": [1, 2, 4], "stopped": {"core": 2},
+                              "models": {"core": {"lengths": {"1": cell([0.5, 0.5, 0.5]), "2": cell([0.5, 0.5, 0.5])}},
+                                         "mlp": {"lengths": {"1": cell([0.5] * 3), "2": cell([0.5] * 3), "4": cell([0.5] * 3)}}}})
+    write(tmp_path, "more", {"solved_at": 0.95, "frames": {"8": 800}, "lengths": [8], "stopped": {}, "models": {"mlp": {"lengths": {"8": cell([0.5] * 3)}}}})
+    result = answer_module.answer(tmp_path, {"a2c": {"sweeps": ["sweep", "more"], "longer": [], "probes": []}})
+    assert result["learners"]["a2c"]["models"]["core"]["stopped"] == ["4"]
+    result["learners"]["ppo"] = {"models": {}}
+    assert "| core | none | 0.00 | - | - | 0 / - | 0 / - | stop / - | - / - |" in answer_module.table(result)
