@@ -1,12 +1,9 @@
 """Judging a trained A2C agent: its episodes' returns and metrics, and rendered episodes.
 
 `load_run` rebuilds the policy from a checkpoint alone (the checkpoint carries its config).
-`evaluate` runs it on B envs through the same `Actor` the trainer acts with, so memory is carried
-step to step and forgotten at each episode's first step exactly as in training; each env
-contributes a fixed quota of its first episodes, as envs/baselines.py:run_episodes does for the
-random and oracle policies, so short episodes are not over-represented and the numbers compare
-one to one. Its envs draw evaluation streams (agents/runtime/seeding.py:env_seeds), never those of a
-training run, whatever the seeds. `render_episodes` runs one env (seeded like env 0 of
+`evaluate` plays its episodes on evaluation streams (agents/learners/play.py: the trainer's
+Actor, memory carried and forgotten as in training, a fixed quota of episodes per env).
+`render_episodes` runs one env (seeded like env 0 of
 `evaluate`) with a render mode, for a pygame window or the frames of a video; `write_video`
 writes those as a GIF or an mp4.
 """
@@ -27,9 +24,10 @@ from agents.config.a2c_config import A2CConfig
 from agents.runtime.actors import LocalEnvs
 from agents.runtime.checkpoint import CheckpointError, load_checkpoint
 from agents.model.policy import Policy
+from agents.learners.play import evaluation_seeds, play_episodes
 from agents.learners.rollout import Actor
 from agents.learners.ppo import PPOTrainer
-from agents.runtime.seeding import env_seeds, seed_everything
+from agents.runtime.seeding import seed_everything
 from agents.learners.train import Trainer, build_policy, config_from_checkpoint
 from envs.any_env import render_modes
 
@@ -76,38 +74,10 @@ def new_policy(config: A2CConfig) -> Policy:
     return build_policy(config, probe.observation_space, probe.num_actions)
 
 
-def evaluation_seeds(seed: int, num_envs: int) -> list[int]:
-    """The reset seeds of evaluation envs 0 .. num_envs - 1 under `seed`: never a training run's."""
-    return env_seeds(seed, range(num_envs), "evaluation")
-
-
 def evaluate(run: Run, episodes: int, seed: int, num_envs: int, greedy: bool) -> dict[str, np.ndarray]:
-    """(episodes,) arrays of return, length and the env's metrics; env i draws evaluation stream
-    i of `seed` and gives its first `episodes // num_envs` episodes (one more for the first
-    remainder envs).
-
-    Sampled actions draw from torch's global generator, seeded here, so a seed fixes the result
-    in both modes.
-    """
-    if episodes < 1 or num_envs < 1:
-        raise ValueError(f"episodes and num_envs must be >= 1, got {episodes} and {num_envs}")
-    seed_everything(seed)
-    pool = LocalEnvs(run.config.env, evaluation_seeds(seed, num_envs), run.config.env_options)
-    try:
-        actor = Actor(pool, run.policy, run.device)
-        quota = np.full(num_envs, episodes // num_envs) + (np.arange(num_envs) < episodes % num_envs)
-        results: dict[str, list[float]] = {}
-        while quota.sum() > 0:
-            record, ended = actor.step(greedy)
-            # `ended` lists the envs that ended on this step in index order
-            for k, i in enumerate(np.flatnonzero(record["terminated"] | record["truncated"])):
-                if quota[i] > 0:
-                    for key, values in ended.values.items():
-                        results.setdefault(key, []).append(values[k])
-                    quota[i] -= 1
-    finally:
-        pool.close()
-    return {key: np.asarray(values, dtype=np.float64) for key, values in results.items()}
+    """(episodes,) arrays of return, length and the env's metrics of `run`'s policy on evaluation
+    streams of `seed` (agents/learners/play.py:play_episodes)."""
+    return play_episodes(run.policy, run.device, run.config.env, run.config.env_options, episodes, seed, num_envs, greedy)
 
 
 def check_render_mode(config: A2CConfig, render_mode: str) -> None:

@@ -160,7 +160,8 @@ def make_parser() -> argparse.ArgumentParser:
                              "(issue 50's rule: 2; the MLP is exempt); 0: every length (default)")
     parser.add_argument("--floor-every-length", action="store_true", help="run the MLP (no memory) at every length, the chance line, "
                                                                           "not only the shortest")
-    add_experiment_arguments(parser, None, "output file stem (default: memory_length_ENV[_fixed][_ppo])", algo=True, minibatches=True)
+    add_experiment_arguments(parser, None, "output file stem (default: memory_length_ENV[_fixed][_ppo])", algo=True, minibatches=True,
+                             folder="memory_length")
     parser.add_argument("--train-args", default="", metavar="'FLAGS'",
                         help="more train_a2c.py / train_ppo.py flags for every run, as one quoted string (e.g. '--learning-rate 3e-4'); "
                              "give a --name of its own so that such runs do not resume the plain ones")

@@ -10,6 +10,7 @@ clipping, the value-loss weight) the values are ours and say so.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -51,6 +52,19 @@ RMSPROP_EPS = 0.01 / 12_800
 
 
 EPISODE = "episode"  # --bptt episode: each step's gradient reaches back to its episode's start
+
+
+def parse_solve_at(value: float | str | None) -> float | None:
+    """--solve-at's value: a finite number, or None / 'none' (no criterion); a ValueError naming anything else."""
+    if value is None or (isinstance(value, str) and value.strip().lower() == "none"):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if isinstance(value, bool) or not math.isfinite(number):
+        raise ValueError(f"solve_at must be a finite number or 'none', got {value!r}")
+    return number
 
 
 def parse_bptt(value: int | str) -> int | str:
@@ -124,6 +138,20 @@ class A2CConfig:
     run_dir: str = field(default="", metadata={"help": "run folder (default runs/<env>-<core>-<time>)"})
     save_every: float = field(default=300.0, metadata={"help": "seconds between checkpoints (also saved at exit)"})
     log_every: int = field(default=10, metadata={"help": "updates between TensorBoard loss logs"})
+    solve_at: float | None = field(
+        default=None,
+        metadata={"help": "stop once the greedy policy's mean --solve-metric on evaluation episodes reaches this, confirmed on fresh "
+                          "ones; the frames, episodes and seconds to solve go to RUN/solve.json (agents/learners/solve.py); "
+                          "none: train to --total-steps",
+                  "parse": parse_solve_at},
+    )
+    solve_metric: str = field(default="success", metadata={"help": "the episode quantity --solve-at scores (success, return, ...)"})
+    eval_every: int = field(default=100_000, metadata={"help": "with --solve-at: frames before the first check, and the least between two"})
+    eval_growth: float = field(
+        default=0.0,
+        metadata={"help": "with --solve-at: each gap between checks at least this share of the frames trained (0.1: checks 10%% apart)"},
+    )
+    eval_episodes: int = field(default=100, metadata={"help": "with --solve-at: greedy episodes per check, one per env"})
     core_options: dict[str, Any] = field(default_factory=dict)
     env_options: dict[str, Any] = field(default_factory=dict)
 
@@ -161,7 +189,7 @@ class A2CConfig:
         check_precision(self.precision)
         if self.learner not in self.learners:
             raise ValueError(f"unknown learner {self.learner!r}; choose from {list(self.learners)}")
-        for name in ("total_steps", "num_envs", "rollout", "embed_dim", "log_every"):
+        for name in ("total_steps", "num_envs", "rollout", "embed_dim", "log_every", "eval_every", "eval_episodes"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         # Every float is finite (NaN and inf refused: a NaN learning rate or entropy cost trains to
@@ -173,6 +201,12 @@ class A2CConfig:
         for name in ("value_coef", "entropy_coef"):
             check_float(name, getattr(self, name), 0)
         check_float("max_grad_norm", self.max_grad_norm, 0, note="0: no clipping")
+        self.solve_at = parse_solve_at(self.solve_at)
+        if not isinstance(self.solve_metric, str) or not self.solve_metric:
+            raise ValueError(f"solve_metric must name an episode quantity (success, return, ...), got {self.solve_metric!r}")
+        if self.solve_at is not None and self.solve_metric == "success" and not 0 < self.solve_at <= 1:
+            raise ValueError(f"solve_at must be in (0, 1] for solve_metric 'success' (a share of episodes), got {self.solve_at}")
+        check_float("eval_growth", self.eval_growth, 0, note="0: checks --eval-every frames apart")
         if self.threads < 0:
             raise ValueError(f"threads must be >= 0 (0: torch's default), got {self.threads}")
         self.bptt = parse_bptt(self.bptt)

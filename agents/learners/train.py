@@ -57,7 +57,9 @@ from durable.interrupt import StopOnInterrupt
 from agents.model.policy import Policy
 from agents.runtime.precision import autocast
 from durable.records import write_json
+from agents.learners.play import play_episodes
 from agents.learners.rollout import Actor, Episodes, Rollout
+from agents.learners.solve import RECORD, SolveCheck
 from agents.runtime.seeding import env_seeds, rng_states, seed_everything, set_rng_states
 from agents.learners.window import GradientWindow
 
@@ -156,6 +158,8 @@ class Trainer:
         self.episodes = 0
         self.finite = FiniteWatch()  # stops training at a non-finite loss or gradient, before it is saved
         self.recent_returns: list[float] = []
+        # --solve-at: checks of the greedy policy, and when it solved (agents/learners/solve.py)
+        self.solve = SolveCheck(config.solve_at, config.solve_metric, config.eval_every, config.eval_growth, config.eval_episodes)
 
     def gradient_window(self) -> GradientWindow:
         """The window --bptt asks for: a history of K - T steps, or each running episode's
@@ -279,6 +283,7 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(),
             "counters": {"updates": self.updates, "global_step": self.global_step, "episodes": self.episodes},
             "recent_returns": [float(value) for value in self.recent_returns],
+            "solve": self.solve.state_dict(),
             **own,
         }
 
@@ -325,6 +330,11 @@ class Trainer:
         counters = payload["counters"]
         self.updates, self.global_step, self.episodes = counters["updates"], counters["global_step"], counters["episodes"]
         self.recent_returns = list(payload["recent_returns"])
+        if "solve" in payload:  # checkpoints from before the solve check have none: nothing checked yet
+            try:
+                self.solve.load_state_dict(payload["solve"])
+            except ValueError as error:
+                raise CheckpointError(str(error)) from error
         saved_world = payload.get("world_size", 1)  # checkpoints from before torchrun: one process
         set_rng_states(distributed.own_part(payload, "rng", self.world))
         saved_envs = distributed.own_part(payload, "envs", self.world)
@@ -387,6 +397,8 @@ class Trainer:
             finally:
                 bar.close()
                 path = self.save(with_envs) if save_at_exit else None
+                if path is not None and self.config.solve_at is not None:
+                    self.write_solve_record()  # solved, censored at the cap, or neither yet (stopped)
                 if writer is not None:
                     writer.close()
                 if path is not None:
@@ -413,7 +425,7 @@ class Trainer:
         clock on any rank), so all take the same branch; frames count every rank's envs."""
         c = self.config
         last_save = time.monotonic()
-        while self.global_step < c.total_steps:
+        while self.global_step < c.total_steps and self.solve.solved is None:
             stop, save = distributed.any_rank([interrupt.requested, time.monotonic() - last_save >= c.save_every],
                                               "agreeing to stop or save")
             if stop:
@@ -429,9 +441,45 @@ class Trainer:
             frames_per_second = c.rollout * c.num_envs / (time.perf_counter() - started)
             if writer is not None:
                 self.log(writer, stats, episodes, frames_per_second)
+            self.solve.seconds += time.perf_counter() - started
+            if self.solve.due(self.global_step, c.total_steps):
+                self.check_solved(writer)
             bar.update(c.rollout * c.num_envs)
             mean_return = np.mean(self.recent_returns) if self.recent_returns else float("nan")
             bar.set_postfix(SPS=f"{frames_per_second:,.0f}", ret=f"{mean_return:.3f}", refresh=False)
+
+    def check_solved(self, writer: SummaryWriter | None) -> None:
+        """Score the greedy policy (rank 0; every rank keeps the entry, so all stop together),
+        log it and write RUN/solve.json (agents/learners/solve.py)."""
+        started = time.perf_counter()
+        entry = distributed.from_main(lambda: self.solve.score(self.play, self.global_step, self.episodes), "scoring the policy")
+        solved = self.solve.add(entry)
+        spent = time.perf_counter() - started
+        self.solve.seconds += spent
+        self.solve.check_seconds += spent
+        if writer is not None:
+            writer.add_scalar(f"solve/greedy_{self.config.solve_metric}", entry["score"], self.global_step)
+            self.write_solve_record()
+            if solved:
+                tqdm.write(f"solved at {entry['frames']:,} frames ({entry['episodes']:,} episodes, {entry['seconds']:,.0f} s): "
+                           f"greedy {self.config.solve_metric} {entry['score']:.3f}, confirmed {entry['confirmation']:.3f}")
+
+    def play(self, seed: int) -> dict[str, np.ndarray]:
+        """The greedy policy's --eval-episodes episodes on evaluation streams of `seed`, one per
+        env, as acting runs it; the global generators as they were before (so training draws
+        what it would have drawn without the check)."""
+        c = self.config
+        states = rng_states()
+        self.policy.eval()
+        try:
+            with autocast(self.device, c.precision):
+                return play_episodes(self.policy, self.device, c.env, c.env_options, c.eval_episodes, seed, c.eval_episodes, greedy=True)
+        finally:
+            set_rng_states(states)
+
+    def write_solve_record(self) -> None:
+        """RUN/solve.json, from the solve check's state (rank 0's job)."""
+        write_json(Path(self.config.run_dir) / RECORD, self.solve.record(self.global_step, self.config.total_steps), indent=1)
 
     def log(self, writer: SummaryWriter, stats: dict[str, torch.Tensor], episodes: Episodes, frames_per_second: float) -> None:
         step = self.global_step

@@ -15,18 +15,15 @@ from experiments.frame.flags import ASSETS, add_experiment_arguments, results_fo
 FOLDERS = {"corridor_span": "corridor_span", "feedback_forgetting": "feedback_forgetting", "ffattn_diagnostics": "ffattn_diagnostics",
            "head_init": "head_init", "long_sequences": "long_sequences", "mazes": "mazes", "memory_reach": "memory_reach",
            "ppo_peers": "ppo_peers", "seq_variants": "seq_variants", "tune": "tune", "window_cost": "window_cost",
-           "memory_length_answer": "memory_length", "cliff_budget": "memory_length", "recall_cliff": "memory_length"}
-# experiments/memory_length.py names its folder with one argument, folder="memory_length", to its
-# add_experiment_arguments call; until it does, it writes to assets/ itself.
-NAMES_ITS_FOLDER_SOON = pytest.mark.xfail(reason="experiments/memory_length.py: add folder=\"memory_length\" to its add_experiment_arguments call",
-                                          strict=False)
+           "memory_length_answer": "memory_length", "cliff_budget": "memory_length", "recall_cliff": "memory_length",
+           "memory_length": "memory_length", "frames_to_solve": "memory_length"}
 
 
 class Resumed(Exception):
     """Raised in place of running a resumed sweep's stages, once its jobs are checked."""
 
 
-@pytest.mark.parametrize("runner, folder", [*FOLDERS.items(), pytest.param("memory_length", "memory_length", marks=NAMES_ITS_FOLDER_SOON)])
+@pytest.mark.parametrize("runner, folder", list(FOLDERS.items()))
 def test_each_runner_writes_to_its_folder_of_assets(runner, folder):
     parser = importlib.import_module(f"experiments.{runner}").make_parser()
     out = next(action.default for action in parser._actions if action.dest == "out")
@@ -78,7 +75,6 @@ def test_a_budget_check_resumed_after_the_move_finds_its_ledger_and_trains_nothi
     assert all(job.done for job in jobs), [job.name for job in jobs if not job.done]
 
 
-@NAMES_ITS_FOLDER_SOON
 def test_a_sweep_resumed_after_the_move_finds_its_ledger_and_trains_nothing(monkeypatch, tmp_path):
     from experiments import memory_length
 
