@@ -4,7 +4,8 @@ bit on bsuite's recall task, with A2C and with PPO, and what was measured where 
     python -m experiments.memory_length_answer          # from the JSON in assets/memory_length/, in seconds
 
 Trains and probes nothing. It reads what the sweeps wrote (experiments/memory_length.py,
---env memory_length, bsuite's budget), for each learner:
+--env memory_length, 10,000 episodes a run as bsuite's memory_len runs them, then our cap of 3M
+frames from L = 512), for each learner:
 
 - its sweep of L = 1 to 256 and, for A2C, the sweep beyond (L = 512 and 1,024, for the cores that
   solved 256), with the runs of a length still under way read from that sweep's ledger;
@@ -263,7 +264,7 @@ def draw(result: dict, out: Path) -> None:
             axes.grid(color="#e0e0e0", linewidth=0.8)
             axes.spines[["top", "right"]].set_visible(False)
         success.axhline(0.5, color="#999999", linestyle=":", linewidth=1)
-        success.set_title(f"{learner.upper()}: recall, bsuite's budget", loc="left", fontsize=11)
+        success.set_title(f"{learner.upper()}: recall, 10,000 episodes a run; 3M frames from 512", loc="left", fontsize=9)
         solved.set_xlabel("memory length L (steps between the bit and the question)")
     if any("per_seed" in cell for learner in result["learners"].values() for model in learner["models"].values() for cell in model["greedy"].values()):
         panels[0, 1].plot([], [], marker="o", markerfacecolor="none", color="black", linestyle="none", label="hollow: the seeds so far of a length under way")
