@@ -7,6 +7,10 @@ or the new one, never a torn one, and no temporary file behind (stop signals are
 the file is written: durable/interrupt.py). Checkpoints (agents/runtime/checkpoint.py), config.json,
 results, the experiments' done records and their summaries all go through it.
 
+A process killed outright (SIGKILL, a power cut) mid-write leaves its temporary file,
+`.NAME.XXXXXXXX.tmp`; whoever owns the folder next removes those of its own names with
+`remove_stale_temporaries` (agents/runtime/run_folder.py does, holding the run's lock).
+
 `read_record(path)` is its reader for JSON records: a record that is missing, cut off or not
 JSON reads as None, so whoever asks "is this job done?" redoes the job instead of crashing.
 """
@@ -54,7 +58,7 @@ def atomic_file(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
         print(f"note: {path.parent} is missing (removed while the run went on?); writing {path.name} into a new one", file=sys.stderr)
         path.parent.mkdir(parents=True, exist_ok=True)
     with held_interrupt():
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)  # temporary_glob
         try:
             os.chmod(temporary, FILE_MODE & ~_umask())  # mkstemp makes 0600
             with os.fdopen(handle, mode) as file:
@@ -66,6 +70,20 @@ def atomic_file(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
             Path(temporary).unlink(missing_ok=True)
             raise
         fsync_folder(path.parent)
+
+
+def temporary_glob(name: str) -> str:
+    """The glob of the temporary files atomic_file makes while writing a file called `name`."""
+    return f".{name}.*.tmp"
+
+
+def remove_stale_temporaries(folder: Path, names: tuple[str, ...]) -> list[Path]:
+    """Remove the temporary files a killed writer of `names` left in `folder` (only a process
+    that owns the folder, so that no writer is under way, may call this); returns them."""
+    stale = sorted(path for name in names for path in folder.glob(temporary_glob(name)))
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:

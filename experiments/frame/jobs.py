@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -45,7 +46,9 @@ from typing import Callable
 
 from tqdm import tqdm
 
+from agents.runtime.run_folder import EVENTS_GLOB
 from durable.interrupt import STOP_SIGNALS, signal_of, stop_signals_raise
+from durable.owned_files import NotOurFile, open_append
 from durable.records import read_record, write_json
 from experiments.frame.curves import training_seconds
 from experiments.frame.ledger import Ledger
@@ -67,12 +70,15 @@ class Job:
     measure: Callable[[], dict] | None = None  # more fields for the record, read when the command has ended well
     then: tuple[Job, ...] = ()  # jobs run right after this one ends well, in the same worker (its run's evaluations)
     ledger: Ledger | None = None  # where the record is kept beyond the run folder
+    settings: tuple[str, ...] = ()  # what the run is made with (a training job's flags): a record made with others is not this job's
 
     @property
     def done(self) -> bool:
         """Whether the job finished at its target and its outputs read whole; if not, it runs (again)."""
         result = self.result()
+        # Records from before jobs kept their settings have none, and count as made with these.
         return (result is not None and result.get("target", "") == self.target
+                and result.get("settings", list(self.settings)) == list(self.settings)
                 and all(read_record(output) is not None for output in self.outputs))
 
     def result(self) -> dict | None:
@@ -112,16 +118,29 @@ def train_job(name: str, run_dir: Path, train_args: list[str], frames: int, algo
         raise ValueError(f"unknown algo {algo!r}; choose from {list(ALGOS)}")
     record = run_dir / "train.done.json"
     program = [sys.executable, "-m", "experiments.memory_trace", algo] if traced else [sys.executable, f"train_{algo}.py"]
+    made_with = run_dir.with_name(run_dir.name + ".train_args.json")  # beside the run folder, which is the trainer's
 
     def command() -> list[str]:
         refuse_smaller_budget(record, frames, "frames")
+        kept = read_record(made_with)
         if (run_dir / "checkpoint.pt").exists():
+            if kept is not None and kept != train_args:
+                raise JobFailed(f"{run_dir} was trained with other flags ({shlex.join(kept)}), not {shlex.join(train_args)}; "
+                                "give the experiment another --name or --runs-dir for runs with other settings")
             return [*program, "--resume", str(run_dir), "--total-steps", str(frames), "--threads", "1"]
-        return [*program, *train_args, "--total-steps", str(frames), "--threads", "1", "--run-dir", str(run_dir)]
+        made_with.parent.mkdir(parents=True, exist_ok=True)
+        write_json(made_with, train_args)
+        return [*program, *train_args, "--total-steps", str(frames), "--threads", "1", "--run-dir", str(run_dir), *restart(run_dir)]
 
     outputs = (run_dir / "trace.json",) if traced else ()
     return Job(name, command, run_dir / "train.log", record, f"{frames} frames", (f"train_{algo}", train_args, frames), outputs,
-               measure=lambda: {"training_seconds": round(training_seconds(run_dir), 1)})
+               measure=lambda: {"training_seconds": round(training_seconds(run_dir), 1)}, settings=tuple(train_args))
+
+
+def restart(run_dir: Path) -> list[str]:
+    """["--overwrite"] where the job's own run folder holds the event files of a run of it killed
+    before its first checkpoint (a trainer deletes those only when told: run_folder.start_afresh)."""
+    return ["--overwrite"] if any(run_dir.glob(EVENTS_GLOB)) else []
 
 
 def run_seconds(job: Job) -> float:
@@ -155,7 +174,7 @@ def seq_job(name: str, run_dir: Path, seq_args: list[str], updates: int) -> Job:
         if (run_dir / "checkpoint.pt").exists():
             return [sys.executable, "-m", "seqtasks", "--resume", str(run_dir), "--max-updates", str(updates), "--threads", "1", "--no-progress"]
         return [sys.executable, "-m", "seqtasks", *seq_args, "--max-updates", str(updates), "--threads", "1",
-                "--run-dir", str(run_dir), "--no-progress"]
+                "--run-dir", str(run_dir), "--no-progress", *restart(run_dir)]
 
     return Job(name, command, run_dir / "train.log", record, f"{updates} updates", ("seqtasks", seq_args, updates),
                (run_dir / "results.json",))
@@ -209,7 +228,11 @@ def run_job(job: Job, started_process: Callable[[subprocess.Popen], None] = lamb
     command = job.command()
     started = time.monotonic()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    with open(job.log, "a") as log:
+    try:
+        log_file = open_append(job.log)  # a log that is a link, a folder or a pipe is refused, not followed
+    except NotOurFile as error:
+        raise JobFailed(f"{job.name}: {error}") from None
+    with log_file as log:
         offset = log.tell()
         process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         started_process(process)
@@ -219,7 +242,7 @@ def run_job(job: Job, started_process: Callable[[subprocess.Popen], None] = lamb
         raise JobFailed(f"{job.name} exited with {returncode}: {' '.join(command)}\n--- {job.log} (end) ---\n{output[-2000:]}")
     lines = [line for line in output.splitlines() if line.strip()]
     record = {"command": command, "wall_seconds": round(time.monotonic() - started, 1), "last_line": lines[-1] if lines else "",
-              "target": job.target, **(job.measure() if job.measure else {})}
+              "target": job.target, **({"settings": list(job.settings)} if job.settings else {}), **(job.measure() if job.measure else {})}
     write_json(job.record, record)
     return record
 

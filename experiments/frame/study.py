@@ -12,7 +12,9 @@ worker that is stopped (Ctrl-C, SIGTERM, a Slurm time limit, SIGKILL) leaves its
 running; when the same worker starts again it marks that trial failed and queues its settings
 again, with `runs_of` naming the first trial's number, so the retry trains in the same run
 folders and resumes their checkpoints: no finished trial and no finished training is lost. A
-local tuner holds `study.lock` while it runs, so no other process shares its trials.
+local tuner holds `study.lock` while it runs, so no other process shares its trials; the lock
+follows no link (durable/owned_files.py), so a study folder someone handed over cannot make the
+tuner write outside it.
 
 Pruning: Optuna's median pruner; an objective reports an intermediate value per chunk of
 training (`trial.report`) and raises optuna.TrialPruned when `trial.should_prune()`.
@@ -20,7 +22,6 @@ training (`trial.report`) and raises optuna.TrialPruned when `trial.should_prune
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 from contextlib import contextmanager
@@ -31,6 +32,7 @@ import optuna
 from optuna.trial import TrialState
 
 from agents.config.search_space import Search
+from durable.owned_files import Busy, NotOurFile, hold_lock
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 optuna.logging.set_verbosity(optuna.logging.WARNING)  # the tuner says what happens itself, once per trial
@@ -43,7 +45,7 @@ class BudgetMismatch(ValueError):
 
 
 class StudyBusy(RuntimeError):
-    """Another process holds the study (`held`)."""
+    """The study cannot be held (`held`): another process holds it, or its lock is not a file of ours."""
 
 
 class SetupError(RuntimeError):
@@ -112,19 +114,19 @@ def differences(old: dict, new: dict, prefix: str = "") -> list[tuple[str, Any, 
 
 @contextmanager
 def held(folder: Path) -> Iterator[None]:
-    """Hold the study in `folder` for this process (study.lock); another holder is refused."""
+    """Hold the study in `folder` for this process (study.lock); another holder is refused, and
+    so is a study.lock that is a link, a folder or a pipe."""
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / "study.lock", "a+") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.seek(0)
-            raise StudyBusy(f"another tuner is running the study in {folder} (process {lock.read().strip() or '?'}); "
-                               "wait for it or stop it") from None
-        lock.truncate(0)
-        lock.write(str(os.getpid()))
-        lock.flush()
+    try:
+        lock = hold_lock(folder / "study.lock")
+    except Busy as busy:
+        raise StudyBusy(f"another tuner is running the study in {folder} (process {busy.holder}); wait for it or stop it") from None
+    except NotOurFile as error:
+        raise StudyBusy(f"the study in {folder} cannot be locked: {error}") from None
+    try:
         yield
+    finally:
+        lock.release()
 
 
 def finished(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:

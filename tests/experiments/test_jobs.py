@@ -74,3 +74,22 @@ def test_an_unreadable_slurm_record_names_no_job_to_wait_for(tmp_path):
     job = printing_job(tmp_path)
     slurm_record(job).write_text('{"job_id": "12')
     assert reattach([job]) == {}  # submitted again, instead of a crash
+
+
+def test_a_job_started_again_after_a_kill_before_its_first_checkpoint_overwrites_only_its_own_folder(tmp_path):
+    for job in (train_job("run", tmp_path, TRAIN_ARGS, 1000), seq_job("seq", tmp_path, ["--task", "copy"], 10)):
+        assert "--overwrite" not in job.command()
+    (tmp_path / "events.out.tfevents.1.killed").write_bytes(b"")  # the trainers refuse this folder without --overwrite
+    for job in (train_job("run", tmp_path, TRAIN_ARGS, 1000), seq_job("seq", tmp_path, ["--task", "copy"], 10)):
+        assert job.command()[-1] == "--overwrite"
+
+
+def test_a_job_log_that_is_a_link_is_refused_not_followed(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("kept\n")
+    job = printing_job(tmp_path / "run")
+    job.log.parent.mkdir()
+    job.log.symlink_to(victim)
+    with pytest.raises(JobFailed, match="job.log is a symbolic link"):
+        run_jobs([job], workers=1, what="test")
+    assert victim.read_text() == "kept\n" and not job.done
