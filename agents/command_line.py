@@ -12,7 +12,7 @@ import sys
 from contextlib import ExitStack
 
 from agents.runtime import distributed
-from agents.config.a2c_config import resolve_config
+from agents.config.a2c_config import A2CConfig, resolve_config
 from agents.runtime.actors import ActorError
 from agents.runtime.checkpoint import CheckpointError, existing_checkpoint, run_checkpoint
 from agents.config.config_cli import (
@@ -42,6 +42,24 @@ def make_parser(trainer_class: type[Trainer], description: str) -> argparse.Argu
     return parser
 
 
+def new_run_config(trainer_class: type[Trainer], args: argparse.Namespace) -> A2CConfig:
+    """A new run's config from its parsed flags: the settings file (--config), then the flags
+    given, the preset under them, the core's run choices made once (saved with the run); a
+    ValueError (or CheckpointError, RunFolderError) for a bad value. The experiments check their
+    runs' flags with it before they write anything (experiments/frame/train_flags.py)."""
+    config_class = trainer_class.config_class
+    given = given_fields(args, config_class)
+    if args.config:
+        settings = read_settings(args.config, config_class, trainer_class.script)
+        given = {**settings, **given}
+    core = given.get("core", config_class.core)
+    given["core_options"] = {**given.get("core_options", {}), **parse_core_options(core, args.core_opt)}
+    given["env_options"] = {**given.get("env_options", {}), **parse_env_options(args.env_opt)}
+    config = resolve_config(given, config_class)
+    options = run_core_options(config.core, config.core_options, config.device, config.precision)
+    return dataclasses.replace(config, core_options=options)  # the run's choices, made once and saved with it
+
+
 def make_trainer(trainer_class: type[Trainer], args: argparse.Namespace, parser: argparse.ArgumentParser,
                  held: ExitStack | None = None) -> Trainer:
     """The trainer the arguments ask for; any bad value ends in parser.error (exit code 2). With
@@ -65,16 +83,7 @@ def make_trainer(trainer_class: type[Trainer], args: argparse.Namespace, parser:
             claim_until(held, existing_checkpoint(args.resume).parent, resume=True)
             # its core's run choices hold where they can, else are made again here (config_from_checkpoint)
             return trainer_class.from_checkpoint(args.resume, given, env_modules=args.env_module)
-        if args.config:
-            settings = read_settings(args.config, config_class, trainer_class.script)
-            given = {**settings, **given}
-        core = given.get("core", config_class.core)
-        given["core_options"] = {**given.get("core_options", {}), **parse_core_options(core, args.core_opt)}
-        given["env_options"] = {**given.get("env_options", {}), **parse_env_options(args.env_opt)}
-        config = resolve_config(given, config_class)
-        options = run_core_options(config.core, config.core_options, config.device, config.precision)
-        config = dataclasses.replace(config, core_options=options)  # the run's choices, made once and saved with it
-        trainer = trainer_class(config)  # nothing written yet: a refused run leaves no folder
+        trainer = trainer_class(new_run_config(trainer_class, args))  # nothing written yet: a refused run leaves no folder
         try:
             claim_until(held, trainer.config.run_dir, resume=False, overwrite=args.overwrite)
         except BaseException:

@@ -53,6 +53,7 @@ from experiments.frame.jobs import ROOT, Job, train_job
 from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
 from experiments.frame.ledger import Ledger
 from experiments.frame.stats import seed_count
+from experiments.frame.train_flags import check_train_flags, refuse_other_train_args, refuse_unusable_paths, split_train_args
 from experiments.frame.tables import markdown_table
 from experiments.memory_length import FLOOR, MODELS, OPTIONS, SOLVED, model_args
 
@@ -61,6 +62,7 @@ EPISODE_CAP, EPISODE_CAP_UNTIL, FRAME_CAP = 40_000, 256, 12_000_000
 BEYOND = 1024  # past it, the cap is BEYOND_SCALE x the median frames to solve L/2
 BEYOND_SCALE = 4
 FLOOR_UNTIL = 16  # the MLP's longest length
+FEWER_FROM = 512  # 5 seeds to L = 256, 3 beyond
 CHECK_EPISODES, CHECK_GROWTH = 200, 0.1  # the solve check's least gap (in episodes' frames) and its growth
 WITHIN_EPISODES = 10_000  # bsuite's budget: "solved within 10,000 episodes", read at the checks
 QUICK_FRAMES = 4_096
@@ -86,8 +88,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--lengths", nargs="+", type=positive_int, action=Distinct, default=LENGTHS)
     parser.add_argument("--models", nargs="+", choices=list(MODELS), action=Distinct, default=[name for name in MODELS if name not in OPTIONS])
     parser.add_argument("--seeds", type=seed_count, default=5, help="seeds 0 .. N-1 (default: 5)")
-    parser.add_argument("--fewer-seeds", nargs=2, type=positive_int, default=(512, 3), metavar=("LENGTH", "N"),
-                        help="from LENGTH on, seeds 0 .. N-1 only (default: 512 3)")
+    parser.add_argument("--fewer-seeds", nargs=2, type=positive_int, default=None, metavar=("LENGTH", "N"),
+                        help=f"from LENGTH on, seeds 0 .. N-1 only (default: {FEWER_FROM} and 3, or --seeds if fewer)")
     parser.add_argument("--stop-after", type=positive_int, default=2, metavar="N",
                         help="stop a model's sweep after N lengths in a row that no seed solves within its cap (default: 2)")
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="greedy episodes per solve check (default: 100)")
@@ -106,25 +108,25 @@ def main(argv: list[str] | None = None) -> None:
     minibatches = minibatch_args(parser, args)
     if args.train_args and args.name is None:
         parser.error(f"--train-args {args.train_args!r}: give a --name of its own, or its runs would resume the plain sweep's")
-    try:
-        extra = shlex.split(args.train_args)
-    except ValueError as error:
-        parser.error(f"--train-args {args.train_args!r}: {error}")
+    extra = split_train_args(parser, args.train_args)
+    args.fewer_seeds = args.fewer_seeds or (FEWER_FROM, min(3, args.seeds))
     if args.fewer_seeds[1] > args.seeds:
         parser.error(f"--fewer-seeds {args.fewer_seeds[0]} {args.fewer_seeds[1]}: at most --seeds ({args.seeds}) seeds, not more")
     args.name = output_name(args, "frames_to_solve")
     runs_dir = runs_folder(args, ROOT / "runs" / "experiments" / args.name)
-    if runs_dir.exists() and not runs_dir.is_dir():
-        parser.error(f"--runs-dir {runs_dir} is a file; give a folder")
-    ledger = Ledger(args.ledger or args.out / f"{args.name}_runs.json", runs_dir, ("train.done.json", "past_length.done.json"))
-    sweep = Sweep(args, runs_dir, ledger, [*minibatches, *extra])
+    refuse_unusable_paths(parser, runs_dir, args.ledger)
+    sweep = Sweep(args, runs_dir, None, [*minibatches, *extra])
+    for model in args.models:  # each model's flags checked before anything is written
+        check_train_flags(parser, args.algo, sweep.train_args(model, min(args.lengths), 0))
+    refuse_other_train_args(parser, args.out / f"{args.name}.json", args.train_args)
+    sweep.ledger = Ledger(args.ledger or args.out / f"{args.name}_runs.json", runs_dir, ("train.done.json", "past_length.done.json"))
     sweep.run()
 
 
 class Sweep:
     """The runs of one invocation, made length by length (see the module docstring)."""
 
-    def __init__(self, args: argparse.Namespace, runs_dir: Path, ledger: Ledger, extra: list[str]):
+    def __init__(self, args: argparse.Namespace, runs_dir: Path, ledger: Ledger | None, extra: list[str]):
         self.args, self.runs_dir, self.ledger, self.extra = args, runs_dir, ledger, extra
         self.lengths = sorted(args.lengths)
         self.started = time.time()

@@ -75,6 +75,7 @@ from experiments.frame.flags import Distinct, QUICK_ALGO, QUICK_CORE, add_experi
 from experiments.frame.estimate import print_expected_time
 from experiments.frame.jobs import ROOT, Job, evaluate_job, evaluation, run_seconds, train_job
 from experiments.frame.ledger import Ledger
+from experiments.frame.train_flags import check_train_flags, refuse_other_train_args, refuse_unusable_paths, split_train_args
 from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
 from experiments.frame.stats import iqm_interval, seed_count, solved_interval
 from experiments.frame.tables import format_interval, format_solved, markdown_table, minutes_per_run
@@ -226,6 +227,8 @@ def main(argv: list[str] | None = None) -> None:
     env_options = env_options_checked(parser, args)
     args.name = output_name(args, "_".join(["memory_length", "recall" if args.env == "memory_length" else args.env, *(["fixed"] if args.doors == "fixed" else [])]))
     runs_dir = runs_folder(args, ROOT / "runs" / "experiments" / args.name)
+    extra_args = split_train_args(parser, args.train_args)
+    refuse_unusable_paths(parser, runs_dir, args.ledger)
     rollout = args.rollout or preset_values(args.env, "feedback", "cpu")[0]["rollout"]
     seeds = list(range(args.seeds))
     if args.fewer_seeds and args.fewer_seeds[1] > args.seeds:
@@ -246,7 +249,11 @@ def main(argv: list[str] | None = None) -> None:
         extra = ["--entropy-coef", str(args.entropy_coef)] if args.entropy_coef is not None else []
         quick = ["--num-envs", "4", *([] if minibatches else QUICK_ALGO[args.algo])] if args.quick else []
         return ["--env", args.env, "--env-opt", options, "--preset", "cpu", "--rollout", str(rollout), "--bptt", "episode",
-                "--no-previous-inputs", *extra, *minibatches, *model_args(model, args.env, length, args.quick), *shlex.split(args.train_args), "--seed", str(seed), *quick]
+                "--no-previous-inputs", *extra, *minibatches, *model_args(model, args.env, length, args.quick), *extra_args, "--seed", str(seed), *quick]
+
+    for model in args.models:  # each model's flags checked before anything is written
+        check_train_flags(parser, args.algo, train_args(model, lengths[0], 0))
+    refuse_other_train_args(parser, args.out / f"{args.name}.json", args.train_args)
 
     training = {((model, length), seed): train_job(f"{model} L{length} seed {seed}", run_dir[(model, length), seed], train_args(model, length, seed),
                                                    frames_at(args, length), args.algo) for (model, length), seed in runs}
