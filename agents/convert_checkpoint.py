@@ -10,6 +10,12 @@ and keeps the original beside it as `checkpoint.pt.format1`. The suite's own env
 state; another env's state was arbitrary Python and is dropped, so the resumed run starts fresh
 episodes of it (as a format-2 checkpoint of such an env does). A2C, PPO and seqtasks checkpoints
 alike.
+
+Before it unpickles anything it reads the file's kind, format and the globals its pickle names
+from the pickle's opcodes (agents/runtime/checkpoint_file.py), which runs none of them: a file of
+another format is refused unrun, and so is one naming a global outside what format 1 held
+(SUITE_GLOBALS: numpy, torch's tensor rebuilding, the suite's own classes), in the file or in
+its pickled envs, so that even a trusted-looking file cannot call os.system.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import pickle
 import shutil
 import sys
 import types
+import zipfile
 from typing import Any
 
 import numpy as np
@@ -27,6 +34,7 @@ import torch
 
 import agents.cores  # noqa: F401  (registers the cores' state types)
 from agents.runtime.checkpoint import FORMAT, CheckpointError, arrays_to_tensors, existing_checkpoint, save_checkpoint
+from agents.runtime.checkpoint_file import ArchiveError, pickle_facts, read_pickle
 from agents.cores.state import STATE_TYPES, state_to_plain
 from envs.vector import GridVectorEnv
 
@@ -43,6 +51,19 @@ MOVED = {
     **{f"agents.{name}": f"agents.runtime.{name}" for name in (
         "observations", "actors", "staging", "distributed", "checkpoint", "seeding", "device", "precision")},
 }
+
+# What a format-1 checkpoint's pickle (and its envs' cloudpickle) names: globals starting so.
+SUITE_GLOBALS = ("agents.", "envs.", "numpy._core.", "numpy.core.", "numpy.random.", "numpy.dtype", "numpy.ndarray",
+                 "torch._utils._rebuild_", "collections.OrderedDict", "_codecs.encode", "gymnasium.spaces.",
+                 "gymnasium.vector.vector_env.", "gymnasium.envs.registration.EnvSpec")
+
+
+def check_globals(names: tuple[str, ...], where: str) -> None:
+    """CheckpointError naming the first of `names` (a pickle's globals) outside SUITE_GLOBALS."""
+    foreign = [name for name in names if not (name.startswith(SUITE_GLOBALS) or (name.startswith("torch.") and name.endswith("Storage")))]
+    if foreign:
+        raise CheckpointError(f"{where} names {foreign[0]}, which no format-1 checkpoint of feedback-rl holds; "
+                              f"nothing of it was run and it is not converted")
 
 
 class MovedModulesUnpickler(pickle.Unpickler):
@@ -85,6 +106,7 @@ def plain_envs(saved: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     states = []
     for blob in saved["state"]:
+        check_globals(pickle_facts(blob).globals, "the checkpoint's pickled env")
         env = MovedModulesUnpickler(io.BytesIO(blob)).load()
         if not isinstance(env, GridVectorEnv):
             return None
@@ -111,13 +133,15 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         path = existing_checkpoint(args.run)
+        facts = read_pickle(path)  # read from the opcodes: nothing unpickled yet
+        if facts.kind not in KINDS:
+            raise CheckpointError(f"{str(path)!r} is not a feedback-rl checkpoint (kind one of {list(KINDS)}); nothing of it was run")
+        if facts.format != 1:
+            raise CheckpointError(f"{str(path)!r} has format {facts.format!r}; only format 1 is converted, and nothing of it was run")
+        check_globals(facts.globals, repr(str(path)))
         payload = torch.load(path, map_location="cpu", weights_only=False, pickle_module=moved_pickle)
-        if not isinstance(payload, dict) or payload.get("kind") not in KINDS:
-            raise CheckpointError(f"{str(path)!r} is not a feedback-rl checkpoint (kind one of {list(KINDS)})")
-        if payload.get("format") != 1:
-            raise CheckpointError(f"{str(path)!r} has format {payload.get('format')!r}; only format 1 is converted")
         converted = convert({key: value for key, value in payload.items() if key not in ("kind", "format")})
-    except (CheckpointError, pickle.UnpicklingError, OSError, KeyError, TypeError, ValueError) as error:
+    except (CheckpointError, ArchiveError, zipfile.BadZipFile, pickle.UnpicklingError, OSError, KeyError, TypeError, ValueError) as error:
         parser.error(str(error))
     backup = path.with_name(path.name + ".format1")
     shutil.copy2(path, backup)
