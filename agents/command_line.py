@@ -117,8 +117,11 @@ def main(trainer_class: type[Trainer], description: str, argv: list[str] | None 
             except (ActorError, distributed.RankError) as error:
                 where = f" (process {trainer.world.rank} of {trainer.world.size})" if trainer.world.size > 1 else ""
                 sys.exit(f"training stopped{where}: {error}\nthe last checkpoint is in {trainer.config.run_dir}")
-            except NonFiniteError as error:
+            except (NonFiniteError, CheckpointError) as error:  # CheckpointError: a save the disk refused
                 sys.exit(f"training stopped: {error}")
+            except OSError as error:  # a log or record the disk refused (full, read-only)
+                sys.exit(f"training stopped: could not write {error.filename or 'to the run folder'}: {error.strerror or error}; "
+                         f"the last checkpoint, if any, is kept")
             finally:
                 trainer.close()
                 distributed.close()

@@ -109,8 +109,11 @@ def main(argv: list[str] | None = None) -> dict:
                 results = run.train(progress=not args.no_progress)
             except distributed.RankError as error:
                 sys.exit(f"training stopped (process {run.world.rank} of {run.world.size}): {error}\nthe last checkpoint is in {run.run_dir}")
-            except NonFiniteError as error:
+            except (NonFiniteError, CheckpointError) as error:  # CheckpointError: a save the disk refused
                 sys.exit(f"training stopped: {error}")
+            except OSError as error:  # a log or record the disk refused (full, read-only)
+                sys.exit(f"training stopped: could not write {error.filename or 'to the run folder'}: {error.strerror or error}; "
+                         f"the last checkpoint, if any, is kept")
             finally:
                 distributed.close()
             if run.world.main:
