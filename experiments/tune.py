@@ -53,6 +53,7 @@ from agents.config.settings_file import write_settings
 from agents.cores import with_changed_defaults
 from agents.learners.ppo import PPOTrainer
 from agents.learners.train import Trainer
+from agents.runtime.actors import LocalEnvs
 from durable.records import write_json, write_text
 from envs.cli import positive_int
 from experiments.frame.curves import training_seconds
@@ -135,7 +136,10 @@ def make_parser() -> argparse.ArgumentParser:
 def base_settings(parser: argparse.ArgumentParser, args: argparse.Namespace, trainer: type[Trainer]) -> dict[str, Any]:
     """The settings every trial of every core shares: the env, the CPU preset and --train-args,
     as config fields (read by the trainer's own parser, so a bad flag fails here, not in a trial)."""
-    extra = shlex.split(args.train_args)
+    try:
+        extra = shlex.split(args.train_args)
+    except ValueError as error:
+        parser.error(f"--train-args {args.train_args!r}: {error}")
     taken = sorted({arg.split("=")[0] for arg in extra} & set(TUNER_SETS))
     if taken:
         parser.error(f"--train-args may not give {', '.join(taken)}: the tuner sets them (--env and --cores are its own flags)")
@@ -213,11 +217,12 @@ def main(argv: list[str] | None = None) -> None:
     space, fixed = searched_space(parser, args, trainer, base)
     base = {**base, **fixed}
     models = {model.name: model for model in args.cores}
-    try:  # every core's settings make a valid config before any trial runs
+    try:  # every core's settings make a valid config, and the env takes its options, before anything is written
         settings = {name: model_settings(base, model, args.core_opt, args.quick) for name, model in models.items()}
         for values in settings.values():
             resolve_config(values, trainer.config_class)
-    except ValueError as error:
+        LocalEnvs(args.env, [0], base["env_options"]).close()
+    except (ValueError, TypeError) as error:
         parser.error(str(error))
     budget = {"env": args.env, "algo": args.algo, "frames": frames, "seeds": seeds, "trials": args.trials, "chunks": args.chunks,
               "eval_episodes": episodes, "objective": args.objective,
