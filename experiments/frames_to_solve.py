@@ -47,7 +47,7 @@ import numpy as np
 from agents.learners.solve import RECORD
 from durable.records import read_record, write_json, write_text
 from envs.cli import positive_int
-from experiments.frame.estimate import print_expected_time
+from experiments.frame.estimate import expected_seconds, print_expected, print_expected_time
 from experiments.frame.flags import Distinct, QUICK_ALGO, add_experiment_arguments, minibatch_args, output_name, runs_folder
 from experiments.frame.jobs import ROOT, Job, train_job
 from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
@@ -93,6 +93,9 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--stop-after", type=positive_int, default=2, metavar="N",
                         help="stop a model's sweep after N lengths in a row that no seed solves within its cap (default: 2)")
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="greedy episodes per solve check (default: 100)")
+    parser.add_argument("--estimate-only", action="store_true",
+                        help="time an update of each model at each length to 1,024 (the window full), write the expected time of "
+                             "every run to its cap to OUT/NAME_estimate.json, and train nothing")
     add_experiment_arguments(parser, None, "output file stem (default: frames_to_solve[_ppo])", algo=True, minibatches=True,
                              folder="memory_length")
     parser.add_argument("--train-args", default="", metavar="'FLAGS'",
@@ -153,7 +156,7 @@ class Sweep:
             training = train_job(f"{model} L{length} seed {seed}", run_dir, self.train_args(model, length, seed), frames, self.args.algo)
             seconds = training.measure
             solve = run_dir / RECORD
-            training = dataclasses.replace(training, outputs=(solve,), measure=lambda seconds=seconds, solve=solve: {**seconds(), "solve": read_record(solve)},
+            training = dataclasses.replace(training, measure=lambda seconds=seconds, solve=solve: {**seconds(), "solve": read_record(solve)},
                                            ledger=self.ledger)
             command = [sys.executable, "-m", "experiments.past_length", str(run_dir), "--episodes", str(2 if self.args.quick else 100)]
             past = Job(f"past length {run_dir}", lambda command=command: command, run_dir / "past_length.log", run_dir / "past_length.done.json",
@@ -172,9 +175,11 @@ class Sweep:
         a = self.args
         print(f"runs kept in {self.ledger.path}: {self.ledger.runs()} finished")
         print(f"the recall task without the clock, {a.algo.upper()}, lengths {self.lengths}, models {a.models}, {where_runs_go(a)}, in {self.runs_dir}")
+        if a.estimate_only:
+            self.estimate()
+            return
         if not (a.quick or a.no_estimate):
-            caps = [(model, length) for length in self.lengths for model in a.models if length <= BEYOND and self.keeps(model, length)]
-            print_expected_time([job for model, length in caps for job, _ in self.jobs(model, length, self.cap(model, length)).values()], a.jobs)
+            print_expected_time(self.capped_jobs(), a.jobs)
             print("(at most that: every run to its cap; runs stop when solved, and sweeps after unsolved lengths)")
         unsolved: dict[str, int] = {}
         stopped: dict[str, int] = {}
@@ -191,6 +196,22 @@ class Sweep:
                     stopped[model] = length
                     print(f"{model}: no seed solved the last {a.stop_after} lengths; its sweep stops at L = {length}")
             self.write(stopped, complete=length == self.lengths[-1])
+
+    def capped_jobs(self) -> list[Job]:
+        """The training jobs of every model at every length to 1,024, each to its cap."""
+        cells = [(model, length) for length in self.lengths for model in self.args.models if length <= BEYOND and self.keeps(model, length)]
+        return [job for model, length in cells for job, _ in self.jobs(model, length, self.cap(model, length)).values()]
+
+    def estimate(self) -> None:
+        """--estimate-only: the runner's estimate of every run not yet done, each to its cap, printed and written."""
+        jobs = self.capped_jobs()
+        seconds, models = expected_seconds(jobs, self.args.jobs)
+        print_expected(seconds, f"{models} models timed, {self.args.jobs} runs at once, 1 thread each; every run to its cap")
+        self.args.out.mkdir(parents=True, exist_ok=True)
+        write_json(self.args.out / f"{self.args.name}_estimate.json",
+                   {"command": "python -m experiments.frames_to_solve " + shlex.join(sys.argv[1:]), "machine": launcher_description(self.args),
+                    "runs": sum(not job.done for job in jobs), "models_timed": models, "jobs_at_once": self.args.jobs,
+                    "expected_seconds_every_run_to_its_cap": round(seconds)}, indent=1)
 
     def keeps(self, model: str, length: int) -> bool:
         """Whether `model` runs at `length` at all: the MLP to FLOOR_UNTIL only."""

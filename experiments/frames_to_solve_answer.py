@@ -1,0 +1,191 @@
+"""What carrying one bit further costs each core: the frames-to-solve curves, their slopes, and
+whether a solved memory holds at twice its length.
+
+    python -m experiments.frames_to_solve_answer        # from assets/memory_length/frames_to_solve*.json, in seconds
+
+Trains nothing. For each learner whose sweep exists (experiments/frames_to_solve.py: A2C's
+frames_to_solve.json, PPO's frames_to_solve_ppo.json), each model gets:
+
+- its longest length solved by most of its seeds, and the median frames they took there;
+- the slope of log(frames to solve) against log(L), with a 95% interval: how the cost of
+  carrying one bit grows with distance (1: in proportion to L, as the frames of a fixed number of
+  episodes do; 2: with the square). A censored run (unsolved at its cap) enters as what it is, a
+  lower bound: the fit is a censored (Tobit) regression, log10 frames = a + b log10 L + e with
+  e ~ Normal(0, s), whose likelihood takes the density of each solved run and the probability of
+  exceeding the cap for each censored one; never "solved at the cap". It is fitted over the
+  lengths up to the longest one at which any seed solved (past it every run is censored and
+  says only where the curve stops), and needs two such lengths. s is at least 0.02 (the checks
+  are about 10% apart, so frames to solve are read to about that). The interval is the 2.5 and
+  97.5 percentiles of the slopes refitted to 1,000 resamples of the runs within each length;
+- whether its solved runs hold at 2L: of the solved runs at its longest solved length, how many
+  keep greedy success >= 0.95 at twice the length (experiments/past_length.py).
+
+Writes OUT/frames_to_solve_answer.json, .md and .png (frames to solve against L, log-log, a
+panel per learner: every run a point, censored ones as open triangles at their cap, the
+medians joined where most runs solved).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+from scipy import optimize, stats
+
+from agents.plot_curves import save_figure
+from durable.records import read_record, write_json, write_text
+from experiments.frame.flags import results_folder
+from experiments.frame.tables import markdown_table
+
+NAME = "frames_to_solve_answer"
+SWEEPS = {"a2c": "frames_to_solve", "ppo": "frames_to_solve_ppo"}
+HOLDS = 0.95  # greedy success at 2L that counts as holding
+LEAST_SPREAD = 0.02  # log10 units: the checks' resolution, about 10%
+RESAMPLES = 1_000
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=results_folder("memory_length"),
+                        help="where the sweeps' JSON is and the results go (default: assets/memory_length/)")
+    return parser
+
+
+def runs_by_length(model: dict) -> dict[int, list[tuple[float, bool]]]:
+    """{L: [(frames, solved)]}: a solved run's frames to solve, a censored one's cap."""
+    return {int(length): [(run["frames_to_solve"] if run["solved"] else run["censored_at"], run["solved"]) for run in cell["per_seed"]]
+            for length, cell in sorted(model["lengths"].items(), key=lambda item: int(item[0]))}
+
+
+def censored_fit(log_length: np.ndarray, log_frames: np.ndarray, solved: np.ndarray) -> tuple[float, float]:
+    """(intercept, slope) of the censored regression in the module docstring (log10 units)."""
+
+    def negative_log_likelihood(theta: np.ndarray) -> float:
+        a, b, log_s = theta
+        s = LEAST_SPREAD + np.exp(log_s)
+        z = (log_frames - a - b * log_length) / s
+        return -(np.sum(stats.norm.logpdf(z[solved]) - np.log(s)) + np.sum(stats.norm.logsf(z[~solved])))
+
+    start_slope, start_intercept = np.polyfit(log_length, log_frames, 1) if np.ptp(log_length) > 0 else (0.0, log_frames.mean())
+    result = optimize.minimize(negative_log_likelihood, np.array([start_intercept, start_slope, np.log(0.1)]), method="Nelder-Mead",
+                               options={"xatol": 1e-6, "fatol": 1e-9, "maxiter": 4_000})
+    return float(result.x[0]), float(result.x[1])
+
+
+def slope(runs: dict[int, list[tuple[float, bool]]], seed: int = 0) -> dict | None:
+    """The slope over the lengths up to the longest one any seed solved, its 95% interval, the
+    lengths used; None with fewer than two such lengths."""
+    solved_lengths = [length for length, cell in runs.items() if any(done for _, done in cell)]
+    if len(solved_lengths) < 2:
+        return None
+    used = {length: cell for length, cell in runs.items() if length <= max(solved_lengths)}
+
+    def fit(cells: dict[int, list[tuple[float, bool]]]) -> float:
+        points = [(np.log10(length), np.log10(frames), done) for length, cell in cells.items() for frames, done in cell]
+        x, y, done = (np.array(column) for column in zip(*points))
+        return censored_fit(x, y, done.astype(bool))[1]
+
+    generator = np.random.default_rng(seed)
+    resampled = []
+    for _ in range(RESAMPLES):
+        cells = {length: [cell[i] for i in generator.integers(0, len(cell), len(cell))] for length, cell in used.items()}
+        if sum(any(done for _, done in cell) for cell in cells.values()) >= 2:  # a resample with one solved length has no slope
+            resampled.append(fit(cells))
+    low, high = np.percentile(resampled, [2.5, 97.5])
+    return {"slope": round(fit(used), 3), "ci_low": round(float(low), 3), "ci_high": round(float(high), 3),
+            "lengths": sorted(used), "resamples": len(resampled)}
+
+
+def median_frames(cell: list[tuple[float, bool]]) -> float | None:
+    """The median frames to solve where most runs solved (censored runs counted as above every
+    solved one), else None."""
+    if 2 * sum(done for _, done in cell) <= len(cell):
+        return None
+    ordered = sorted(frames if done else np.inf for frames, done in cell)
+    return float(np.median(ordered))
+
+
+def answer(model: dict) -> dict:
+    """One model's row: its longest length solved by most seeds (every shorter length run too),
+    the median frames there, the slope, and whether its solved runs hold at 2L."""
+    runs = runs_by_length(model)
+    longest, frames = None, None
+    for length, cell in runs.items():
+        median = median_frames(cell)
+        if median is None:
+            break
+        longest, frames = length, median
+    holds = None
+    if longest is not None:
+        tried = [run["success_at_length"] for run in model["lengths"][str(longest)]["per_seed"] if run["solved"] and run["success_at_length"]]
+        holds = {"runs": len(tried), "hold": sum(success[str(2 * longest)] >= HOLDS for success in tried)}
+    stops = [length for length, cell in runs.items() if longest is None or length > longest]
+    return {"longest_solved": longest, "median_frames": frames, "slope": slope(runs), "holds_at_2L": holds,
+            "first_unsolved": stops[0] if stops else None, "lengths_run": list(runs)}
+
+
+def draw(sweeps: dict[str, dict], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, panels = plt.subplots(1, len(sweeps), figsize=(6.4 * len(sweeps), 4.6), dpi=100, squeeze=False)
+    for axes, (algo, sweep) in zip(panels[0], sweeps.items()):
+        for index, (name, model) in enumerate(sweep["models"].items()):
+            color = plt.cm.tab20(index % 20)
+            runs = runs_by_length(model)
+            for length, cell in runs.items():
+                for frames, done in cell:
+                    axes.plot(length, frames, marker="o" if done else "^", markersize=3.5 if done else 5, color=color,
+                              markerfacecolor=color if done else "none", linestyle="none", alpha=0.7)
+            medians = [(length, median_frames(cell)) for length, cell in runs.items()]
+            joined = [(length, frames) for length, frames in medians if frames is not None]
+            axes.plot(*(zip(*joined) if joined else ([], [])), color=color, linewidth=1.6, label=name)  # no line: never solved by most
+        lengths = sorted({int(length) for model in sweep["models"].values() for length in model["lengths"]})
+        axes.set_xscale("log", base=2)
+        axes.set_yscale("log")
+        axes.set_xticks(lengths, [str(length) for length in lengths])
+        axes.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        axes.set_xlabel("memory length L (steps between the bit and the question)")
+        axes.set_ylabel("env frames to solve (open triangle: unsolved at its cap)")
+        axes.set_title(f"recall task, {algo.upper()}: frames to solve", loc="left", fontsize=11)
+        save_figure(figure, axes, out, fontsize=7, loc="upper left")
+
+
+def table(answers: dict[str, dict[str, dict]]) -> str:
+    rows = []
+    for algo, models in answers.items():
+        for name, row in models.items():
+            fit = row["slope"]
+            holds = row["holds_at_2L"]
+            rows.append([algo.upper(), name, row["longest_solved"] or "none",
+                         f"{row['median_frames']:,.0f}" if row["median_frames"] else "-",
+                         f"{fit['slope']:.2f} [{fit['ci_low']:.2f}, {fit['ci_high']:.2f}] (L {fit['lengths'][0]}-{fit['lengths'][-1]})" if fit else "-",
+                         f"{holds['hold']} of {holds['runs']}" if holds else "-", row["first_unsolved"] or "-"])
+    caption = ("Per core and learner: the longest L that most seeds solve (every shorter one too) and their median frames there; "
+               "the slope of log frames against log L with its 95% bootstrap interval (a censored regression: unsolved runs as "
+               "lower bounds; over the lengths it names); the solved runs at the longest L that keep greedy success >= 0.95 at 2L; "
+               "the first length most seeds did not solve.")
+    return markdown_table(["learner", "model", "longest solved", "median frames there", "slope [95% CI]", "hold at 2L", "first unsolved"],
+                          rows, caption)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = make_parser().parse_args(argv)
+    sweeps = {algo: read_record(args.out / f"{stem}.json") for algo, stem in SWEEPS.items()}
+    sweeps = {algo: sweep for algo, sweep in sweeps.items() if isinstance(sweep, dict)}
+    if not sweeps:
+        raise SystemExit(f"no sweep in {args.out}: run python -m experiments.frames_to_solve first")
+    answers = {algo: {name: answer(model) for name, model in sweep["models"].items()} for algo, sweep in sweeps.items()}
+    summary = {"sources": {algo: f"{SWEEPS[algo]}.json" for algo in sweeps}, "complete": {algo: sweep["complete"] for algo, sweep in sweeps.items()},
+               "holds_at": HOLDS, "least_spread_log10": LEAST_SPREAD, "resamples": RESAMPLES, "models": answers}
+    write_json(args.out / f"{NAME}.json", summary, indent=1)
+    write_text(args.out / f"{NAME}.md", table(answers))
+    draw(sweeps, args.out / f"{NAME}.png")
+    print(table(answers))
+
+
+if __name__ == "__main__":
+    main()

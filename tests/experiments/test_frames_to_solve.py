@@ -1,0 +1,92 @@
+"""The frames-to-solve sweep (experiments/frames_to_solve.py), its runs tried at other lengths
+(experiments/past_length.py) and its answer (experiments/frames_to_solve_answer.py)."""
+
+import json
+import shutil
+import sys
+
+import numpy as np
+import pytest
+
+from experiments import frames_to_solve, frames_to_solve_answer, past_length
+
+
+def test_the_cap_is_40000_episodes_to_256_then_12m_frames_then_four_times_the_median_at_half():
+    assert [frames_to_solve.cap_frames(length) for length in (1, 64, 256)] == [80_000, 2_600_000, 10_280_000]
+    assert frames_to_solve.cap_frames(512) == frames_to_solve.cap_frames(1024) == 12_000_000
+    assert frames_to_solve.cap_frames(2048, [3e6, 5e6, np.inf]) == 20_000_000  # the median, a censored run above every solved one
+    with pytest.raises(ValueError, match="L = 2048: its cap is 4x the median frames to solve L = 1024"):
+        frames_to_solve.cap_frames(2048, [3e6, np.inf, np.inf])
+    with pytest.raises(ValueError, match="has not measured"):
+        frames_to_solve.cap_frames(4096)
+
+
+def test_past_length_tries_half_and_two_four_eight_times_the_length():
+    assert past_length.tried_lengths(1) == [2, 4, 8]
+    assert past_length.tried_lengths(64) == [32, 128, 256, 512]
+    assert past_length.tried_lengths(3) == [6, 12, 24]
+
+
+def synthetic(slope, cap, seed=0, seeds=5):
+    """{L: [(frames, solved)]} of runs whose frames grow as L ** slope, censored at `cap`."""
+    generator = np.random.default_rng(seed)
+    runs = {}
+    for length in (1, 2, 4, 8, 16, 32):
+        frames = 1e4 * length**slope * 10 ** generator.normal(0, 0.1, seeds)
+        runs[length] = [(min(f, cap), f < cap) for f in frames]
+    return runs
+
+
+def test_the_slope_takes_censored_runs_as_lower_bounds_not_as_solved_at_the_cap():
+    runs = synthetic(1.5, cap=1.5e6, seeds=8)  # at L = 32 the runs' frames are about 1.8M: most censored, some not
+    assert 0 < sum(not done for _, done in runs[32]) < 8
+    fit = frames_to_solve_answer.slope(runs)
+    assert fit["ci_low"] < 1.5 < fit["ci_high"] and abs(fit["slope"] - 1.5) < 0.1
+    x, y = zip(*[(np.log10(length), np.log10(frames)) for length, cell in runs.items() for frames, _ in cell])
+    naive = np.polyfit(x, y, 1)[0]  # the censored runs read as solved at the cap pull the slope down
+    assert naive < fit["slope"] - 0.02
+
+
+def test_a_slope_needs_two_solved_lengths():
+    runs = {1: [(1e4, True)] * 3, 2: [(1e6, False)] * 3}
+    assert frames_to_solve_answer.slope(runs) is None
+    assert frames_to_solve_answer.median_frames([(1e4, True), (2e4, True), (1e6, False)]) == 2e4
+    assert frames_to_solve_answer.median_frames([(1e4, True), (1e6, False), (1e6, False)]) is None
+
+
+def test_a_quick_sweep_records_each_runs_cost_and_resumes_from_its_ledger(tmp_path, monkeypatch):
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    argv = ["--quick", "--lengths", "1", "2", "--models", "gru", "mlp", "--seeds", "2", "--runs-dir", str(runs), "--out", str(out), "--jobs", "2"]
+    monkeypatch.setattr(sys, "argv", ["frames_to_solve", *argv])
+    frames_to_solve.main(argv)
+    summary = json.loads((out / "frames_to_solve.json").read_text())
+    assert summary["complete"] and summary["task"] == "memory_length, show_time=False" and list(summary["models"]) == ["gru", "mlp"]
+    config = json.loads((runs / "gru" / "L2" / "seed1" / "config.json").read_text())
+    assert config["env_options"] == {"length": 2, "show_time": False} and config["solve_at"] == 0.95 and config["bptt"] == "episode"
+    for model in summary["models"].values():
+        for cell in model["lengths"].values():
+            assert cell["cap_frames"] == frames_to_solve.QUICK_FRAMES and len(cell["per_seed"]) == 2
+            for run in cell["per_seed"]:
+                assert run["solved"] == (run["frames_to_solve"] is not None) == (run["censored_at"] is None)
+                assert run["checks"] and run["checks"][-1]["frames"] <= frames_to_solve.QUICK_FRAMES
+                assert (run["success_at_length"] is not None) == run["solved"]  # tried past its length only when solved
+    assert all(not run["solved"] for cell in summary["models"]["mlp"]["lengths"].values() for run in cell["per_seed"])
+
+    shutil.rmtree(runs)  # another machine: the ledger alone
+    frames_to_solve.main(argv)
+    assert not runs.exists()
+    assert json.loads((out / "frames_to_solve.json").read_text())["models"] == summary["models"]
+
+    frames_to_solve_answer.main(["--out", str(out)])
+    answer = json.loads((out / "frames_to_solve_answer.json").read_text())
+    assert answer["models"]["a2c"]["mlp"]["longest_solved"] is None and (out / "frames_to_solve_answer.png").stat().st_size > 0
+
+
+def test_past_length_refuses_a_run_trained_with_the_clock(tmp_path, capsys):
+    import train_a2c
+
+    train_a2c.main(["--env", "memory_length", "--env-opt", "length=2", "--core", "mlp", "--core-opt", "hidden_size=8", "--num-envs", "2",
+                    "--rollout", "4", "--total-steps", "8", "--threads", "1", "--run-dir", str(tmp_path / "run")])
+    with pytest.raises(SystemExit) as exit_info:
+        past_length.main([str(tmp_path / "run")])
+    assert exit_info.value.code == 2 and "show_time=True" in capsys.readouterr().err
