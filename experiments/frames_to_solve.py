@@ -205,12 +205,13 @@ class Sweep:
     def estimate(self) -> None:
         """--estimate-only: the runner's estimate of every run not yet done, each to its cap, printed and written."""
         jobs = self.capped_jobs()
+        runs = sum(not job.done for job in jobs)  # before timing: a sweep running beside it finishes runs meanwhile
         seconds, models = expected_seconds(jobs, self.args.jobs)
         print_expected(seconds, f"{models} models timed, {self.args.jobs} runs at once, 1 thread each; every run to its cap")
         self.args.out.mkdir(parents=True, exist_ok=True)
         write_json(self.args.out / f"{self.args.name}_estimate.json",
                    {"command": "python -m experiments.frames_to_solve " + shlex.join(sys.argv[1:]), "machine": launcher_description(self.args),
-                    "runs": sum(not job.done for job in jobs), "models_timed": models, "jobs_at_once": self.args.jobs,
+                    "runs": runs, "models_timed": models, "jobs_at_once": self.args.jobs,
                     "expected_seconds_every_run_to_its_cap": round(seconds)}, indent=1)
 
     def keeps(self, model: str, length: int) -> bool:
