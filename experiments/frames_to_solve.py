@@ -188,7 +188,9 @@ class Sweep:
             for model in here:
                 self.cells[model, length] = self.jobs(model, length, self.cap(model, length))
             runs = [pair for model in here for pair in self.cells[model, length].values()]
-            run_stages({f"L = {length}": [training for training, _ in runs]}, a)
+            # A run's past-length job follows its training in the same worker; its own stage catches
+            # one whose training had finished before (a stopped sweep, a failed try).
+            run_stages({f"L = {length}": [training for training, _ in runs], f"L = {length}, past its length": [past for _, past in runs]}, a)
             for model in here:
                 solved = any(run["solved"] for run in self.per_seed(self.cells[model, length]))
                 unsolved[model] = 0 if solved else unsolved.get(model, 0) + 1
