@@ -72,6 +72,16 @@ def test_a_quick_sweep_records_each_runs_cost_and_resumes_from_its_ledger(tmp_pa
                 assert (run["success_at_length"] is not None) == run["solved"]  # tried past its length only when solved
     assert all(not run["solved"] for cell in summary["models"]["mlp"]["lengths"].values() for run in cell["per_seed"])
 
+    # A run trained but not tried past its length (a failed try, a stopped sweep) is tried when the sweep runs again.
+    ledger_path = out / "frames_to_solve_runs.json"
+    ledger = json.loads(ledger_path.read_text())
+    del ledger["gru/L1/seed0"]["past_length.done.json"]
+    ledger_path.write_text(json.dumps(ledger))
+    (runs / "gru" / "L1" / "seed0" / "past_length.done.json").unlink()
+    frames_to_solve.main(argv)
+    assert "past_length.done.json" in json.loads(ledger_path.read_text())["gru/L1/seed0"]
+    assert json.loads((out / "frames_to_solve.json").read_text())["models"] == summary["models"]
+
     shutil.rmtree(runs)  # another machine: the ledger alone
     frames_to_solve.main(argv)
     assert not runs.exists()
