@@ -24,6 +24,7 @@ from agents.cores.ffm import FFMConfig, FFMCore
 from agents.cores.gru import GRUCore
 from agents.cores.lstm import LSTMConfig, LSTMCore
 from agents.cores.lru import LRUConfig, LRUCore
+from agents.cores.mamba import MambaConfig, MambaCore
 from agents.cores.mlp import MLPConfig, MLPCore
 from agents.cores.recurrent import RecurrentConfig
 from agents.cores.reservoir import ReservoirConfig, make_reservoir
@@ -38,6 +39,7 @@ CORES: dict[str, tuple[type, Callable[[int, Any], nn.Module]]] = {
     "reservoir": (ReservoirConfig, make_reservoir),
     "ffm": (FFMConfig, FFMCore),
     "lru": (LRUConfig, LRUCore),
+    "mamba": (MambaConfig, MambaCore),
     "mlp": (MLPConfig, MLPCore),
 }
 

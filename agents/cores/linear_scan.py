@@ -1,16 +1,18 @@
-"""The recurrence of the linear memories (ffm.py, lru.py), over a call's steps at once:
+"""The recurrence of the linear memories (ffm.py, lru.py, mamba.py), over a call's steps at once:
 
-    h_t = a * h_{t-1} + v_t,    and h_t = v_t where first[t] (an episode starts: nothing before it counts)
+    h_t = a_t * h_{t-1} + v_t,    and h_t = v_t where first[t] (an episode starts: nothing before it counts)
 
-a is a complex decay per state unit (|a| < 1), the same at every step; v_t the step's complex input
-to the state. Because the update is linear, the T steps of a learning call need no loop over steps:
+a_t is a decay per state unit (|a_t| < 1), v_t the step's input to the state; both real or both
+complex. FFM and LRU give one complex decay per unit, the same at every step (a (N,) tensor);
+Mamba a real decay per step, env and unit that its input chose (a (T, B, N) tensor: the selective
+scan). Because the update is linear, the T steps of a learning call need no loop over steps:
 the pairs (A, h) of "decay so far, state so far" combine associatively,
 
-    (A1, h1) then (A2, h2)  =  (A2 A1, A2 h1 + h2),
+    (A1, h1) then (A2, h2)  =  (A2 A1, A2 h1 + h2),       (A the product of the decays a pair spans)
 
 so Hillis and Steele's doubling scan gets every step's state in log2(T) rounds of elementwise
 work over the whole call, multiplying decays only (no division by a power of a, which overflows
-for fast-decaying units): exact to rounding whatever |a|. An episode start is a step whose decay
+for fast-decaying units): exact to rounding whatever |a_t|. An episode start is a step whose decay
 is 0, so nothing crosses it. Acting (T = 1) is one multiply-add.
 
 The rounds run over chunks of `chunk` steps, one chunk after another, the state carried between
@@ -19,7 +21,7 @@ chunk's states instead of log2(T) of the call's). 16 is the chunk benchmarks/lin
 measured fastest over T = 32, 256 and 1,024 on the 2-core AMD EPYC (docs/speed.md, "Linear
 recurrent cores").
 
-Letters: T steps, B envs, N state units (complex).
+Letters: T steps, B envs, N state units.
 """
 
 from __future__ import annotations
@@ -37,11 +39,15 @@ def recurrence_dtype(weights: torch.dtype) -> torch.dtype:
 
 def linear_scan(decay: torch.Tensor, inputs: torch.Tensor, first: torch.Tensor, state: torch.Tensor,
                 chunk: int = CHUNK) -> torch.Tensor:
-    """Every step's state: decay (N,) complex, inputs (T, B, N) complex, first (T, B) bool, state
-    (B, N) complex (h before step 0) -> (T, B, N) complex."""
+    """Every step's state: decay (N,) (one per unit, at every step) or (T, B, N) (one per step),
+    inputs (T, B, N), first (T, B) bool, state (B, N) (h before step 0) -> (T, B, N); decay,
+    inputs and state all complex or all real."""
+    if decay.dim() not in (1, 3) or decay.shape[-1] != inputs.shape[-1] or (decay.dim() == 3 and decay.shape != inputs.shape):
+        raise ValueError(f"decay must have shape (N,) or the inputs' (T, B, N) = {tuple(inputs.shape)}; got {tuple(decay.shape)}")
+    decays = decay.split(chunk) if decay.dim() == 3 else [decay] * len(range(0, inputs.shape[0], chunk))
     parts = []
-    for inputs_part, first_part in zip(inputs.split(chunk), first.split(chunk)):  # split, not slices: the backward of
-        states = _scan(decay, inputs_part, first_part, state)  # a slice fills a zero gradient the size of the whole call
+    for decay_part, inputs_part, first_part in zip(decays, inputs.split(chunk), first.split(chunk)):  # split, not slices: the
+        states = _scan(decay_part, inputs_part, first_part, state)  # backward of a slice fills a zero gradient the size of the call
         parts.append(states)
         state = states[-1]
     return parts[0] if len(parts) == 1 else torch.cat(parts)
@@ -50,7 +56,7 @@ def linear_scan(decay: torch.Tensor, inputs: torch.Tensor, first: torch.Tensor, 
 def _scan(decay: torch.Tensor, inputs: torch.Tensor, first: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
     """linear_scan over one chunk, by doubling."""
     steps = inputs.shape[0]
-    into = torch.where(first[..., None], torch.zeros_like(decay), decay)  # (T, B, N): the decay into each step
+    into = torch.where(first[..., None], torch.zeros_like(decay), decay)  # (T, B, N): the decay into each step, 0 at a start
     total, h = into, inputs  # after the round of span d: step t's pair covers steps t - 2d + 1 .. t
     span = 1
     while span < steps:

@@ -10,8 +10,8 @@ memory it carries in tensors made once, fixed in shape and address, and reads no
 
 - The Feedback core: its memory as a ring of S slots (feedback/ring.py), since its own acting
   calls extend buffers at a Python offset and start new ones every HEADROOM steps.
-- A core whose state is tensors of fixed shapes (LSTM, GRU, FFM, LRU, the echo-state reservoir,
-  the MLP's empty state): the core's own one-step call, its new state copied into the same tensors.
+- A core whose state is tensors of fixed shapes (LSTM, GRU, FFM, LRU, Mamba, the echo-state
+  reservoir, the MLP's empty state): the core's own one-step call, its new state copied into the same tensors.
 - The others keep growing buffers (the Transformer and the reservoirs built on it): a ValueError.
 """
 
@@ -59,5 +59,5 @@ def static_acting(core: nn.Module, batch: int, device: torch.device | str) -> Fe
     growing = [name for name, value in state._asdict().items() if not isinstance(value, torch.Tensor)]
     if growing:
         raise ValueError(f"{type(core).__name__}'s state keeps growing buffers ({', '.join(growing)} change from step to step), so its "
-                         f"acting cannot run on fixed tensors; cores that can: feedback, lstm, gru, ffm, lru, mlp, reservoir kind=esn")
+                         f"acting cannot run on fixed tensors; cores that can: feedback, lstm, gru, ffm, lru, mamba, mlp, reservoir kind=esn")
     return StateInPlace(core, batch, device)

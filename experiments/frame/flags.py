@@ -21,7 +21,8 @@ QUICK_FRAMES = 4_096  # --quick's runs when --frames is not given: a test of the
 QUICK_ALGO = {"a2c": [], "ppo": ["--num-minibatches", "2"]}  # --quick runs have 4 envs, which PPO's 8 minibatches cannot split
 # --quick's tiny size of each core (--core-opt); a runner that gives the attention cores a span adds it
 QUICK_CORE = {"feedback": "d_model=16,n_heads=2", "transformer": "d_model=16,n_heads=2", "lstm": "hidden_size=16",
-              "gru": "hidden_size=16", "ffm": "d_model=16,memory_size=4", "lru": "d_model=16,state_size=8", "mlp": "hidden_size=16"}
+              "gru": "hidden_size=16", "ffm": "d_model=16,memory_size=4", "lru": "d_model=16,state_size=8",
+              "mamba": "d_model=16,d_state=4,n_layers=1", "mlp": "hidden_size=16"}
 
 # The LSTM starts from chrono gate biases since 2026-11-27 (agents/cores/lstm.py: LSTMConfig). The
 # experiments whose results were made before train it as they did then, with torch's

@@ -19,7 +19,7 @@ from tests.agents.test_ppo import SMALL
 from tests.float32 import close32
 
 ENVS, STEPS, UPDATES = 8, 8, 3
-STATIC_CORES = ["feedback", "lstm", "gru", "ffm", "lru", "mlp"]
+STATIC_CORES = ["feedback", "lstm", "gru", "ffm", "lru", "mamba", "mlp"]
 
 
 def config(tmp_path, core: str, config_class=PPOConfig, **fields):

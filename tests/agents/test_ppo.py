@@ -32,6 +32,7 @@ SMALL = {
     "mlp": {"hidden_size": 16},
     "ffm": {"d_model": 16, "memory_size": 4, "context_size": 2},
     "lru": {"d_model": 16, "state_size": 8},
+    "mamba": {"d_model": 16, "d_state": 4, "n_layers": 1},
 }
 ENVS, STEPS = 8, 8  # rollouts of 8 steps over episodes of at most 7: episode starts inside every rollout
 

@@ -8,9 +8,9 @@ Gradients are compared with float32 only where a core has no ReLU. A ReLU has no
 0: a unit whose pre-activation lies within its rounding error of 0 is on in one dtype and off
 in the other, and its whole share of the gradient moves, not a rounding of it (one such unit in
 32 moved a gradient by 40 % at a batch of 3). The all-attention variants (persistent vectors in
-place of the ReLU feed-forward sublayer), the LSTM and GRU, the echo-state core and the MLP (tanh)
-are smooth. The same holds against the Feedback reference model (feedback/reference.py), whose
-forward rounds differently: the Feedback core's hand-written backward is compared with it under
+place of the ReLU feed-forward sublayer), the LSTM and GRU, the echo-state core, the MLP (tanh)
+and Mamba (SiLU, softplus) are smooth. The same holds against the Feedback reference model
+(feedback/reference.py), whose forward rounds differently: the Feedback core's hand-written backward is compared with it under
 autocast for the smooth variants only; with the ReLU sublayer, it is compared with the
 reference in float32 and float64 (test_feedback_paths.py) and its outputs here.
 """
@@ -43,8 +43,10 @@ CORES = {  # name: (core, options, layers on a path)
     "mlp": ("mlp", {"hidden_size": 8, "n_layers": 2}, 2),
     "ffm": ("ffm", {"d_model": 8, "memory_size": 4, "context_size": 2}, 1),
     "lru": ("lru", {"d_model": 8, "state_size": 6, "n_layers": 2}, 2),
+    "mamba": ("mamba", {"d_model": 8, "d_state": 4, "n_layers": 2}, 2),
 }
-SMOOTH = ("feedback-persistent", "feedback-persistent-post-norm-per-layer-kv", "transformer-persistent", "reservoir-esn", "lstm", "gru", "mlp")
+SMOOTH = ("feedback-persistent", "feedback-persistent-post-norm-per-layer-kv", "transformer-persistent", "reservoir-esn", "lstm", "gru", "mlp",
+          "mamba")
 OPENS = ("feedback-persistent", "lstm", "gru")
 AUTOCAST = torch.autocast("cpu", dtype=torch.bfloat16)
 
@@ -107,11 +109,12 @@ def test_autocast_outputs_and_gradients_match_float32(name, seed, steps, reset):
 @given(seed=st.integers(0, 2**16), steps=st.integers(1, 8), reset=st.sampled_from([0.0, 0.3]))
 def test_a_core_cast_to_bf16_matches_float32(name, seed, steps, reset):
     """Its state starts in the weights' dtype (initial_state), so every call is bfloat16 throughout;
-    but the linear recurrences' state, which is complex, in float32 (the CPU has no complex bfloat16)."""
+    but the linear recurrences' state, which is complex, in float32 (the CPU has no complex bfloat16),
+    and Mamba's (its state and its convolution's window, which the scan and the taps add into), too."""
     assert_matches_float32(name, seed, steps, reset, cast=True)
     core, _ = build(name, seed)
     core.to(torch.bfloat16)
-    state_dtype = torch.float32 if CORES[name][0] in ("ffm", "lru") else torch.bfloat16
+    state_dtype = torch.float32 if CORES[name][0] in ("ffm", "lru", "mamba") else torch.bfloat16
     assert all(value.dtype in (state_dtype, torch.bool) for value in core.initial_state(BATCH, "cpu") if isinstance(value, torch.Tensor))
 
 

@@ -54,6 +54,8 @@ OPTIONS = {
     "ffm": st.fixed_dictionaries({"d_model": st.integers(2, 8), "memory_size": st.integers(1, 6), "context_size": st.integers(1, 3),
                                   "max_period": st.integers(1, 64)}),
     "lru": st.fixed_dictionaries({"d_model": st.integers(2, 8), "state_size": st.integers(1, 8), "n_layers": st.integers(1, 2)}),
+    "mamba": st.fixed_dictionaries({"d_model": st.integers(2, 8), "d_state": st.integers(1, 4), "d_conv": st.integers(1, 4),
+                                    "expand": st.integers(1, 2), "n_layers": st.integers(1, 2)}),
 }
 
 
@@ -91,7 +93,7 @@ def tensors(state):
 
 
 def test_every_core_is_registered():
-    assert set(CORES) == set(OPTIONS) == {"feedback", "transformer", "lstm", "gru", "reservoir", "mlp", "ffm", "lru"}
+    assert set(CORES) == set(OPTIONS) == {"feedback", "transformer", "lstm", "gru", "reservoir", "mlp", "ffm", "lru", "mamba"}
 
 
 @pytest.mark.parametrize("name", sorted(OPTIONS))
@@ -244,7 +246,7 @@ def test_feedback_exposes_its_layer_weights():
 
 
 def test_make_core_rejects_unknown_names_and_options():
-    with pytest.raises(ValueError, match=r"unknown core 'rnn'; choose from \['feedback', 'ffm', 'gru', 'lru', 'lstm', 'mlp', 'reservoir', 'transformer'\]"):
+    with pytest.raises(ValueError, match=r"unknown core 'rnn'; choose from \['feedback', 'ffm', 'gru', 'lru', 'lstm', 'mamba', 'mlp', 'reservoir', 'transformer'\]"):
         make_core("rnn", INPUT_DIM)
     with pytest.raises(ValueError, match=r"unknown option\(s\) \['heads'\] for core 'feedback'; it takes \[.*'n_heads'"):
         make_core("feedback", INPUT_DIM, heads=4)

@@ -37,6 +37,7 @@ CORES = {
     "mlp": ("mlp", {"hidden_size": 8}),
     "ffm": ("ffm", {"d_model": 8, "memory_size": 4, "context_size": 2}),
     "lru": ("lru", {"d_model": 8, "state_size": 6, "n_layers": 2}),
+    "mamba": ("mamba", {"d_model": 8, "d_state": 4, "n_layers": 2}),
 }
 RECURRENT = ("lstm", "gru")
 LEARNS_OVER_CHUNKS = [name for name, (core, _) in CORES.items() if core not in RECURRENT]
