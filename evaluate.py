@@ -22,6 +22,7 @@ import json
 
 from agents.runtime.checkpoint import CheckpointError
 from agents.runtime.device import resolve_device
+from agents.learners.run_size import check_evaluation_fits
 from agents.evaluation import check_render_mode, evaluate, evaluation_seeds, load_run, render_episodes, summary_json, video_format_problem, write_video
 from envs.baselines import evaluate_baseline, policies, summary
 from envs.cli import env_seed, positive_int
@@ -57,14 +58,15 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.render and args.video:
         parser.error("--render human and --video cannot be combined: a window and a video need different render modes")
+    num_envs = args.num_envs or min(args.episodes, 16)
     try:
+        check_evaluation_fits(args.episodes, num_envs)  # before anything is allocated (agents/learners/run_size.py)
         run = load_run(args.run, resolve_device(args.device), args.env_module)
         if args.render or args.video:
             check_render_mode(run.config, args.render or "rgb_array")  # before the evaluation, not after it
     except (CheckpointError, ValueError) as error:
         parser.error(str(error))
     config = run.config
-    num_envs = args.num_envs or min(args.episodes, 16)
     mode = "greedy" if args.greedy else "sampled"
     options = ",".join(f"{key}={value}" for key, value in config.env_options.items())
     print(f"{config.env}{f' ({options})' if options else ''}, {config.core} core trained {run.global_step:,} frames "

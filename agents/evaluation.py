@@ -23,6 +23,8 @@ import torch
 from agents.config.a2c_config import A2CConfig
 from agents.runtime.actors import LocalEnvs
 from agents.runtime.checkpoint import CheckpointError, load_checkpoint
+from agents.runtime.checkpoint_fields import check_counters, check_finite_weights
+from agents.runtime.memory_budget import check_model_fits
 from agents.model.policy import Policy
 from agents.learners.play import evaluation_seeds, play_episodes
 from agents.learners.rollout import Actor
@@ -60,9 +62,10 @@ def load_run(run_dir_or_file: str, device: torch.device, env_modules: Collection
     policy = new_policy(config).to(device)
     try:
         policy.load_state_dict(payload["policy"])
-        global_step = int(payload["counters"]["global_step"])
     except (RuntimeError, KeyError, TypeError, ValueError) as error:
         raise CheckpointError(f"checkpoint does not fit this model: {error}") from error
+    check_finite_weights("policy", payload["policy"])
+    global_step = check_counters(payload.get("counters"), ("global_step",))["global_step"]
     return Run(config, policy.eval(), global_step)
 
 
@@ -71,7 +74,9 @@ def new_policy(config: A2CConfig) -> Policy:
     its observation and action spaces read from one env of that config."""
     probe = LocalEnvs(config.env, evaluation_seeds(config.seed, 1), config.env_options)
     probe.close()
-    return build_policy(config, probe.observation_space, probe.num_actions)
+    build = lambda: build_policy(config, probe.observation_space, probe.num_actions)  # noqa: E731
+    check_model_fits(build, f"the checkpoint's {config.core} policy", "it cannot be evaluated on this machine")
+    return build()
 
 
 def evaluate(run: Run, episodes: int, seed: int, num_envs: int, greedy: bool) -> dict[str, np.ndarray]:

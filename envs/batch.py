@@ -154,9 +154,15 @@ class BatchedRules:
             "rngs": [None if rng is None else rng.bit_generator.state for rng in self.rngs],
         }
 
+    def state_bounds(self) -> dict[str, tuple[int, int]]:
+        """The values each state array may hold, inclusive (positions within the grid, colours
+        among the env's): load_state_dict refuses a saved state outside them, which would index
+        past an array mid-training or wrap round to another cell. Rules add their own arrays'."""
+        return {"elapsed": (0, self.max_episode_steps if self.max_episode_steps is not None else np.iinfo(np.int64).max)}
+
     def load_state_dict(self, saved: dict[str, Any]) -> None:
         """Continue from what state_dict returned; a ValueError naming what does not fit (another
-        env, other options or another number of envs)."""
+        env, other options or another number of envs, a value outside state_bounds)."""
         ours = {name: value for name, value in vars(self).items() if isinstance(value, np.ndarray)}
         arrays = saved["arrays"]
         if set(arrays) != set(ours):
@@ -166,6 +172,11 @@ class BatchedRules:
             if value.shape != ours[name].shape or value.dtype != ours[name].dtype:
                 raise ValueError(f"the saved env state's {name!r} is {value.dtype}{list(value.shape)}, "
                                  f"this env's {ours[name].dtype}{list(ours[name].shape)} (other options or number of envs?)")
+        for name, (low, high) in self.state_bounds().items():
+            value = np.asarray(arrays[name])
+            if value.size and (value.min() < low or value.max() > high):
+                bad = value[(value < low) | (value > high)][0]
+                raise ValueError(f"the saved env state's {name!r} holds {bad}, outside this env's [{low}, {high}]")
         if len(saved["rngs"]) != self.num_envs:
             raise ValueError(f"the saved env state has {len(saved['rngs'])} generators for {self.num_envs} envs")
         for name, value in arrays.items():

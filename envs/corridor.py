@@ -68,6 +68,9 @@ class CorridorRules(BatchedRules):
         self.success = np.zeros(self.num_envs, dtype=bool)
         self.arrived = np.zeros(self.num_envs, dtype=bool)
 
+    def state_bounds(self) -> dict[str, tuple[int, int]]:
+        return {**super().state_bounds(), "position": (0, self.length - 1), "cue": (BLUE_SEEN, GREEN_SEEN), "upper": (BLUE_SEEN, GREEN_SEEN)}
+
     def _new_episodes(self, idx: np.ndarray, u: np.ndarray) -> None:
         self.position[idx] = 0
         self.cue[idx] = np.where(u[:, 0] < 0.5, BLUE_SEEN, GREEN_SEEN)

@@ -87,6 +87,11 @@ class MazeRules(BatchedRules):
         self._deltas = grid.flat_deltas(size)
         self._view = grid.view_offsets(size, rotate=self.rotate_view)
 
+    def state_bounds(self) -> dict[str, tuple[int, int]]:
+        cells = self.size * self.size
+        return {**super().state_bounds(), "cells": (CELL_FLOOR, CELL_OBJECT + self.num_objects - 1), "position": (0, cells - 1),
+                "heading": (0, 3), "target": (0, self.num_objects - 1), "targets_reached": (0, np.iinfo(np.int64).max)}
+
     def _new_episodes(self, idx: np.ndarray, u: np.ndarray) -> None:
         cells = self.size * self.size
         walls = generate_walls(self.size, u[:, : self._layout_uniforms])  # (K, cells)

@@ -84,6 +84,9 @@ class MemoryLengthRules(BatchedRules):
         """L + 1: the rules end every episode then (a time limit may end it sooner)."""
         return min(self.length + 1, self.max_episode_steps or self.length + 1)
 
+    def state_bounds(self) -> dict[str, tuple[int, int]]:
+        return {**super().state_bounds(), "context": (0, 1), "query": (0, self.bits - 1)}
+
     def _new_episodes(self, idx: np.ndarray, u: np.ndarray) -> None:
         self.context[idx] = (u[:, : self.bits] < 0.5).astype(np.int64)
         self.query[idx] = np.minimum((u[:, self.bits] * self.bits).astype(np.int64), self.bits - 1)

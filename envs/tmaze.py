@@ -112,6 +112,9 @@ class PassiveTMazeRules(BatchedRules):
         """L + 1: the rules end every episode then (a time limit may end it sooner)."""
         return min(self.length + 1, self.max_episode_steps or self.length + 1)
 
+    def state_bounds(self) -> dict[str, tuple[int, int]]:
+        return {**super().state_bounds(), "x": (0, self.length), "y": (DOWN_SIDE, UP_SIDE), "goal": (DOWN_SIDE, UP_SIDE)}
+
     def _new_episodes(self, idx: np.ndarray, u: np.ndarray) -> None:
         self.x[idx] = 0
         self.y[idx] = 0

@@ -62,6 +62,11 @@ class WaterMazeRules(BatchedRules):
         self.key = np.zeros(n, dtype=np.uint64)
         self._row_start = np.arange(n) * cells
 
+    def state_bounds(self) -> dict[str, tuple[int, int]]:
+        last, cells = self.size - 1, self.size * self.size
+        return {**super().state_bounds(), "row": (0, last), "col": (0, last), "goal_row": (0, last), "goal_col": (0, last),
+                "cell_ids": (0, cells - 1), "goals_reached": (0, np.iinfo(np.int64).max)}
+
     def _new_episodes(self, idx: np.ndarray, u: np.ndarray) -> None:
         cells = self.size * self.size
         goal = np.floor(u[:, 0] * cells).astype(np.int64)

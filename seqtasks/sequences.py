@@ -17,6 +17,7 @@ import torch.nn.functional as F
 
 from seqtasks.data import Sequences
 from seqtasks.metrics import within_tolerance
+from seqtasks.streams import check_position
 
 
 class SequenceRegime:
@@ -62,4 +63,6 @@ class SequenceRegime:
         return {"epoch": self.epoch, "batch": self.batch}
 
     def load_state_dict(self, saved: dict) -> None:
-        self.epoch, self.batch = saved["epoch"], saved["batch"]
+        """Continue from state_dict()'s; a ValueError naming a position the data does not have."""
+        batches = max(1, len(self.splits["train"]) // self.config.batch_size)
+        self.epoch, self.batch = check_position(saved, "epoch", None), check_position(saved, "batch", batches)

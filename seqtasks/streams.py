@@ -47,6 +47,14 @@ class TokenStream:
         return self.inputs.shape[0]
 
 
+def check_position(saved: dict, name: str, end: int | None) -> int:
+    """`saved[name]`, a data position: an integer >= 0 (and < `end` where given); ValueError otherwise."""
+    value = saved[name]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or (end is not None and value >= end):
+        raise ValueError(f"its {name} is {value!r}; it must be an integer in [0, {'any' if end is None else end})")
+    return value
+
+
 def block_loss(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean cross-entropy over the tokens with a target, and their count (a float tensor on the
     device: reading it to the host would be a synchronisation on CUDA). logits: (T, B, V)."""
@@ -122,6 +130,9 @@ class StreamRegime:
         return {"epoch": self.epoch, "block": self.block, "state": state}
 
     def load_state_dict(self, saved: dict) -> None:
-        self.epoch, self.block, self._stream = saved["epoch"], saved["block"], None
+        """Continue from state_dict()'s; a ValueError naming a position the stream does not have."""
+        self.epoch, self.block, self._stream = check_position(saved, "epoch", None), check_position(saved, "block", None), None
+        if self.block * self.config.bptt >= self._training_stream().width:
+            raise ValueError(f"block {self.block} is past the training stream's {self._training_stream().width} steps")
         self.state = None if saved["state"] is None else move_state(state_from_plain(saved["state"]), self.device)
 

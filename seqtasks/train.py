@@ -41,6 +41,8 @@ from tqdm import tqdm
 
 from agents.config.config_cli import run_core_options
 from agents.runtime import distributed
+from agents.runtime.memory_budget import check_model_fits
+from agents.runtime.checkpoint_fields import check_counters, check_like, check_number, check_world_size, restore
 from agents.runtime.checkpoint import CheckpointError, checkpoint_path, load_checkpoint, run_checkpoint, save_checkpoint
 from agents.runtime.device import resolve_device
 from agents.runtime.freed_memory import keep_freed_memory
@@ -85,6 +87,8 @@ class Run:
         splits = make_splits(self.task, {"train": config.n_train, "valid": config.n_valid, "test": config.n_test}, config.seed)
         regime_class = StreamRegime if self.task.kind == "tokens" else SequenceRegime
         self.regime = regime_class(config, splits, self.device, slice(*self.world.share(config.batch_size, "batch_size")))
+        check_model_fits(lambda: build_model(config, self.task, core_options), f"the {config.core} model",
+                         "lower --d-model, --n-layers or the core's widths (--core-opt)")  # before it is allocated
         self.model = build_model(config, self.task, core_options).to(self.device)
         self.train_model = distributed.data_parallel(self.model, self.world)  # for the training forward
         self.optimizer = make_optimizer(config, self.model)
@@ -134,26 +138,34 @@ class Run:
         return {"config": dataclasses.asdict(self.config), "core_options": self.core_options}
 
     def _restore(self, payload: dict) -> None:
+        """Take up the checkpoint's state, each field checked first (agents/runtime/checkpoint_fields.py)."""
         try:
             self.model.load_state_dict(payload["model"])
             self.optimizer.load_state_dict(payload["optimizer"])
             self.schedule.load_state_dict(payload["schedule"])
-            self.best_model = payload["best_model"]
-            saved_world = payload.get("world_size", 1)  # checkpoints from before torchrun: one process
-            regime = distributed.own_part(payload, "regime", self.world)
-            if saved_world != self.world.size:  # the carried memory has other rows: start it afresh
-                regime = {**regime, "state": None}
-                if self.world.main:
-                    print(f"the carried memory restarts: the number of processes differs ({saved_world} saved, {self.world.size} now)",
-                          file=sys.stderr)
-            self.regime.load_state_dict(regime)
-            counters = payload["counters"]
-            self.update, self.best_accuracy = counters["update"], counters["best_accuracy"]
-            self.evals_since_best, self.stopped_early = counters["evals_since_best"], counters["stopped_early"]
-            self.train_seconds, self.history = counters["train_seconds"], payload["history"]
-            set_rng_states(distributed.own_part(payload, "rng", self.world))
         except (KeyError, RuntimeError, ValueError, TypeError) as error:
             raise CheckpointError(f"checkpoint in {str(self.run_dir)!r} does not match its run's model or config: {error}") from error
+        check_like("best_model", payload.get("best_model"), self.model.state_dict())  # saved again at every checkpoint
+        self.best_model = payload["best_model"]
+        saved_world = check_world_size(payload, ("regime", "rng"))  # 1 before torchrun
+        regime = distributed.own_part(payload, "regime", self.world)
+        if saved_world != self.world.size and isinstance(regime, dict):  # the carried memory has other rows: start it afresh
+            regime = {**regime, "state": None}
+            if self.world.main:
+                print(f"the carried memory restarts: the number of processes differs ({saved_world} saved, {self.world.size} now)",
+                      file=sys.stderr)
+        restore("data position (regime)", lambda: self.regime.load_state_dict(regime))
+        counters = check_counters(payload.get("counters"), ("update", "evals_since_best"))
+        self.update, self.evals_since_best = counters["update"], counters["evals_since_best"]
+        self.best_accuracy = check_number("best_accuracy", counters.get("best_accuracy"), -1.0)
+        self.train_seconds = check_number("train_seconds", counters.get("train_seconds"))
+        self.stopped_early = counters.get("stopped_early")
+        if not isinstance(self.stopped_early, bool):
+            raise CheckpointError(f"the checkpoint's counter stopped_early is {self.stopped_early!r}; it must be True or False")
+        self.history = payload.get("history")
+        if not isinstance(self.history, list) or not all(isinstance(entry, dict) for entry in self.history):
+            raise CheckpointError("the checkpoint's history must be a list of validation records (dicts)")
+        restore("random generator states (rng)", lambda: set_rng_states(distributed.own_part(payload, "rng", self.world)))
 
     def save(self) -> Path | None:
         """Write the checkpoint (on rank 0; under torchrun every rank must call this): "regime"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import numbers
 
+FLOAT32_MAX = 3.4028234663852886e38  # the largest finite float32: a setting the weights' arithmetic must hold stays below it
+
 
 def check_at_least(name: str, value, low: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import time
 from collections.abc import Collection
 from pathlib import Path
@@ -48,10 +49,12 @@ from agents.learners.graphed_acting import GraphedActing
 from agents.config.a2c_config import EPISODE, KEEPS_ACTING_GRAPH, A2CConfig
 from agents.config.config_cli import run_core_options
 from agents.runtime.actors import ActorError, make_env_pool
+from agents.runtime.checkpoint_fields import check_counters, check_number, check_world_size, restore
 from agents.runtime.checkpoint import (CheckpointError, arrays_to_tensors, checkpoint_path, load_checkpoint, run_checkpoint, save_checkpoint,
                                tensors_to_arrays)
 from agents.runtime.device import resolve_device
 from agents.runtime.freed_memory import keep_freed_memory
+from agents.runtime.memory_budget import check_model_fits
 from agents.runtime.finite_watch import FiniteWatch, NonFiniteError, total_norm
 from durable.interrupt import StopOnInterrupt
 from agents.model.policy import Policy
@@ -59,6 +62,7 @@ from agents.runtime.precision import autocast
 from durable.records import write_json
 from agents.learners.play import play_episodes
 from agents.learners.rollout import Actor, Episodes, Rollout
+from agents.learners.run_size import check_run_fits
 from agents.learners.solve import RECORD, SolveCheck
 from agents.runtime.seeding import env_seeds, rng_states, seed_everything, set_rng_states
 from agents.learners.window import GradientWindow
@@ -123,8 +127,11 @@ class Trainer:
         if self.world.size > 1 and config.num_actors > local_envs:
             raise ValueError(f"num_actors ({config.num_actors}) is per process and must be <= its share of num_envs "
                              f"({local_envs} = {config.num_envs} / {self.world.size} processes)")
+        check_run_fits(local_envs, config.rollout, config.embed_dim)  # before anything is allocated (agents/learners/run_size.py)
         self.pool = make_env_pool(config.env, self.training_seeds(), config.num_actors, config.env_options)
         try:
+            check_model_fits(lambda: build_policy(config, self.pool.observation_space, self.pool.num_actions),
+                             f"the {config.core} policy", "lower --embed-dim or the core's widths (--core-opt)")
             self.policy = build_policy(config, self.pool.observation_space, self.pool.num_actions).to(self.device)
             self.optimizer = build_optimizer(config, self.policy)
             # A gradient window (--bptt > rollout) reaches steps acting's graph does not hold: recompute.
@@ -325,18 +332,21 @@ class Trainer:
         try:
             self.policy.load_state_dict(payload["policy"])
             self.optimizer.load_state_dict(payload["optimizer"])
-        except (RuntimeError, ValueError, KeyError) as error:
+        except (RuntimeError, ValueError, KeyError, TypeError) as error:
             raise CheckpointError(f"checkpoint does not fit this model: {error}") from error
-        counters = payload["counters"]
+        counters = check_counters(payload.get("counters"), ("updates", "global_step", "episodes"))
         self.updates, self.global_step, self.episodes = counters["updates"], counters["global_step"], counters["episodes"]
-        self.recent_returns = list(payload["recent_returns"])
+        returns = payload.get("recent_returns")
+        if not isinstance(returns, list):
+            raise CheckpointError(f"the checkpoint's recent_returns are {type(returns).__name__}, not a list of numbers")
+        self.recent_returns = [check_number("recent_returns", value, -math.inf) for value in returns][-RECENT_EPISODES:]
         if "solve" in payload:  # checkpoints from before the solve check have none: nothing checked yet
             try:
                 self.solve.load_state_dict(payload["solve"])
             except ValueError as error:
                 raise CheckpointError(str(error)) from error
-        saved_world = payload.get("world_size", 1)  # checkpoints from before torchrun: one process
-        set_rng_states(distributed.own_part(payload, "rng", self.world))
+        saved_world = check_world_size(payload, ("rng", "envs", "actor", "window"))  # 1 before torchrun
+        restore("random generator states (rng)", lambda: set_rng_states(distributed.own_part(payload, "rng", self.world)))
         saved_envs = distributed.own_part(payload, "envs", self.world)
         shards = self.pool.num_shards
         if saved_world == self.world.size and saved_envs is not None and saved_envs["shards"] == shards:
@@ -347,7 +357,7 @@ class Trainer:
                 raise CheckpointError(f"the checkpoint's envs or actor do not fit this run: {error}") from error
             window = distributed.own_part(payload, "window", self.world) if "window" in payload else None
             if window is not None:
-                self.window.load_state_dict(window, self.device)
+                restore("gradient window", lambda: self.window.load_state_dict(window, self.device))
             self.resumed_how = "envs and memory continue where they were"
         else:
             if saved_world != self.world.size:

@@ -11,6 +11,13 @@ this runs on; where it cannot be read, nothing is refused.
 from __future__ import annotations
 
 import os
+from typing import Callable
+
+import torch
+
+# A model's bytes per parameter while it trains: the weights, their gradients and an adaptive
+# optimiser's two moments (Adam's; RMSprop keeps one), in float32.
+TRAINING_BYTES_PER_PARAMETER = 4 * 4
 
 
 class TooLarge(ValueError):
@@ -43,3 +50,18 @@ def check_fits(what: str, size: float, fix: str) -> None:
     available = available_bytes()
     if available is not None and size > available:
         raise TooLarge(f"{what} needs about {gib(size)} of memory and this machine has {gib(available)} available; {fix}")
+
+
+def check_model_fits(build: Callable[[], torch.nn.Module], what: str, fix: str) -> None:
+    """Build the model `build` makes on the meta device (shapes only, no memory) and check that
+    training it fits (TRAINING_BYTES_PER_PARAMETER a parameter); TooLarge naming `what` if not,
+    or if its sizes overflow what a tensor can hold."""
+    try:
+        with torch.device("meta"):
+            model = build()
+    except RuntimeError as error:
+        if "overflow" not in str(error):
+            raise
+        raise TooLarge(f"{what} asks for tensors larger than any machine holds ({error}); {fix}") from None
+    count = sum(tensor.numel() for tensor in (*model.parameters(), *model.buffers()))
+    check_fits(f"{what} ({count:,} parameters, trained)", count * TRAINING_BYTES_PER_PARAMETER, fix)

@@ -87,13 +87,13 @@ def test_a_kill_during_a_checkpoint_write_leaves_the_previous_one_loadable(tmp_p
     script = textwrap.dedent(f"""
         import os, signal, torch
         from agents.runtime.checkpoint import save_checkpoint
-        save_checkpoint({str(tmp_path / 'c.pt')!r}, "a2c", {{"n": 1}})
+        save_checkpoint({str(tmp_path / 'c.pt')!r}, "a2c", {{"counters": {{"n": 1}}}})
         os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)  # die after writing, before the rename
-        save_checkpoint({str(tmp_path / 'c.pt')!r}, "a2c", {{"n": 2, "big": torch.zeros(1_000_000)}})
+        save_checkpoint({str(tmp_path / 'c.pt')!r}, "a2c", {{"counters": {{"n": 2}}, "policy": {{"big": torch.zeros(1_000_000)}}}})
     """)
     result = subprocess.run([sys.executable, "-c", script], cwd=os.getcwd())
     assert result.returncode == -signal.SIGKILL
-    assert load_checkpoint(tmp_path / "c.pt", "a2c")["n"] == 1
+    assert load_checkpoint(tmp_path / "c.pt", "a2c")["counters"]["n"] == 1
 
 
 def test_corrupt_and_foreign_checkpoints_give_clear_errors(tmp_path):
@@ -297,6 +297,6 @@ def test_ctrl_c_anywhere_exits_130_and_resumes_to_the_same_weights(tmp_path, mon
 def test_ctrl_c_during_a_checkpoint_write_lets_it_finish(tmp_path, monkeypatch):
     press_ctrl_c_in(monkeypatch, torch, "save")
     with pytest.raises(KeyboardInterrupt):  # held back until the checkpoint is in place
-        save_checkpoint(tmp_path / "c.pt", "a2c", {"n": 2})
-    assert load_checkpoint(tmp_path / "c.pt", "a2c")["n"] == 2
+        save_checkpoint(tmp_path / "c.pt", "a2c", {"counters": {"n": 2}})
+    assert load_checkpoint(tmp_path / "c.pt", "a2c")["counters"]["n"] == 2
     assert [path.name for path in tmp_path.iterdir()] == ["c.pt"]  # no temporary file left
