@@ -43,6 +43,7 @@ from experiments.frame.launch import add_launcher_arguments, launcher_descriptio
 from experiments.maze_memory import FAR, WINDOW, memory_probe
 from experiments.frame.stats import iqm_interval, seed_count
 from experiments.frame.tables import format_interval, markdown_table, minutes_per_run
+from experiments.frame.train_flags import split_train_args
 
 ENVS = ("maze", "maze_easy", "water_maze")
 CORE_NAMES = ("feedback", "transformer", "lstm", "mlp")
@@ -71,7 +72,9 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = make_parser().parse_args(argv)
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    extra = split_train_args(parser, args.train_args)  # an open quote: exit 2 before anything is written
     args.frames = run_frames(args, 2_000_000)
     args.name = output_name(args, "mazes")
     runs_dir = runs_folder(args, ROOT / "runs" / "experiments" / args.name)
@@ -84,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
 
     training = []
     for env, core, seed in cells:
-        train_args = ["--env", env, "--core", core, *as_published(core), "--preset", args.preset, "--seed", str(seed), *shlex.split(args.train_args)]
+        train_args = ["--env", env, "--core", core, *as_published(core), "--preset", args.preset, "--seed", str(seed), *extra]
         if args.quick:
             train_args += QUICK_TRAIN + QUICK_ALGO[args.algo] + ["--core-opt", QUICK_CORE[core]]
         training.append(train_job(f"train {env}/{core}/seed{seed}", run_dir[env, core, seed], train_args, args.frames, args.algo))

@@ -66,6 +66,7 @@ from experiments.frame.study import (
     BudgetMismatch, SetupError, StudyBusy, finished, held, open_study, resume, run_trials, runs_of,
 )
 from experiments.frame.tables import format_interval, markdown_table
+from experiments.frame.train_flags import split_train_args
 
 TRAINERS: dict[str, type[Trainer]] = {"a2c": Trainer, "ppo": PPOTrainer}
 OBJECTIVES = ("success", "return")  # evaluate.py's per-episode quantities a study may maximise
@@ -136,10 +137,7 @@ def make_parser() -> argparse.ArgumentParser:
 def base_settings(parser: argparse.ArgumentParser, args: argparse.Namespace, trainer: type[Trainer]) -> dict[str, Any]:
     """The settings every trial of every core shares: the env, the CPU preset and --train-args,
     as config fields (read by the trainer's own parser, so a bad flag fails here, not in a trial)."""
-    try:
-        extra = shlex.split(args.train_args)
-    except ValueError as error:
-        parser.error(f"--train-args {args.train_args!r}: {error}")
+    extra = split_train_args(parser, args.train_args)
     taken = sorted({arg.split("=")[0] for arg in extra} & set(TUNER_SETS))
     if taken:
         parser.error(f"--train-args may not give {', '.join(taken)}: the tuner sets them (--env and --cores are its own flags)")
