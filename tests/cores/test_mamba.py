@@ -174,6 +174,9 @@ def test_the_convolution_does_not_read_across_an_episode_start_within_a_call_or_
     _, state = core(changed[:3], core.initial_state(1, "cpu"), first[:3])  # the episode ends with the call
     torch.testing.assert_close(core(x[3:], state, first[3:])[0], whole[3:], **TOL)
     assert state.conv.abs().sum() > 0  # the window does carry the last inputs, zeroed only by the start
+    _, state = core(changed[:4], core.initial_state(1, "cpu"), first[:4])  # the next episode's first step ends the call:
+    torch.testing.assert_close(core(x[4:], state, first[4:])[0], whole[4:], **TOL)  # its window must hold no input before it
+    assert state.conv[0, 0, -1].abs().sum() > 0 and state.conv[0, 0, :-1].abs().sum() == 0
 
 
 def test_it_starts_as_the_paper_does():
