@@ -34,7 +34,8 @@ initialisation (`gate_init=chrono`, T_max twice the episode: agents/cores/recurr
 linear recurrences FFM and LRU (agents/cores/ffm.py, lru.py) at their defaults; the MLP
 (no memory) at the shortest length only, as the floor; on request (`--models`), the Feedback
 core at span 16 with one of its options, `read_norm=False` or `value_init=orthogonal`
-(feedback-span16-no-read-norm, feedback-span16-orthogonal). A run solves a length when its greedy
+(feedback-span16-no-read-norm, feedback-span16-orthogonal), and GTrXL, the Transformer at the
+episode's span with `gating=gru` (transformer-episode-gtrxl). A run solves a length when its greedy
 success is >= 0.95; a core "reaches" the longest length that most of its seeds solve, and scores
 the share of its lengths that most of its seeds solve (bsuite's kind of score).
 
@@ -99,10 +100,14 @@ MODELS = {
     "mlp": ("mlp", None),
     "feedback-span16-no-read-norm": ("feedback", 16),
     "feedback-span16-orthogonal": ("feedback", 16),
+    "transformer-episode-gtrxl": ("transformer", "episode"),
 }
-# The Feedback core's options (docs/experiments/corridor-span.md's remedies for its fading memory),
-# rows run where its default fails, on request (--models): not in the default sweep.
-OPTIONS = {"feedback-span16-no-read-norm": "read_norm=False", "feedback-span16-orthogonal": "value_init=orthogonal"}
+# Rows of a core with one of its options, on request (--models): not in the default sweep. The
+# Feedback core's (docs/experiments/corridor-span.md's remedies for its fading memory), run where
+# its default fails; GTrXL, the Transformer with GRU-type gates in place of its residual sums
+# (docs/cores.md), at the span covering the episode.
+OPTIONS = {"feedback-span16-no-read-norm": "read_norm=False", "feedback-span16-orthogonal": "value_init=orthogonal",
+           "transformer-episode-gtrxl": "gating=gru"}
 CHRONO = ("lstm-chrono", "gru-chrono")  # gate_init=chrono with T_max twice the episode's length
 PYTORCH = ("lstm", "gru")  # gate_init=pytorch: torch's biases (the LSTM's default before 2026-11-27, the GRU's still)
 FLOOR = "mlp"  # run at the shortest length only
@@ -144,7 +149,7 @@ def make_parser() -> argparse.ArgumentParser:
                              "needs a --name of its own, since its runs are not the plain ones")
     parser.add_argument("--lengths", nargs="+", type=positive_int, action=Distinct, default=[8, 16, 32, 64, 128, 256, 512])
     parser.add_argument("--models", nargs="+", choices=list(MODELS), action=Distinct, default=[name for name in MODELS if name not in OPTIONS],
-                        help="models to run (default: all but the Feedback options' rows, " + ", ".join(OPTIONS) + ")")
+                        help="models to run (default: all but the options' rows, " + ", ".join(OPTIONS) + ")")
     parser.add_argument("--seeds", type=seed_count, default=5, help="seeds 0 .. N-1 (default: 5)")
     parser.add_argument("--fewer-seeds", nargs=2, type=positive_int, default=None, metavar=("LENGTH", "N"),
                         help="from LENGTH on, seeds 0 .. N-1 only: long lengths cost the most (issue 50's sweep: 3 from L = 128)")
