@@ -31,8 +31,9 @@ Transformer at span 1 (the paper's "all memory sizes") and span 16 (its memory h
 at a time); the Transformer at span 16 (reach 32: the control that must fail beyond it) and at a
 span covering the episode; LSTM and GRU with PyTorch's initialisation and with chrono
 initialisation (`gate_init=chrono`, T_max twice the episode: agents/cores/recurrent.py); the
-linear recurrences FFM and LRU (agents/cores/ffm.py, lru.py) at their defaults; the MLP
-(no memory) at the shortest length only, as the floor; on request (`--models`), the Feedback
+linear recurrences FFM and LRU (agents/cores/ffm.py, lru.py) and Mamba's selective state space
+(agents/cores/mamba.py) at their defaults; the MLP (no memory) at the shortest length only, as
+the floor; on request (`--models`), the Feedback
 core at span 16 with one of its options, `read_norm=False` or `value_init=orthogonal`
 (feedback-span16-no-read-norm, feedback-span16-orthogonal), and GTrXL, the Transformer at the
 episode's span with `gating=gru` (transformer-episode-gtrxl). A run solves a length when its greedy
@@ -97,6 +98,7 @@ MODELS = {
     "gru-chrono": ("gru", None),
     "ffm": ("ffm", None),
     "lru": ("lru", None),
+    "mamba": ("mamba", None),
     "mlp": ("mlp", None),
     "feedback-span16-no-read-norm": ("feedback", 16),
     "feedback-span16-orthogonal": ("feedback", 16),
