@@ -44,6 +44,13 @@ def linear_scan(decay: torch.Tensor, inputs: torch.Tensor, first: torch.Tensor, 
     inputs and state all complex or all real."""
     if decay.dim() not in (1, 3) or decay.shape[-1] != inputs.shape[-1] or (decay.dim() == 3 and decay.shape != inputs.shape):
         raise ValueError(f"decay must have shape (N,) or the inputs' (T, B, N) = {tuple(inputs.shape)}; got {tuple(decay.shape)}")
+    if decay.dim() == 3:
+        return _SelectiveScan.apply(decay, inputs, first, state, chunk)
+    return _chunks(decay, inputs, first, state, chunk)
+
+
+def _chunks(decay: torch.Tensor, inputs: torch.Tensor, first: torch.Tensor, state: torch.Tensor, chunk: int) -> torch.Tensor:
+    """linear_scan, chunk after chunk."""
     decays = decay.split(chunk) if decay.dim() == 3 else [decay] * len(range(0, inputs.shape[0], chunk))
     parts = []
     for decay_part, inputs_part, first_part in zip(decays, inputs.split(chunk), first.split(chunk)):  # split, not slices: the
@@ -51,6 +58,38 @@ def linear_scan(decay: torch.Tensor, inputs: torch.Tensor, first: torch.Tensor, 
         parts.append(states)
         state = states[-1]
     return parts[0] if len(parts) == 1 else torch.cat(parts)
+
+
+class _SelectiveScan(torch.autograd.Function):
+    """linear_scan with per-step decays, its backward a second scan run backwards in time.
+
+    Autograd through the doubling rounds keeps every round's products and, for each slice of
+    them, fills a zero gradient the size of the chunk: with Mamba's E N units per env, three
+    quarters of a learning call. The recurrence's adjoint is itself a linear recurrence, from the
+    last step back (conjugates for complex decays, torch's convention; a no-op for real ones):
+
+        g_t = dL/dh_t + conj(a'_{t+1}) g_{t+1},    a'_t = a_t, or 0 where first[t]
+        dL/dv_t = g_t,    dL/da_t = g_t conj(h_{t-1}) (0 where first[t]),    dL/dh_{-1} = conj(a'_0) g_0
+
+    so the forward runs without a graph and keeps only its states (its output), and the
+    backward is one scan of the same kind."""
+
+    @staticmethod
+    def forward(ctx, decay, inputs, first, state, chunk):
+        states = _chunks(decay, inputs, first, state, chunk)
+        ctx.save_for_backward(decay, first, state, states)
+        ctx.chunk = chunk
+        return states
+
+    @staticmethod
+    def backward(ctx, grad):
+        decay, first, state, states = ctx.saved_tensors
+        into = torch.where(first[..., None], torch.zeros_like(decay), decay).conj()  # (T, B, N): conj(a'_t)
+        back = torch.cat([into[1:], torch.zeros_like(into[:1])]).flip(0)  # step s of the reversed call: conj(a'_{T - s})
+        g = _chunks(back, grad.flip(0), torch.zeros_like(first), torch.zeros_like(state), ctx.chunk).flip(0)  # (T, B, N)
+        before = torch.cat([state[None], states[:-1]])  # h_{t-1}
+        grad_decay = torch.where(first[..., None], torch.zeros_like(g), g * before.conj())
+        return grad_decay, g, None, into[0] * g[0], None
 
 
 def _scan(decay: torch.Tensor, inputs: torch.Tensor, first: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
