@@ -11,9 +11,11 @@ The cores, built as in the paper's maze runs (input_dim 256, float32):
                           (agents/cores/feedback/reference.py) and benchmarks/naive_cores.py's
                           Transformer, sized as above: the baselines
   feedback-cpu, lstm-cpu, the A2C CPU preset's cores (agents/config/a2c_config.py's preset_values:
-  ffm-cpu, lru-cpu        feedback 2 layers, d_model 64, 4 heads, span 64; lstm 1 x 128; ffm
-                          d_model 64 with its default 32 x 4 state; lru 2 layers, d_model 64, 64
-                          state units each), learning calls of T = 32 (the preset's rollout; --cpu-steps)
+  ffm-cpu, lru-cpu,       feedback 2 layers, d_model 64, 4 heads, span 64; lstm 1 x 128; ffm
+  mamba-cpu               d_model 64 with its default 32 x 4 state; lru 2 layers, d_model 64, 64
+                          state units each; mamba 2 layers, d_model 64, its defaults: 128 inner
+                          channels of 16 state units, 4 taps), learning calls of T = 32 (the
+                          preset's rollout; --cpu-steps)
 and for each core and batch size B (envs) it measures, side by side in one run:
   acting    env steps/s of T = 1 calls under torch.no_grad() with core.eval(), each call passed the
             state the last returned, from a full memory: B * calls / seconds;
@@ -51,7 +53,8 @@ PASS / FAIL lines, SKIP for a target not measured, as benchmarks/targets.py prin
 feedback acting >= 5x naive-feedback acting, feedback learning >= 3x naive-feedback learning and
 >= 0.8x transformer learning, feedback-cpu learning >= 1/3 of lstm-cpu's (a learning step at
 most 3 times the LSTM's: issue 21); and prints, as information, feedback / transformer, and the
-linear memories (ffm-cpu, lru-cpu) against lstm-cpu and feedback-cpu, where both were measured.
+linear memories (ffm-cpu, lru-cpu) against lstm-cpu and feedback-cpu, and mamba-cpu against
+lstm-cpu and lru-cpu, where both were measured.
 
     python benchmarks/cores.py                                    # everything, about 7-8 minutes
     python benchmarks/cores.py --cores feedback naive-feedback transformer feedback-cpu lstm-cpu --sizes 64 --check   # the targets
@@ -111,6 +114,7 @@ CORES = {
     "lstm-cpu": ("lstm", cpu_preset("lstm"), None),
     "ffm-cpu": ("ffm", cpu_preset("ffm"), None),
     "lru-cpu": ("lru", cpu_preset("lru"), None),
+    "mamba-cpu": ("mamba", cpu_preset("mamba"), None),
 }
 SIZES = [1, 64, 1024]
 TARGET_B = 64
@@ -121,7 +125,7 @@ TARGETS = [("feedback", "naive-feedback", "acting", 5.0), ("feedback", "naive-fe
            ("feedback", "transformer", "learning", 0.8), ("feedback-cpu", "lstm-cpu", "learning", 1 / 3)]
 # (ours, reference): steps/s ratios printed as information, per B, where both were measured
 RATIOS = [("feedback", "transformer"), ("ffm-cpu", "lstm-cpu"), ("ffm-cpu", "feedback-cpu"),
-          ("lru-cpu", "lstm-cpu"), ("lru-cpu", "feedback-cpu")]
+          ("lru-cpu", "lstm-cpu"), ("lru-cpu", "feedback-cpu"), ("mamba-cpu", "lstm-cpu"), ("mamba-cpu", "lru-cpu")]
 MODES = ("acting", "learning")
 WORKER_TIMEOUT_S = 900
 
