@@ -1,7 +1,7 @@
 """What carrying one bit further costs each core: the frames-to-solve curves, their slopes, and
 whether a solved memory holds at twice its length.
 
-    python -m experiments.frames_to_solve_answer        # from assets/memory_length/frames_to_solve*.json, in seconds
+    python -m experiments.frames_to_solve_answer        # from assets/memory_length/frames_to_solve*.json, in minutes (the bootstrap)
 
 Trains nothing. For each learner whose sweep exists (experiments/frames_to_solve.py: A2C's
 frames_to_solve.json, PPO's frames_to_solve_ppo.json), each model gets:
@@ -31,7 +31,7 @@ import argparse
 from pathlib import Path
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, special
 
 from agents.plot_curves import save_figure
 from durable.records import read_record, write_json, write_text
@@ -58,19 +58,29 @@ def runs_by_length(model: dict) -> dict[int, list[tuple[float, bool]]]:
             for length, cell in sorted(model["lengths"].items(), key=lambda item: int(item[0]))}
 
 
-def censored_fit(log_length: np.ndarray, log_frames: np.ndarray, solved: np.ndarray) -> tuple[float, float]:
-    """(intercept, slope) of the censored regression in the module docstring (log10 units)."""
+def censored_fit(log_length: np.ndarray, log_frames: np.ndarray, solved: np.ndarray,
+                 start: np.ndarray | None = None) -> np.ndarray:
+    """(intercept, slope, log of the spread above LEAST_SPREAD) of the censored regression in the
+    module docstring (log10 units), by L-BFGS on the exact gradient of the negative log-likelihood;
+    `start` (a fit of the same runs, say) where the search begins."""
 
-    def negative_log_likelihood(theta: np.ndarray) -> float:
-        a, b, log_s = theta
-        s = LEAST_SPREAD + np.exp(log_s)
+    def negative_log_likelihood(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        a, b, log_spread = theta
+        s = LEAST_SPREAD + np.exp(log_spread)
         z = (log_frames - a - b * log_length) / s
-        return -(np.sum(stats.norm.logpdf(z[solved]) - np.log(s)) + np.sum(stats.norm.logsf(z[~solved])))
+        zs, zc, xs, xc = z[solved], z[~solved], log_length[solved], log_length[~solved]
+        log_survival = special.log_ndtr(-zc)  # log P(Z > z)
+        hazard = np.exp(-zc**2 / 2 - 0.5 * np.log(2 * np.pi) - log_survival)  # d/dz of -log P(Z > z)
+        value = -(np.sum(-zs**2 / 2 - np.log(s)) + np.sum(log_survival)) + len(zs) * 0.5 * np.log(2 * np.pi)
+        d_a = -(np.sum(zs) + np.sum(hazard)) / s
+        d_b = -(np.sum(zs * xs) + np.sum(hazard * xc)) / s
+        d_s = -(np.sum(zs**2 - 1) + np.sum(hazard * zc)) / s
+        return float(value), np.array([d_a, d_b, d_s * np.exp(log_spread)])
 
-    start_slope, start_intercept = np.polyfit(log_length, log_frames, 1) if np.ptp(log_length) > 0 else (0.0, log_frames.mean())
-    result = optimize.minimize(negative_log_likelihood, np.array([start_intercept, start_slope, np.log(0.1)]), method="Nelder-Mead",
-                               options={"xatol": 1e-6, "fatol": 1e-9, "maxiter": 4_000})
-    return float(result.x[0]), float(result.x[1])
+    if start is None:
+        slope0, intercept0 = np.polyfit(log_length, log_frames, 1) if np.ptp(log_length) > 0 else (0.0, log_frames.mean())
+        start = np.array([intercept0, slope0, np.log(0.1)])
+    return optimize.minimize(negative_log_likelihood, start, jac=True, method="L-BFGS-B").x
 
 
 def slope(runs: dict[int, list[tuple[float, bool]]], seed: int = 0) -> dict | None:
@@ -81,19 +91,20 @@ def slope(runs: dict[int, list[tuple[float, bool]]], seed: int = 0) -> dict | No
         return None
     used = {length: cell for length, cell in runs.items() if length <= max(solved_lengths)}
 
-    def fit(cells: dict[int, list[tuple[float, bool]]]) -> float:
+    def fit(cells: dict[int, list[tuple[float, bool]]], start: np.ndarray | None = None) -> np.ndarray:
         points = [(np.log10(length), np.log10(frames), done) for length, cell in cells.items() for frames, done in cell]
         x, y, done = (np.array(column) for column in zip(*points))
-        return censored_fit(x, y, done.astype(bool))[1]
+        return censored_fit(x, y, done.astype(bool), start)
 
+    whole = fit(used)
     generator = np.random.default_rng(seed)
     resampled = []
     for _ in range(RESAMPLES):
         cells = {length: [cell[i] for i in generator.integers(0, len(cell), len(cell))] for length, cell in used.items()}
         if sum(any(done for _, done in cell) for cell in cells.values()) >= 2:  # a resample with one solved length has no slope
-            resampled.append(fit(cells))
+            resampled.append(fit(cells, whole)[1])
     low, high = np.percentile(resampled, [2.5, 97.5])
-    return {"slope": round(fit(used), 3), "ci_low": round(float(low), 3), "ci_high": round(float(high), 3),
+    return {"slope": round(float(whole[1]), 3), "ci_low": round(float(low), 3), "ci_high": round(float(high), 3),
             "lengths": sorted(used), "resamples": len(resampled)}
 
 
