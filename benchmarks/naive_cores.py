@@ -41,15 +41,32 @@ def attention_layer(block, h, k, v, distance, valid, pre_norm, heads, masks=None
     weights = torch.softmax(scores, dim=-1)
     weights = torch.nan_to_num(weights, nan=0.0) * weight_mask  # no visible key: attend to nothing
     context = torch.einsum("bhn,bhne->bhe", weights, vh).reshape(batch, width)
-    h = h + F.linear(context, block.out.weight, block.out.bias)
+    attended = F.linear(context, block.out.weight, block.out.bias)
+    ff = lambda y: F.linear(F.relu(F.linear(y, block.ff.fc1.weight, block.ff.fc1.bias)) * relu_mask, block.ff.fc2.weight, block.ff.fc2.bias)  # noqa: E731
+    if getattr(block, "gate_attn", None) is not None:  # GTrXL (pre-norm): Y = g(E, ReLU(Y_bar)), E_out = g(Y, ReLU(f(LN(Y))))
+        h = gru_gate(block.gate_attn, h, F.relu(attended))
+        return h if block.ff is None else gru_gate(block.gate_ff, h, F.relu(ff(layer_norm(block.norm_ff, h))))
+    h = h + attended
     if not pre_norm:
         h = layer_norm(block.norm_attn, h)
     if block.ff is None:
         return h
-    ff = lambda y: F.linear(F.relu(F.linear(y, block.ff.fc1.weight, block.ff.fc1.bias)) * relu_mask, block.ff.fc2.weight, block.ff.fc2.bias)  # noqa: E731
     if pre_norm:
         return h + ff(layer_norm(block.norm_ff, h))
     return layer_norm(block.norm_ff, h + ff(h))
+
+
+def gru_gate(gate, x, y):
+    """GTrXL's gate (Parisotto et al. 2020, arXiv:1910.06764, section 3) on the stream x and a
+    sublayer's output y (after its ReLU), (B, D) each, from the six matrices and b_g of `gate`
+    (agents/cores/gtrxl.py's GRUGate: W_r, W_z, W_g stacked in gate.w, U_r, U_z in gate.u)."""
+    width = x.shape[-1]
+    w_r, w_z, w_g = gate.w.weight[:width], gate.w.weight[width : 2 * width], gate.w.weight[2 * width :]
+    u_r, u_z, u_g = gate.u.weight[:width], gate.u.weight[width:], gate.u_g.weight
+    r = torch.sigmoid(y @ w_r.T + x @ u_r.T)
+    z = torch.sigmoid(y @ w_z.T + x @ u_z.T - gate.bias)
+    h_hat = torch.tanh(y @ w_g.T + (r * x) @ u_g.T)
+    return (1 - z) * x + z * h_hat
 
 
 def consecutive_steps_back(queries, keys, newest, device=None):

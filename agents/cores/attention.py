@@ -258,7 +258,13 @@ class AttentionBlock(nn.Module):
         keep_attention, keep_relu = (None, None) if keep is None else keep
         context = attend(q, k, v, position_scores, visible, persistent, self.attention_dropout, keep_attention)  # (B, H, Q, E)
         context = context.transpose(1, 2).reshape(batch, queries, width)
-        h = h + self.out(context)
+        return self.combine(h, self.out(context), keep_relu)
+
+    def combine(self, h: torch.Tensor, attended: torch.Tensor, keep_relu: torch.Tensor | None) -> torch.Tensor:
+        """The layer's output from its input h and the attention sublayer's output `attended`,
+        (B, Q, D) each: residual sums around the attention and the feed-forward sublayers, norms
+        before them (pre-norm) or after (post-norm). (GTrXL's gates instead: gtrxl.py.)"""
+        h = h + attended
         if not self.pre_norm:
             h = self.norm_attn(h)
         if self.ff is None:

@@ -9,6 +9,9 @@ unchanged since acting last computed them (a learning call stores none): then th
 are reused and the call extends the state's buffers in place (append_log.py) instead of copying
 them.
 
+`gating="gru"` makes each layer GTrXL's (gtrxl.py: Parisotto et al. 2020): a GRU-type gate in place
+of each residual sum. The cache, masks and positions are the same.
+
 Letters: T steps, B envs, S span, L layers, D d_model, H heads.
 """
 
@@ -21,8 +24,9 @@ import torch
 from torch import nn
 
 from agents.cores.append_log import AppendLog, capacity_for
-from agents.cores.attention import VALUE_INITS, AttentionBlock, carried_valid, episode_starts, init_value_path, split_heads
-from agents.cores.checks import check_at_least, check_bool, check_choice, check_fraction, check_heads
+from agents.cores.attention import VALUE_INITS, carried_valid, episode_starts, init_value_path, split_heads
+from agents.cores.checks import check_at_least, check_bool, check_choice, check_float, check_fraction, check_heads
+from agents.cores.gtrxl import GATINGS, attention_block
 from agents.cores.weights_version import track_loads, weights_version
 from agents.cores.state import register_state
 
@@ -64,6 +68,10 @@ class TransformerConfig:
     pre_norm: bool = True  # False: post-norm
     persistent: int = 0  # > 0: all-attention layers, this many persistent vectors per head, no feed-forward
     value_init: str = "pytorch"  # "orthogonal": value and output projections start orthogonal (attention.py)
+    # "gru": GTrXL (Parisotto et al. 2020), a GRU-type gate in place of each residual sum, a ReLU on
+    # each sublayer's output before it (gtrxl.py); pre-norm only. "none": the residual sums
+    gating: str = "none"
+    gate_bias: float = 2.0  # b_g, the gates' initial bias: z starts near sigmoid(-b_g), a fresh block near the identity
 
     def __post_init__(self):
         check_heads(self.d_model, self.n_heads)
@@ -74,6 +82,10 @@ class TransformerConfig:
         check_fraction("dropout", self.dropout)
         check_bool("pre_norm", self.pre_norm)
         check_choice("value_init", self.value_init, VALUE_INITS)
+        check_choice("gating", self.gating, GATINGS)
+        check_float("gate_bias", self.gate_bias, -50.0, 50.0, note="z starts near sigmoid(-gate_bias); past 50 it starts shut or open for good")
+        if self.gating != "none" and not self.pre_norm:
+            raise ValueError(f"gating={self.gating!r} needs pre_norm=True (GTrXL's identity-map reordering), got pre_norm=False")
 
     @property
     def ff_width(self) -> int:
@@ -103,7 +115,7 @@ class TransformerCore(nn.Module):
         self.output_dim = c.d_model
         self.embed = nn.Linear(input_dim, c.d_model)
         self.blocks = nn.ModuleList(
-            AttentionBlock(c.d_model, c.n_heads, c.span, c.ff_width, c.dropout, c.pre_norm, c.persistent)
+            attention_block(c.d_model, c.n_heads, c.span, c.ff_width, c.dropout, c.pre_norm, c.persistent, c.gating, c.gate_bias)
             for _ in range(c.n_layers)
         )
         self.kv = nn.ModuleList(nn.Linear(c.d_model, 2 * c.d_model) for _ in range(c.n_layers))

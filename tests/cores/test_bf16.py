@@ -36,6 +36,8 @@ CORES = {  # name: (core, options, layers on a path)
     "feedback-persistent-post-norm-per-layer-kv": ("feedback", {**ATTENTION, "persistent": 2, "pre_norm": False, "shared_kv": False}, 2),
     "transformer": ("transformer", ATTENTION, 2),
     "transformer-persistent": ("transformer", {**ATTENTION, "persistent": 2}, 2),
+    "transformer-gtrxl": ("transformer", {**ATTENTION, "gating": "gru"}, 2),  # (a ReLU on each sublayer's output: not smooth)
+    "transformer-gtrxl-persistent": ("transformer", {**ATTENTION, "gating": "gru", "persistent": 2}, 2),
     "reservoir-ffn": ("reservoir", ATTENTION, 3),  # 2 trained layers and a frozen one
     "reservoir-esn": ("reservoir", {"kind": "esn", "units": 16, "d_model": 8}, 1),
     "lstm": ("lstm", {"hidden_size": 8, "n_layers": 2}, 2),

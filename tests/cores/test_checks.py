@@ -28,8 +28,8 @@ CORE_FLOATS = sorted({(core, name) for core, (config_class, _) in CORES.items() 
 
 
 def test_the_core_float_options_are_found():
-    assert {("feedback", "dropout"), ("transformer", "dropout"), ("reservoir", "spectral_radius"), ("reservoir", "leak_rate"),
-            ("reservoir", "input_scaling"), ("reservoir", "density")} <= set(CORE_FLOATS)
+    assert {("feedback", "dropout"), ("transformer", "dropout"), ("transformer", "gate_bias"), ("reservoir", "spectral_radius"),
+            ("reservoir", "leak_rate"), ("reservoir", "input_scaling"), ("reservoir", "density")} <= set(CORE_FLOATS)
 
 
 @pytest.mark.parametrize("bad", NOT_FINITE, ids=repr)

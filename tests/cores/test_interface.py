@@ -16,6 +16,11 @@ from benchmarks.naive_cores import NaiveTransformer
 
 INPUT_DIM = 5
 ATOL = 1e-5
+# GTrXL's gates keep the stream near unit size (g lies between x and tanh(...)): after three layers
+# its spread is about a third of the residual stream's, and the LayerNorms that read it scale its
+# roundings up as much. Over 40 drawn 3-layer cores (d 18) a gated core's float32 outputs missed
+# float64 by up to 1.2e-5, an ungated one's by 3.4e-6.
+GATED_ATOL = 4e-5
 
 
 @st.composite
@@ -31,6 +36,8 @@ def attention_options(draw, feedback):
     }
     if feedback:
         options["shared_kv"] = draw(st.booleans())
+    elif draw(st.booleans()):  # GTrXL's gates (pre-norm only; the Feedback core refuses them)
+        options.update(gating="gru", pre_norm=True, gate_bias=draw(st.sampled_from([2.0, 0.5])))
     return options
 
 
@@ -75,6 +82,11 @@ def cases(draw, name):
     return core, x, first
 
 
+def tolerance(core) -> float:
+    """The absolute tolerance on a core's float32 outputs (GATED_ATOL with GTrXL's gates)."""
+    return GATED_ATOL if getattr(core.config, "gating", "none") != "none" else ATOL
+
+
 def run(core, x, first, state=None):
     state = core.initial_state(x.shape[1], x.device) if state is None else state
     return core(x, state, first)
@@ -105,13 +117,13 @@ def test_chunking_equals_one_call(name, data):
     whole, whole_state = run(core, x, first)
     chunked, chunked_state = run_chunked(core, x, first, cuts)
     assert whole.shape == (*x.shape[:2], core.output_dim)
-    torch.testing.assert_close(chunked, whole, atol=ATOL, rtol=0)
+    torch.testing.assert_close(chunked, whole, atol=tolerance(core), rtol=0)
     # the states are equivalent: the same continuation follows from both
     more, more_first = torch.randn(3, x.shape[1], INPUT_DIM), torch.rand(3, x.shape[1]) < 0.3
-    torch.testing.assert_close(core(more, chunked_state, more_first)[0], core(more, whole_state, more_first)[0], atol=ATOL, rtol=0)
+    torch.testing.assert_close(core(more, chunked_state, more_first)[0], core(more, whole_state, more_first)[0], atol=tolerance(core), rtol=0)
     with torch.no_grad():  # acting: single steps without gradients, the cores' fast path
         stepped, _ = run_chunked(core, x, first, list(range(1, x.shape[0])))
-    torch.testing.assert_close(stepped, whole.detach(), atol=ATOL, rtol=0)
+    torch.testing.assert_close(stepped, whole.detach(), atol=tolerance(core), rtol=0)
 
 
 @pytest.mark.parametrize("name", sorted(OPTIONS))
@@ -128,11 +140,11 @@ def test_episode_isolation(name, data):
     changed[:start, env] += 5.0 * torch.randn(start, INPUT_DIM)
     y, _ = run(core, x, first)
     y_changed, _ = run(core, changed, first)
-    torch.testing.assert_close(y_changed[start:, env], y[start:, env], atol=ATOL, rtol=0)
+    torch.testing.assert_close(y_changed[start:, env], y[start:, env], atol=tolerance(core), rtol=0)
     if start > 0:  # the same with the episode boundary at a chunk boundary
         _, state = run(core, changed[:start], first[:start])
         y_after, _ = run(core, x[start:], first[start:], state)
-        torch.testing.assert_close(y_after[:, env], y[start:, env], atol=ATOL, rtol=0)
+        torch.testing.assert_close(y_after[:, env], y[start:, env], atol=tolerance(core), rtol=0)
 
 
 @pytest.mark.parametrize("name", sorted(OPTIONS))
@@ -146,7 +158,7 @@ def test_batch_independence(name, data):
     changed[:, 0] += 5.0 * torch.randn(x.shape[0], INPUT_DIM)
     y, _ = run(core, x, first)
     y_changed, _ = run(core, changed, first)
-    torch.testing.assert_close(y_changed[:, 1:], y[:, 1:], atol=ATOL, rtol=0)
+    torch.testing.assert_close(y_changed[:, 1:], y[:, 1:], atol=tolerance(core), rtol=0)
 
 
 @pytest.mark.parametrize("name", sorted(OPTIONS))
@@ -186,7 +198,7 @@ def test_state_is_batch_major_so_envs_can_be_selected(name, data):
     with torch.no_grad():
         y_all, _ = core(more, state, more_first)
         y_some, _ = core(more[:, index], select_envs(state, index), more_first[:, index])
-    torch.testing.assert_close(y_some, y_all[:, index], atol=ATOL, rtol=0)
+    torch.testing.assert_close(y_some, y_all[:, index], atol=tolerance(core), rtol=0)
 
 
 @settings(derandomize=True, max_examples=25, deadline=None)
@@ -197,7 +209,7 @@ def test_the_transformer_matches_the_naive_reference(data):
     reference = NaiveTransformer(core)
     expected, _ = reference(x, reference.initial_state(x.shape[1], "cpu"), first)
     y, _ = run(core, x, first)
-    torch.testing.assert_close(y, expected, atol=ATOL, rtol=0)
+    torch.testing.assert_close(y, expected, atol=tolerance(core), rtol=0)
     weights = torch.randn_like(y)
     params = [p for p in core.parameters() if p.requires_grad]
     grads = torch.autograd.grad((y * weights).sum(), params, allow_unused=True)

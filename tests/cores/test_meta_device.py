@@ -29,6 +29,8 @@ CORES = {
     "feedback-persistent": ("feedback", {**ATTENTION, "persistent": 2}),
     "transformer": ("transformer", ATTENTION),
     "transformer-persistent-dropout": ("transformer", {**ATTENTION, "persistent": 2, "dropout": 0.1}),
+    "transformer-gtrxl": ("transformer", {**ATTENTION, "gating": "gru"}),
+    "transformer-gtrxl-persistent-dropout": ("transformer", {**ATTENTION, "gating": "gru", "persistent": 2, "dropout": 0.1}),
     "reservoir-ffn": ("reservoir", ATTENTION),
     "reservoir-transformer-backskip": ("reservoir", {**ATTENTION, "kind": "transformer", "backskip": True}),
     "reservoir-esn": ("reservoir", {"kind": "esn", "units": 8, "d_model": 8}),

@@ -8,7 +8,7 @@ reservoirs built on it, in float64 so that rounding cannot hide a difference).""
 import torch
 from hypothesis import given, settings, strategies as st
 
-from agents.cores import transformer
+from agents.cores import attention, transformer
 from tests.cores.test_interface import INPUT_DIM, attention_options
 from tests.cores.test_transformer_windows import FULL, assert_same_in_float64, core_of
 
@@ -87,9 +87,9 @@ def keys_read(monkeypatch, core, steps: int, outputs_from: int = 0) -> list[tupl
     from the initial state, 2 envs, no episode start inside, asked for the outputs from
     `outputs_from` on (TransformerCore.forward)."""
     read = []
-    block = transformer.AttentionBlock.forward
+    block = attention.AttentionBlock.forward
     with monkeypatch.context() as patch:
-        patch.setattr(transformer.AttentionBlock, "forward", lambda self, h, k, v, *rest: read.append((h.shape[1], k.shape[-2])) or block(self, h, k, v, *rest))
+        patch.setattr(attention.AttentionBlock, "forward", lambda self, h, k, v, *rest: read.append((h.shape[1], k.shape[-2])) or block(self, h, k, v, *rest))
         core(torch.randn(steps, 2, INPUT_DIM), core.initial_state(2, "cpu"), torch.zeros(steps, 2, dtype=torch.bool), outputs_from)
     return read
 

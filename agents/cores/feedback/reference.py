@@ -64,6 +64,10 @@ class FeedbackConfig(TransformerConfig):
         check_bool("shared_kv", self.shared_kv)
         check_bool("read_norm", self.read_norm)
         check_choice("step", self.step, STEPS)
+        if self.gating != "none":  # (the option comes with the Transformer's config)
+            raise ValueError(f"gating must be 'none' for the Feedback core, got {self.gating!r}: its fast steps (step.py, the C++ step, "
+                             "the acting ring) compute the residual sums themselves; GTrXL's gates are the Transformer core's "
+                             "(--core transformer --core-opt gating=gru)")
 
 
 @register_state
