@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agents.cores.checks import FLOAT32_MAX, check_float
+from agents.cores.checks import check_float, check_float32
 from agents.runtime.precision import PRECISIONS, check_precision
 
 OPTIMIZERS = ("adam", "nesterov")
@@ -103,8 +103,9 @@ class SeqConfig:
             _at_least(name, getattr(self, name), 0)
         # Every float is finite (NaN and inf refused: `nan < 0` is False, so NaN would pass a
         # `< 0` check and train to NaN weights); no setting needs inf (0 means "none" where it can).
-        check_float("lr", self.lr, 0, FLOAT32_MAX, low_open=True, note="float32 holds it")  # the optimiser computes in float32
-        check_float("save_every", self.save_every, 0, low_open=True)
+        for name in ("lr", "save_every"):
+            check_float(name, getattr(self, name), 0, low_open=True)
+        check_float32("lr", self.lr)
         check_float("max_minutes", self.max_minutes, 0, note="0: no limit")
         check_float("grad_clip", self.grad_clip, 0, note="0: no clipping")
         check_float("momentum", self.momentum, 0, 1, high_open=True)

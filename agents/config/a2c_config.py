@@ -20,7 +20,7 @@ import torch
 import envs
 from agents.cores import CORES, core_options
 from agents.config.search_space import Search
-from agents.cores.checks import FLOAT32_MAX, check_bool, check_float
+from agents.cores.checks import check_bool, check_float, check_float32
 from agents.model.policy import HEAD_INITS
 from agents.runtime.precision import PRECISIONS, check_precision
 
@@ -194,9 +194,10 @@ class A2CConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         # Every float is finite (NaN and inf refused: a NaN learning rate or entropy cost trains to
         # NaN weights, a NaN max_grad_norm would turn clipping off); no setting needs inf.
-        for name in ("learning_rate", "optimizer_eps"):  # within float32, which the optimiser computes in
-            check_float(name, getattr(self, name), 0, FLOAT32_MAX, low_open=True, note="float32 holds it")
-        check_float("save_every", self.save_every, 0, low_open=True)
+        for name in ("learning_rate", "optimizer_eps", "save_every"):
+            check_float(name, getattr(self, name), 0, low_open=True)
+        for name in ("learning_rate", "optimizer_eps"):
+            check_float32(name, getattr(self, name))
         for name in ("gamma", "gae_lambda"):
             check_float(name, getattr(self, name), 0, 1)
         for name in ("value_coef", "entropy_coef"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 
-FLOAT32_MAX = 3.4028234663852886e38  # the largest finite float32: a setting the weights' arithmetic must hold stays below it
+FLOAT32_MAX = 3.4028234663852886e38  # the largest finite float32
 
 
 def check_at_least(name: str, value, low: int) -> None:
@@ -43,6 +43,13 @@ def check_positive(name: str, value) -> None:
 def check_unit_interval(name: str, value) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value <= 1.0:
         raise ValueError(f"{name} must be a number in (0, 1], got {value!r}")
+
+
+def check_float32(name: str, value) -> None:
+    """Raise a ValueError naming `name` if `value` (a finite number already checked) exceeds the
+    largest float32: the optimiser computes in float32, and a learning rate of 1e39 overflows there."""
+    if value > FLOAT32_MAX:
+        raise ValueError(f"{name} must be at most {FLOAT32_MAX:.7g} (the largest float32, which the optimiser computes in), got {value!r}")
 
 
 def check_float(name: str, value, low: float | None = None, high: float | None = None, *,
