@@ -34,9 +34,9 @@ reaches any output at or after it. The paper's model runs whole sequences and ha
 
 How it runs. A learning call runs all its steps at once: the k taps of the convolution are k
 shifted products, the scan is linear_scan's doubling over per-step decays (real, (T, B, E N)),
-no custom kernel, on the CPU and CUDA alike. The state of every step is held, (T, B, E, N),
-which the paper's fused kernel avoids by keeping it in SRAM: the cost of running in plain
-PyTorch (docs/cores.md, "Mamba"). Acting (T = 1) is the same code: one multiply-add of the state
+its backward a second scan run backwards in time; no custom kernel, on the CPU and CUDA alike.
+The state of every step is held, (T, B, E, N), which the paper's fused kernel avoids by keeping
+it in SRAM: the cost of running in plain PyTorch (docs/cores.md, "Mamba"). Acting (T = 1) is the same code: one multiply-add of the state
 and the window shifted by a step. The recurrence and the window run in float32 (float64 for
 float64 weights); under bfloat16 autocast the linear maps run in bfloat16.
 
