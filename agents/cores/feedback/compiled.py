@@ -31,6 +31,8 @@ import hashlib
 import os
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
@@ -100,13 +102,39 @@ def _build() -> ModuleType | None:
         print("building the compiled Feedback step (once, ~1 min)...", file=sys.stderr, flush=True)
     began = time.perf_counter()
     try:
-        module = cpp_extension.load(name, [str(SOURCE)], extra_cflags=FLAGS, verbose=False)
+        with held_build(Path(cpp_extension._get_build_directory(name, verbose=False))):
+            module = cpp_extension.load(name, [str(SOURCE)], extra_cflags=FLAGS, verbose=False)
     except Exception as error:  # no compiler, no ninja, a failed build: any of them leaves the Python path
         print(f"the compiled Feedback step could not be built ({_first_error(error)})", file=sys.stderr, flush=True)
         return None
     if not built_before:
         print(f"built the compiled Feedback step in {time.perf_counter() - began:.0f} s", file=sys.stderr, flush=True)
     return module
+
+
+@contextmanager
+def held_build(folder: Path) -> Iterator[None]:
+    """Hold the build folder for this process while torch loads or builds in it.
+
+    torch guards a build with a `lock` file it deletes when done (a FileBaton), and every later
+    load waits, without end, while that file exists: a build killed mid-way (kill -9, a closed
+    terminal, a killed test) leaves every later run of the Feedback core waiting for ever. Ours is
+    an OS lock (flock) on a file of our own, which dies with its process: a process that holds it
+    knows no build of ours is under way, so a `lock` file there is a killed build's and is
+    removed. Where there is no flock (Windows), torch's own baton is left as it is."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "feedback_rl_build.flock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # waits while another process of ours builds or loads
+        try:
+            (folder / "lock").unlink(missing_ok=True)
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _first_error(error: Exception) -> str:
