@@ -32,6 +32,9 @@ Analysers of runs, and the probes they share:
     memory_probes.py        what an agent's memory path does on episodes walked to the step that needs the cue
     recall_cliff.py         why recall fails past a length: a memory length sweep's runs probed, fresh and trained
     memory_length_answer.py  the recall sweeps' answer in one table and figure: each core's reach, A2C and PPO, and its cliff's measurements
+    frames_to_solve.py      what carrying one bit L steps costs to learn: frames to solve the recall task (no clock), every core
+    frames_to_solve_answer.py  the cost curves' answer: longest length solved, its frames, the slope (censored fit), holding at 2L
+    past_length.py          a solved recall run tried at L/2, 2L, 4L and 8L, without training
     memory_trace.py         a corridor training run that probes its agent's memory as it trains
 
 Peers (ppo_peers.py's other side):
@@ -46,6 +49,7 @@ The frame below them all (experiments/frame/, which imports no experiment):
     frame/jobs.py           running training / evaluation commands in parallel, resumable, one progress bar
     frame/launch.py         where the jobs run: here or on Slurm, and the stages every experiment runs
     frame/ledger.py         a sweep's finished runs kept in one committed file, so that it resumes on another machine
+    frame/train_flags.py    an experiment's training flags checked by the trainer's own parser before anything is written
     frame/slurm.py          the jobs as Slurm jobs, through submitit
     frame/study.py          an Optuna study kept in its folder, run to a fixed number of trials, resumed after any stop
     frame/estimate.py       the expected training time on this machine, printed before an experiment starts
