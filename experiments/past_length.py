@@ -9,8 +9,9 @@ hold). The run's final policy plays `--episodes` greedy episodes of the recall t
 streams (agents/learners/play.py). For the answer to mean anything the observation must say the
 same thing at every length: the run must have trained with `show_time=False` (a clock of L + 1
 categories meets ones it never embedded past L), so a run with the clock is refused. The
-Transformer over the episode keeps the span it trained with (L + 1): past L it cannot see the
-bit by construction, a check that this measurement can fail.
+Transformer over the episode keeps the span it trained with (L + 1), so its two layers reach
+2 (L + 1) steps back: at 4L and 8L (L >= 2) it cannot see the bit by construction, a check that
+this measurement can fail; at 2L it still can, through both layers.
 
 Only a solved run (RUN/solve.json, agents/learners/solve.py) is tried; an unsolved one prints
 `"solved": false` and nothing else. The last line printed is the JSON the sweep keeps

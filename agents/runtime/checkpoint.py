@@ -41,9 +41,10 @@ FORMAT = 2  # 1: pickled Python objects (numpy arrays, NamedTuples, cloudpickled
 FILE_NAME = "checkpoint.pt"
 CONVERT = "python -m agents.convert_checkpoint --i-trust-this-file"  # the one-off converter of format 1
 # The top-level keys each kind writes (agents/learners/train.py: Trainer.state_dict, PPO's too;
-# seqtasks/train.py: Run.save); any other is refused on load.
+# seqtasks/train.py: Run.save; "trace": experiments/memory_trace.py's traced trainer, its probes so
+# far); any other is refused on load.
 TRAINER_FIELDS = frozenset({"kind", "format", "config", "world_size", "policy", "optimizer", "counters", "recent_returns", "solve",
-                            "rng", "envs", "actor", "window"})
+                            "rng", "envs", "actor", "window", "trace"})
 FIELDS = {"a2c": TRAINER_FIELDS, "ppo": TRAINER_FIELDS,
           "seqtasks": frozenset({"kind", "format", "config", "core_options", "world_size", "model", "optimizer", "schedule", "best_model",
                                  "counters", "history", "regime", "rng"})}
