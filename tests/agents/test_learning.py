@@ -43,17 +43,21 @@ def train_until(core: str, max_frames: int, target: float, tmp_path, trainer_cla
     return float(np.mean(successes))
 
 
-# The seed of each core's run. The LSTM (chrono's gate biases, its default since 2026-11-27) does not
-# solve the corridor from every seed here: over seeds 1-10 at 2M frames 8 of 10 runs reach 0.95
-# (seeds 1 and 10 stay near 0.5; with torch's biases 9 of 10, seed 6 failing), and at 1.5M seed 4
-# is one that solves with either initialisation (seed 1, used before, solves with torch's only).
+# The seed and frames of each core's run. The LSTM (chrono's gate biases, its default since
+# 2026-11-27) does not solve the corridor from every seed: over seeds 1-10 at 2M frames 8 of 10
+# runs reach 0.95 on an AVX-512 CPU (seeds 1 and 10 stay near 0.5; with torch's biases 9 of 10,
+# seed 6 failing), and seed 4 solves there within 1.5M. On an AVX2-only AMD EPYC, whose float32
+# rounding differs, seed 4 is at 0.77 after 1.5M frames and reaches 0.95 within 2M (as seed 2
+# does): 2M frames, so that the run passes on both (a run that reaches the target stops there, so
+# the AVX-512 run is the same as before).
 SEEDS = {"feedback": 1, "lstm": 4}
+FRAMES = {"feedback": 1_500_000, "lstm": 2_000_000}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("core", ["feedback", "lstm"])
 def test_memory_cores_solve_the_corridor(core, tmp_path):
-    assert train_until(core, max_frames=1_500_000, target=0.95, tmp_path=tmp_path, seed=SEEDS[core]) >= 0.9
+    assert train_until(core, max_frames=FRAMES[core], target=0.95, tmp_path=tmp_path, seed=SEEDS[core]) >= 0.9
 
 
 @pytest.mark.slow
