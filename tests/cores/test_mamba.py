@@ -17,16 +17,9 @@ from hypothesis import strategies as st
 
 from agents.cores import make_core, mamba
 from agents.cores.linear_scan import linear_scan
+from tests.cores.test_linear_cores import calls  # shapes, a seed and episode starts of one call
 
 TOL = dict(rtol=1e-9, atol=1e-10)
-
-
-@st.composite
-def calls(draw, max_steps=40):
-    steps, batch = draw(st.integers(1, max_steps)), draw(st.integers(1, 3))
-    torch.manual_seed(draw(st.integers(0, 2**16)))
-    first = torch.rand(steps, batch) < draw(st.sampled_from([0.0, 0.1, 0.5]))
-    return steps, batch, first
 
 
 def gradients(outputs, leaves):
