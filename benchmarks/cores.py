@@ -11,11 +11,12 @@ The cores, built as in the paper's maze runs (input_dim 256, float32):
                           (agents/cores/feedback/reference.py) and benchmarks/naive_cores.py's
                           Transformer, sized as above: the baselines
   feedback-cpu, lstm-cpu, the A2C CPU preset's cores (agents/config/a2c_config.py's preset_values:
-  ffm-cpu, lru-cpu,       feedback 2 layers, d_model 64, 4 heads, span 64; lstm 1 x 128; ffm
-  mamba-cpu               d_model 64 with its default 32 x 4 state; lru 2 layers, d_model 64, 64
-                          state units each; mamba 2 layers, d_model 64, its defaults: 128 inner
-                          channels of 16 state units, 4 taps), learning calls of T = 32 (the
-                          preset's rollout; --cpu-steps)
+  gru-cpu, ffm-cpu,       feedback 2 layers, d_model 64, 4 heads, span 64; lstm and gru 1 x 128;
+  lru-cpu, mamba-cpu,     ffm d_model 64 with its default 32 x 4 state; lru 2 layers, d_model 64,
+  transformer-cpu,        64 state units each; mamba 2 layers, d_model 64, its defaults: 128 inner
+  gtrxl-cpu               channels of 16 state units, 4 taps; transformer as feedback, and
+                          gtrxl the same transformer with gating=gru, GTrXL's gated layers),
+                          learning calls of T = 32 (the preset's rollout; --cpu-steps)
 and for each core and batch size B (envs) it measures, side by side in one run:
   acting    env steps/s of T = 1 calls under torch.no_grad() with core.eval(), each call passed the
             state the last returned, from a full memory: B * calls / seconds;
@@ -53,13 +54,16 @@ PASS / FAIL lines, SKIP for a target not measured, as benchmarks/targets.py prin
 feedback acting >= 5x naive-feedback acting, feedback learning >= 3x naive-feedback learning and
 >= 0.8x transformer learning, feedback-cpu learning >= 1/3 of lstm-cpu's (a learning step at
 most 3 times the LSTM's: issue 21); and prints, as information, feedback / transformer, and the
-linear memories (ffm-cpu, lru-cpu) against lstm-cpu and feedback-cpu, and mamba-cpu against
-lstm-cpu and lru-cpu, where both were measured.
+linear memories (ffm-cpu, lru-cpu) against lstm-cpu and feedback-cpu, mamba-cpu against
+lstm-cpu and lru-cpu, gru-cpu against lstm-cpu, and gtrxl-cpu against transformer-cpu (what the
+gates cost) and lstm-cpu, where both were measured. `--json` also writes the command, the
+machine, the load average before and after, every row's numbers and the ratios.
 
     python benchmarks/cores.py                                    # everything, about 7-8 minutes
     python benchmarks/cores.py --cores feedback naive-feedback transformer feedback-cpu lstm-cpu --sizes 64 --check   # the targets
     python benchmarks/cores.py --seconds 0.5 --markdown bench.md  # quicker; also write the table
     python benchmarks/cores.py --cores ffm-cpu lru-cpu lstm-cpu feedback-cpu --sizes 64 --threads 1 --cpu-steps 1024
+    python benchmarks/cores.py --cores lstm-cpu gru-cpu ffm-cpu lru-cpu mamba-cpu transformer-cpu gtrxl-cpu --sizes 64 --threads 1 --json cores.json
 """
 
 from __future__ import annotations
@@ -83,7 +87,7 @@ import torch  # noqa: E402
 
 from agents.config.a2c_config import preset_values  # noqa: E402
 from agents.cores import make_core  # noqa: E402
-from durable.records import write_text  # noqa: E402
+from durable.records import write_json, write_text  # noqa: E402
 from experiments.frame.machine import cpu_model  # noqa: E402
 from benchmarks.targets import Verdict, ratio_target, report  # noqa: E402
 from agents.cores.feedback.reference import ReferenceState, reference_of  # noqa: E402
@@ -115,6 +119,9 @@ CORES = {
     "ffm-cpu": ("ffm", cpu_preset("ffm"), None),
     "lru-cpu": ("lru", cpu_preset("lru"), None),
     "mamba-cpu": ("mamba", cpu_preset("mamba"), None),
+    "gru-cpu": ("gru", cpu_preset("gru"), None),
+    "transformer-cpu": ("transformer", cpu_preset("transformer"), None),
+    "gtrxl-cpu": ("transformer", {**cpu_preset("transformer"), "gating": "gru"}, None),
 }
 SIZES = [1, 64, 1024]
 TARGET_B = 64
@@ -125,7 +132,8 @@ TARGETS = [("feedback", "naive-feedback", "acting", 5.0), ("feedback", "naive-fe
            ("feedback", "transformer", "learning", 0.8), ("feedback-cpu", "lstm-cpu", "learning", 1 / 3)]
 # (ours, reference): steps/s ratios printed as information, per B, where both were measured
 RATIOS = [("feedback", "transformer"), ("ffm-cpu", "lstm-cpu"), ("ffm-cpu", "feedback-cpu"),
-          ("lru-cpu", "lstm-cpu"), ("lru-cpu", "feedback-cpu"), ("mamba-cpu", "lstm-cpu"), ("mamba-cpu", "lru-cpu")]
+          ("lru-cpu", "lstm-cpu"), ("lru-cpu", "feedback-cpu"), ("mamba-cpu", "lstm-cpu"), ("mamba-cpu", "lru-cpu"),
+          ("gru-cpu", "lstm-cpu"), ("gtrxl-cpu", "transformer-cpu"), ("gtrxl-cpu", "lstm-cpu")]
 MODES = ("acting", "learning")
 WORKER_TIMEOUT_S = 900
 
@@ -189,10 +197,10 @@ def build(name: str, device: torch.device):
 def full_state(name: str, step, module, batch: int, device: torch.device):
     """A state whose memory holds a whole span of steps of the running episode."""
     _, options, naive = CORES[name]
-    if naive is reference_of:  # (memory (B, S, D), valid (B, S))
+    if naive is reference_of:  # (memory (B, S, D), valid (B, S), no kept slot (B, 0))
         span, width = options["span"], options["d_model"]
         memory = torch.randn(batch, span, width, device=device)
-        return ReferenceState(memory, torch.ones(batch, span, dtype=torch.bool, device=device))
+        return ReferenceState(memory, torch.ones(batch, span, dtype=torch.bool, device=device), memory.new_zeros(batch, 0))
     if naive is NaiveTransformer:  # (inputs (B, L, S, D), valid (B, S))
         span, width, layers = options["span"], options["d_model"], options["n_layers"]
         inputs = torch.randn(batch, layers, span, width, device=device)
@@ -348,16 +356,38 @@ def learning_step_lines(results: dict) -> list[str]:
     return lines
 
 
-def ratio_table(results: dict, sizes: list[int]) -> list[str]:
-    """RATIOS' steps/s ratios, per B, where both sides were measured in a mode."""
-    lines = ["| ours / reference | B | acting | learning |", "|---|---:|---:|---:|"]
+def ratios(results: dict, sizes: list[int]) -> list[dict]:
+    """RATIOS' steps/s ratios, per B, where both sides were measured in a mode: one dict per
+    (ours, reference, B) with a number for at least one mode (None for a mode not measured)."""
+    found = []
     for ours, reference in RATIOS:
         for batch in sizes:
             o, r = results.get((ours, batch), {}), results.get((reference, batch), {})
-            cells = [f"{o[m] / r[m]:.2f}" if o.get(m) and r.get(m) else "–" for m in MODES]
-            if cells != ["–", "–"]:
-                lines.append(f"| {ours} / {reference} | {batch} | {cells[0]} | {cells[1]} |")
+            by_mode = {m: o[m] / r[m] if o.get(m) and r.get(m) else None for m in MODES}
+            if any(value is not None for value in by_mode.values()):
+                found.append({"ours": ours, "reference": reference, "B": batch, **by_mode})
+    return found
+
+
+def ratio_table(results: dict, sizes: list[int]) -> list[str]:
+    """ratios() as a markdown table, [] where there is none."""
+    lines = ["| ours / reference | B | acting | learning |", "|---|---:|---:|---:|"]
+    for r in ratios(results, sizes):
+        cells = ["–" if r[m] is None else f"{r[m]:.2f}" for m in MODES]
+        lines.append(f"| {r['ours']} / {r['reference']} | {r['B']} | {cells[0]} | {cells[1]} |")
     return lines if len(lines) > 2 else []
+
+
+def record(results: dict, args, argv: list[str], load_before: tuple, seconds: float) -> dict:
+    """What --json writes: the command and machine, each row's numbers and the ratios."""
+    return {
+        "command": " ".join(["python", "benchmarks/cores.py", *argv]),
+        "machine": machine_line(args.device), "cpu_steps": args.cpu_steps, "learn_steps": LEARN_STEPS, "seconds": args.seconds,
+        "threads": args.threads, "load_average_before": list(load_before), "load_average_after": list(os.getloadavg()),
+        "total_seconds": round(seconds, 1),
+        "rows": [{"core": name, "B": batch, **{k: v for k, v in r.items() if k not in ("core", "B")}} for (name, batch), r in results.items()],
+        "ratios": ratios(results, args.sizes),
+    }
 
 
 def main() -> int:
@@ -369,6 +399,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
     parser.add_argument("--cpu-steps", type=int, default=CPU_LEARN_STEPS, help="T of the -cpu rows' learning calls")
     parser.add_argument("--markdown", default=None, help="also write the table to this file")
+    parser.add_argument("--json", default=None, help="also write the command, machine, rows and ratios to this file")
     parser.add_argument("--check", action="store_true", help="exit 1 unless the B = 64 CPU targets pass")
     parser.add_argument("--worker", nargs="+", metavar="CORE B MODE", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -397,7 +428,7 @@ def main() -> int:
         print(json.dumps(measure(name, int(batch), device, args.seconds, modes, args.cpu_steps)), flush=True)
         return 0
 
-    start = time.perf_counter()
+    start, load_before = time.perf_counter(), os.getloadavg()
     print(machine_line(args.device))
     print(
         f"input_dim {INPUT_DIM}, float32; target {args.seconds:g} s timed per measurement after one warm-up; "
@@ -429,9 +460,12 @@ def main() -> int:
         write_text(args.markdown, "\n".join(lines) + "\n")
         print(f"table written to {args.markdown}")
 
-    ratios = ratio_table(results, args.sizes)
-    if ratios:
-        print("\nsteps/s ratios (informational):\n" + "\n".join(ratios))
+    ratio_lines = ratio_table(results, args.sizes)
+    if ratio_lines:
+        print("\nsteps/s ratios (informational):\n" + "\n".join(ratio_lines))
+    if args.json:
+        write_json(args.json, record(results, args, sys.argv[1:], load_before, time.perf_counter() - start), indent=1)
+        print(f"measurements written to {args.json}")
     print()
     status = report(targets(results, device.type), args.check)
     if device.type == "cpu":
