@@ -83,6 +83,32 @@ def flat_dtype(space: gym.Space) -> np.dtype:
     return np.dtype(np.uint8 if is_bytes(space) else np.float32)
 
 
+def integer_bounds(space: gym.Space) -> tuple[int, int] | None:
+    """(lowest, highest) value of any column of an all-integer `space` (Discrete, MultiDiscrete,
+    and Dict or Tuple of those; Text adds no column), or None where a column is not an integer."""
+    if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
+        bounds = [integer_bounds(part) for _, part in parts(space) if not is_text(part)]
+        if any(bound is None for bound in bounds):
+            return None
+        return (min(b[0] for b in bounds), max(b[1] for b in bounds)) if bounds else (0, 0)
+    if isinstance(space, gym.spaces.Discrete):
+        return int(space.start), int(space.start + space.n - 1)
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        start = np.asarray(space.start)
+        return int(start.min()), int((start + space.nvec - 1).max())
+    return None
+
+
+def compact_dtype(space: gym.Space) -> np.dtype:
+    """The smallest dtype that holds every flat column of `space` exactly, for storing many
+    observations (a replay buffer): for integer spaces the least integer type their bounds need
+    (uint8 for small categorical features), else the flat dtype (uint8 images, float32)."""
+    bounds = integer_bounds(space) if is_integer(space) else None
+    if bounds is None:
+        return flat_dtype(space)
+    return np.result_type(np.min_scalar_type(bounds[0]), np.min_scalar_type(bounds[1]))
+
+
 def flatten(space: gym.Space, obs: Any, batch: int) -> np.ndarray:
     """A batch of `batch` observations of `space` (as a vector env returns them) -> (B, N)."""
     columns = _columns(space, obs, batch)
