@@ -46,6 +46,8 @@ CONVERT = "python -m agents.convert_checkpoint --i-trust-this-file"  # the one-o
 TRAINER_FIELDS = frozenset({"kind", "format", "config", "world_size", "policy", "optimizer", "counters", "recent_returns", "solve",
                             "rng", "envs", "actor", "window", "trace"})
 FIELDS = {"a2c": TRAINER_FIELDS, "ppo": TRAINER_FIELDS,
+          # agents/learners/dqn/trainer.py: the target network, which replay file goes with it, its counters
+          "dqn": TRAINER_FIELDS | {"target", "replay", "dqn"},
           "seqtasks": frozenset({"kind", "format", "config", "core_options", "world_size", "model", "optimizer", "schedule", "best_model",
                                  "counters", "history", "regime", "rng"})}
 

@@ -38,7 +38,7 @@ LOCK_NAME = "run.lock"
 DONE_NAME = "train.done.json"  # what experiments/frame/jobs.py writes beside a finished run
 EVENTS_GLOB = "events.out.tfevents.*"
 # What a run writes in its folder: what --overwrite deletes (experiments add logs and records).
-RUN_FILES = (FILE_NAME, "config.json", "results.json", DONE_NAME)
+RUN_FILES = (FILE_NAME, "config.json", "results.json", DONE_NAME, "replay-a.npz", "replay-b.npz")  # replay: train_dqn.py's
 
 
 class RunFolderError(RuntimeError):
