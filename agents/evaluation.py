@@ -29,11 +29,12 @@ from agents.model.policy import Policy
 from agents.learners.play import evaluation_seeds, play_episodes
 from agents.learners.rollout import Actor
 from agents.learners.ppo import PPOTrainer
+from agents.learners.dqn.trainer import DQNTrainer
 from agents.runtime.seeding import seed_everything
 from agents.learners.train import Trainer, build_policy, config_from_checkpoint
 from envs.any_env import render_modes
 
-CONFIGS = {trainer.kind: trainer.config_class for trainer in (Trainer, PPOTrainer)}  # checkpoint kind -> its config
+CONFIGS = {trainer.kind: trainer.config_class for trainer in (Trainer, PPOTrainer, DQNTrainer)}  # checkpoint kind -> its config
 
 VIDEO_FORMATS = (".gif", ".mp4")
 DEFAULT_FPS = 30  # for envs whose metadata gives no render_fps
@@ -53,7 +54,8 @@ class Run:
 
 
 def load_run(run_dir_or_file: str, device: torch.device, env_modules: Collection[str] = ()) -> Run:
-    """The policy of an A2C or PPO checkpoint (a run folder or the file), on `device`;
+    """The policy of an A2C, PPO or DQN checkpoint (a run folder or the file), on `device` (a DQN's
+    Q head stands where the logits do: --greedy takes the action of highest Q);
     CheckpointError for anything that is not one this version can rebuild. Nothing in the file
     runs (agents/runtime/checkpoint.py), and a `module:EnvId` env imports its module only if it is a
     known env package or in `env_modules` (envs.check_env_import)."""
