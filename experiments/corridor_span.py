@@ -12,7 +12,9 @@ frames, with rollouts of `--rollout` steps (the BPTT length: gradients do not cr
 start), then `evaluate.py --greedy` (success rate over `--eval-episodes`), and the cue separation
 at the doors of its final policy and of a fresh one (cue_memory.py: whether the core still holds
 the cue where it is needed, whatever the policy does with it). The LSTM and the MLP (no memory)
-are reference lines. The agents see the observation only (`--no-previous-inputs`): an agent fed
+are reference lines (and the other recurrent cores, --references). `--cores gtrxl` is the Transformer
+with GTrXL's gated layers (`--core-opt gating=gru`, agents/cores/gtrxl.py), in a run folder and row
+of its own. The agents see the observation only (`--no-previous-inputs`): an agent fed
 its own last action can carry the cue in its behaviour, which attention of any reach can read
 (`--previous-inputs` gives them that input, as the other experiments do). The entropy cost is
 0.01, 20 times the presets': once a small-span Feedback Transformer holds the cue, its policy can
@@ -47,14 +49,21 @@ from experiments.frame.tables import format_interval, format_solved, markdown_ta
 LAYERS = 2
 SOLVED = 0.95  # greedy success at which a run counts as having solved the corridor (a run that has not: 0.5 or less)
 QUICK_TRAIN = ["--num-envs", "4"]
+# --cores choice -> (train_a2c.py --core, its options beside span and n_layers)
+ATTENTION = {"feedback": ("feedback", ""), "transformer": ("transformer", ""), "gtrxl": ("transformer", ",gating=gru")}
+
+
+def trained_core(core: str) -> str:
+    """The train_a2c.py core of a --cores or --references choice."""
+    return ATTENTION[core][0] if core in ATTENTION else core
 
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--spans", nargs="+", type=positive_int, action=Distinct, default=[1, 2, 4, 8])
-    parser.add_argument("--cores", nargs="*", choices=["feedback", "transformer"], action=Distinct, default=["feedback", "transformer"],
-                        help="attention cores run at each span (default: both; none: the references alone)")
-    parser.add_argument("--references", nargs="*", choices=["lstm", "gru", "ffm", "lru", "mlp"], action=Distinct, default=["lstm", "mlp"],
+    parser.add_argument("--cores", nargs="*", choices=list(ATTENTION), action=Distinct, default=["feedback", "transformer"],
+                        help="attention cores run at each span; gtrxl: the transformer with gating=gru (default: feedback transformer; none: the references alone)")
+    parser.add_argument("--references", nargs="*", choices=["lstm", "gru", "ffm", "lru", "mamba", "mlp"], action=Distinct, default=["lstm", "mlp"],
                         help="cores without a span, run once each (default: lstm mlp)")
     parser.add_argument("--length", type=positive_int, default=8,
                         help="corridor cells (default: 8: the transformer's reach, 2 x span, falls short at spans 1 and 2)")
@@ -87,12 +96,13 @@ def main(argv: list[str] | None = None) -> None:
     env_args = ["--env", "corridor", "--env-opt", f"length={args.length},max_episode_steps={4 * args.length}",
                 "--preset", args.preset, "--rollout", str(args.rollout), "--previous-inputs" if args.previous_inputs else "--no-previous-inputs", "--entropy-coef", str(args.entropy_coef), *minibatches]
     # (core, span or None) -> train_a2c.py arguments of that model
-    models = {(core, span): ["--core", core, "--core-opt", f"span={span},n_layers={LAYERS}"] for core in args.cores for span in args.spans}
+    models = {(core, span): ["--core", ATTENTION[core][0], "--core-opt", f"span={span},n_layers={LAYERS}{ATTENTION[core][1]}"]
+              for core in args.cores for span in args.spans}
     models.update({(core, None): ["--core", core, *as_published(core)] for core in args.references})
     cells = [(model, seed) for seed in seeds for model in models]
     run_dir = {(model, seed): runs_dir / model[0] / (f"span{model[1]}" if model[1] else "") / f"seed{seed}" for model, seed in cells}
     quick_algo = [] if minibatches else QUICK_ALGO[args.algo]  # an explicit --num-minibatches wins
-    quick = lambda core: [*QUICK_TRAIN, *quick_algo, "--core-opt", QUICK_CORE[core]] if args.quick else []  # noqa: E731
+    quick = lambda core: [*QUICK_TRAIN, *quick_algo, "--core-opt", QUICK_CORE[trained_core(core)]] if args.quick else []  # noqa: E731
     training = [train_job(f"{model} seed {seed}", run_dir[model, seed],
                           [*env_args, *models[model], "--seed", str(seed), *quick(model[0])], args.frames, args.algo) for model, seed in cells]
     evaluations = {cell: evaluate_job(run_dir[cell], 2 if args.quick else args.eval_episodes, args.frames, greedy=True) for cell in cells}
@@ -113,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
         separation = [run_cue_separation(str(run_dir[(core, span), s])) for s in seeds]
         summary["random_success"] = results[0]["random"]["success"]
         summary["models"][f"{core}/span{span}" if span else core] = {
-            "core": core, "span": span, "reach": span * LAYERS if span and core == "transformer" else None,
+            "core": core, "span": span, "reach": span * LAYERS if span and trained_core(core) == "transformer" else None,
             "per_seed": [{"seed": s, "success": float(v), "cue_separation": cue["trained"], "cue_separation_fresh": cue["fresh"],
                           "training_seconds": round(training_seconds(run_dir[(core, span), s]), 1)}
                          for s, v, cue in zip(seeds, success, separation)],

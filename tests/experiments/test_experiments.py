@@ -178,6 +178,26 @@ def test_a_quick_corridor_span_experiment_writes_its_table_json_and_figure(tmp_p
     assert solved["runs"] == 2 and solved["solved"] == sum(s >= corridor_span.SOLVED for s in successes)
 
 
+def test_the_corridor_runs_gtrxl_as_the_gated_transformer_and_mamba_as_a_reference(tmp_path, monkeypatch):
+    """--cores gtrxl trains the Transformer with gating=gru in a folder and row of its own (so a
+    plain Transformer's runs are never resumed as GTrXL's), with the Transformer's reach; Mamba
+    runs as a reference."""
+    from experiments import corridor_span
+
+    out = tmp_path / "out"
+    argv = ["--quick", "--spans", "1", "--cores", "gtrxl", "--references", "mamba", "--seeds", "2", "--frames", "256",
+            "--length", "3", "--runs-dir", str(tmp_path / "runs"), "--out", str(out), "--jobs", "2", "--eval-episodes", "2"]
+    monkeypatch.setattr(sys, "argv", ["corridor_span"] + argv)
+    corridor_span.main(argv)
+    summary = json.loads((out / "corridor_span.json").read_text())
+    assert sorted(summary["models"]) == ["gtrxl/span1", "mamba"]
+    assert (summary["models"]["gtrxl/span1"]["span"], summary["models"]["gtrxl/span1"]["reach"]) == (1, 2)
+    gated = json.loads((tmp_path / "runs" / "gtrxl" / "span1" / "seed0" / "config.json").read_text())
+    assert (gated["core"], gated["core_options"]["gating"], gated["core_options"]["span"]) == ("transformer", "gru", 1)
+    assert json.loads((tmp_path / "runs" / "mamba" / "seed1" / "config.json").read_text())["core"] == "mamba"
+    assert "| gtrxl | 1 | 2 |" in (out / "corridor_span.md").read_text()
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--entropy-coef", "-0.1"], "argument --entropy-coef: must be a finite number >= 0, got -0.1"),
     (["--spans", "0"], "argument --spans: must be an integer >= 1, got 0"),
