@@ -126,7 +126,7 @@ class A2CConfig:
     cuda_graph: bool = field(
         default=False,
         metadata={"help": "act through one CUDA graph of the policy's step (agents/learners/graphed_acting.py): a CUDA device, acting "
-                          "without gradients (the recompute learner; auto picks it), cores feedback, lstm, gru, ffm, lru, mlp"},
+                          "without gradients (the recompute learner; auto picks it), cores feedback, lstm, gru, ffm, lru, mamba, mlp"},
     )
     num_actors: int = field(default=0, metadata={"help": "CPU actor worker processes stepping env shards; 0 steps envs in the learner"})
     device: str = field(default="auto", metadata={"help": "auto (CUDA if present, else CPU), cpu, cuda, cuda:N"})
