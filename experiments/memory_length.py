@@ -103,13 +103,20 @@ MODELS = {
     "feedback-span16-no-read-norm": ("feedback", 16),
     "feedback-span16-orthogonal": ("feedback", 16),
     "transformer-episode-gtrxl": ("transformer", "episode"),
+    "feedback-span16-carry": ("feedback", 16),
+    "feedback-span16-kept": ("feedback", 16),
+    "feedback-span16-tanh": ("feedback", 16),
 }
 # Rows of a core with one of its options, on request (--models): not in the default sweep. The
-# Feedback core's (docs/experiments/corridor-span.md's remedies for its fading memory), run where
-# its default fails; GTrXL, the Transformer with GRU-type gates in place of its residual sums
+# Feedback core's (docs/experiments/corridor-span.md's remedies for its fading memory, and the
+# ways of keeping the cue of reference.py), run where its default fails; GTrXL, the Transformer with GRU-type gates in place of its residual sums
 # (docs/cores.md), at the span covering the episode.
 OPTIONS = {"feedback-span16-no-read-norm": "read_norm=False", "feedback-span16-orthogonal": "value_init=orthogonal",
-           "transformer-episode-gtrxl": "gating=gru"}
+           "transformer-episode-gtrxl": "gating=gru", **{f"feedback-span16-{name}": keep for name, keep in (
+               ("carry", "carry=gate"), ("kept", "keep_slot=True"), ("tanh", "memory_write=tanh,read_norm=False,value_init=orthogonal"))}}
+# The Feedback memory's ways of keeping the cue (agents/cores/feedback/reference.py), their gates'
+# chrono T_max twice the episode's length as the recurrent cores' (CHRONO)
+KEEPING = ("feedback-span16-carry", "feedback-span16-kept")
 CHRONO = ("lstm-chrono", "gru-chrono")  # gate_init=chrono with T_max twice the episode's length
 PYTORCH = ("lstm", "gru")  # gate_init=pytorch: torch's biases (the LSTM's default before 2026-11-27, the GRU's still)
 FLOOR = "mlp"  # run at the shortest length only
@@ -212,6 +219,8 @@ def model_args(name: str, env: str, length: int, quick: bool) -> list[str]:
     options = [] if span is None else [f"span={episode_steps(env, length) if span == 'episode' else span}", f"n_layers={LAYERS}"]
     if name in CHRONO:
         options += ["gate_init=chrono", f"t_max={2 * episode_steps(env, length)}"]
+    if name in KEEPING:
+        options.append(f"keep_t_max={2 * episode_steps(env, length)}")
     if name in PYTORCH:
         options.append("gate_init=pytorch")
     if name in OPTIONS:

@@ -68,7 +68,7 @@ def walk_steps(policy: Policy, walk: CueWalk) -> tuple[list[np.ndarray], list[np
         y, state = policy.core(x[t : t + 1], state, first[t : t + 1])
         outputs.append(y[0].cpu().numpy())
         if isinstance(policy.core, FeedbackReference):
-            memories.append(state.memory[:, state.end - 1].float().cpu().numpy())  # slots [end - S, end): the newest last
+            memories.append(policy.core.written_memory(state).float().cpu().numpy())
     return outputs, memories
 
 

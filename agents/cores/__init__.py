@@ -19,7 +19,7 @@ from torch import nn
 
 from agents.cores.checks import check_choice
 from agents.cores.feedback import compiled as feedback_compiled
-from agents.cores.feedback.core import FeedbackConfig, FeedbackCore
+from agents.cores.feedback.core import FeedbackConfig, make_feedback
 from agents.cores.ffm import FFMConfig, FFMCore
 from agents.cores.gru import GRUCore
 from agents.cores.lstm import LSTMConfig, LSTMCore
@@ -32,7 +32,7 @@ from agents.cores.transformer import TransformerConfig, TransformerCore
 
 # name -> (config class, builder taking (input_dim, config))
 CORES: dict[str, tuple[type, Callable[[int, Any], nn.Module]]] = {
-    "feedback": (FeedbackConfig, FeedbackCore),
+    "feedback": (FeedbackConfig, make_feedback),
     "transformer": (TransformerConfig, TransformerCore),
     "lstm": (LSTMConfig, LSTMCore),
     "gru": (RecurrentConfig, GRUCore),

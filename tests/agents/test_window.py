@@ -208,7 +208,7 @@ def test_the_feedback_cores_window_gradient_equals_the_reference_models(tmp_path
 
     def as_reference(r):  # the rollout's start state as the reference model keeps it: the last S memory vectors
         state = r.start_state
-        return dataclasses.replace(r, start_state=ReferenceState(state.memory[:, state.end - span : state.end], state.valid))
+        return dataclasses.replace(r, start_state=ReferenceState(state.memory[:, state.end - span : state.end], state.valid, state.memory.new_zeros(state.memory.shape[0], 0)))
 
     slow = update_gradients(twin, as_reference(previous), as_reference(current))
     for got, want in zip(fast, slow):

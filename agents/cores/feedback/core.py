@@ -54,7 +54,14 @@ from agents.cores.state import register_state
 # scattered so cost the attention's loops 3-4x their time (benchmarks/long_window.py).
 BLOCKED_FROM = 256
 
-__all__ = ["FeedbackConfig", "FeedbackCore", "FeedbackState"]
+__all__ = ["FeedbackConfig", "FeedbackCore", "FeedbackState", "make_feedback"]
+
+
+def make_feedback(input_dim: int, config: FeedbackConfig) -> FeedbackReference:
+    """The core `--core feedback` builds: FeedbackCore, the paper's model run fast; or, with a way
+    of keeping the cue on (config.keeps: carry, keep_slot, memory_write; reference.py), the
+    reference model itself, whose plain autograd runs them (slower: no fast step has them yet)."""
+    return FeedbackReference(input_dim, config) if config.keeps else FeedbackCore(input_dim, config)
 
 
 @register_state
@@ -82,6 +89,9 @@ class FeedbackCore(FeedbackReference):
     """FeedbackReference's parameters and function; its own state (buffers for acting to extend)."""
 
     def __init__(self, input_dim: int, config: FeedbackConfig):
+        if config.keeps:
+            raise ValueError(f"FeedbackCore runs the paper's model only, got carry={config.carry!r}, keep_slot={config.keep_slot}, "
+                             f"memory_write={config.memory_write!r}: make_feedback builds the reference model for those")
         super().__init__(input_dim, config)
         track_loads(self)
         # Which path the steps take (compiled.py): what stands in the compiled step's way, read
