@@ -136,7 +136,8 @@ class Trainer:
             self.optimizer = build_optimizer(config, self.policy)
             # A gradient window (--bptt > rollout) reaches steps acting's graph does not hold: recompute.
             self.keep_graph = config.learner == "acting_graph" or (
-                config.learner == "auto" and config.core in KEEPS_ACTING_GRAPH and not config.reaches_back and not config.cuda_graph)
+                config.learner == "auto" and config.core in KEEPS_ACTING_GRAPH and self.policy.can_open and not config.reaches_back
+                and not config.cuda_graph)  # (the Feedback core's ways of keeping the cue run on its reference model: no stepwise run)
             # Episodes packed side by side shorten only a core whose steps run one after another.
             self.packs_episodes = config.pack_episodes and self.policy.core.sequential
             if self.keep_graph and not self.policy.can_open:

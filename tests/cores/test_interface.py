@@ -23,6 +23,11 @@ ATOL = 1e-5
 GATED_ATOL = 4e-5
 
 
+# The Feedback core's ways of keeping the cue (reference.py), which run on the reference path
+KEEPING = [{}, {}, {"carry": "gate"}, {"keep_slot": True}, {"memory_write": "tanh", "read_norm": False},
+           {"carry": "gate", "keep_slot": True, "memory_write": "tanh", "keep_t_max": 8}]
+
+
 @st.composite
 def attention_options(draw, feedback):
     heads = draw(st.integers(1, 3))
@@ -36,6 +41,7 @@ def attention_options(draw, feedback):
     }
     if feedback:
         options["shared_kv"] = draw(st.booleans())
+        options.update(draw(st.sampled_from(KEEPING)))  # the paper's model (its fast paths) or a way of keeping the cue
     elif draw(st.booleans()):  # GTrXL's gates (pre-norm only; the Feedback core refuses them)
         options.update(gating="gru", pre_norm=True, gate_bias=draw(st.sampled_from([2.0, 0.5])))
     return options

@@ -27,6 +27,7 @@ CORES = {
     "feedback-dropout": ("feedback", {**ATTENTION, "dropout": 0.1}),
     "feedback-per-layer-kv-post-norm": ("feedback", {**ATTENTION, "shared_kv": False, "pre_norm": False}),
     "feedback-persistent": ("feedback", {**ATTENTION, "persistent": 2}),
+    "feedback-keeping": ("feedback", {**ATTENTION, "carry": "gate", "keep_slot": True, "memory_write": "tanh", "dropout": 0.1}),
     "transformer": ("transformer", ATTENTION),
     "transformer-persistent-dropout": ("transformer", {**ATTENTION, "persistent": 2, "dropout": 0.1}),
     "transformer-gtrxl": ("transformer", {**ATTENTION, "gating": "gru"}),
@@ -43,7 +44,9 @@ CORES = {
 }
 RECURRENT = ("lstm", "gru")
 LEARNS_OVER_CHUNKS = [name for name, (core, _) in CORES.items() if core not in RECURRENT]
-OPENS = [name for name, (core, _) in CORES.items() if core in ("feedback", *RECURRENT)]
+# cores with a step-at-a-time run (core.open); the Feedback core's ways of keeping the cue run on its
+# reference model, which has none (the policy then recomputes the rollout's steps)
+OPENS = [name for name, (core, _) in CORES.items() if core in ("feedback", *RECURRENT) and name != "feedback-keeping"]
 
 
 def meta_core(name: str) -> torch.nn.Module:

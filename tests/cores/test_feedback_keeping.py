@@ -1,0 +1,213 @@
+"""The Feedback memory's ways of keeping the cue (agents/cores/feedback/reference.py: carry, keep_slot,
+memory_write): each against what its equation says at its limits, the episode start emptying
+what it carries, the fresh memory's retention the carry aims at, the refusals, and the trainers.
+(Chunking, episode isolation, batch independence and gradients: test_interface.py draws them.)"""
+
+import json
+
+import pytest
+import torch
+
+import evaluate
+import train_a2c
+import train_ppo
+from agents.config.a2c_config import A2CConfig, resolve_config
+from agents.config.ppo_config import PPOConfig
+from agents.cores import make_core
+from agents.cores.feedback.core import FeedbackCore
+from agents.cores.feedback.reference import FeedbackConfig, FeedbackReference
+from agents.learners.ppo import PPOTrainer
+from agents.learners.train import Trainer
+from experiments.cue_memory import walk_to_query
+from experiments.keep_cue import fresh_policy
+from experiments.memory_probes import probe
+from tests.trained import assert_same_parameters
+
+INPUT_DIM, BATCH, STEPS = 5, 3, 9
+SMALL = dict(d_model=8, n_heads=2, n_layers=2, span=3)
+TOL = 1e-12  # float64
+
+
+def built(**options) -> FeedbackReference:
+    torch.manual_seed(0)
+    return make_core("feedback", INPUT_DIM, **SMALL, **options).double().eval()
+
+
+def inputs(seed: int = 1):
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(STEPS, BATCH, INPUT_DIM, generator=generator, dtype=torch.float64)
+    first = torch.zeros(STEPS, BATCH, dtype=torch.bool)
+    first[0] = True
+    first[5, 1] = True  # env 1 starts a new episode at step 5
+    return x, first
+
+
+def run(core, x, first):
+    with torch.no_grad():
+        return core(x, core.initial_state(BATCH, "cpu"), first)
+
+
+def set_gate(gate: torch.nn.Linear, bias: float) -> None:
+    """A gate that ignores its input: sigmoid(bias) everywhere."""
+    with torch.no_grad():
+        gate.weight.zero_()
+        gate.bias.fill_(bias)
+
+
+def test_a_carry_that_never_keeps_is_the_papers_model():
+    carrying, paper = built(carry="gate"), built()
+    paper.load_state_dict({k: v for k, v in carrying.state_dict().items() if not k.startswith("carry_gate")})
+    set_gate(carrying.carry_gate, -60.0)  # g = 1e-26: m_t = u_t
+    x, first = inputs()
+    (y, state), (y_paper, state_paper) = run(carrying, x, first), run(paper, x, first)
+    torch.testing.assert_close(y, y_paper, atol=TOL, rtol=0)
+    torch.testing.assert_close(carrying.memory_window(state)[0], paper.memory_window(state_paper)[0], atol=TOL, rtol=0)  # (the paper's: FeedbackCore's buffers)
+
+
+def test_a_carry_that_always_keeps_holds_its_first_write_until_an_episode_start():
+    core = built(carry="gate")
+    set_gate(core.carry_gate, 60.0)  # g = 1 - 1e-26: m_t = m_{t-1}
+    x, first = inputs()
+    state = core.initial_state(BATCH, "cpu")
+    written = []
+    with torch.no_grad():
+        for t in range(STEPS):
+            _, state = core(x[t : t + 1], state, first[t : t + 1])
+            written.append(core.written_memory(state).clone())
+    # at an episode start m_{t-1} counts as 0, so m_t = (1 - g) u_t: about 1e-26 u_t; then kept as it is
+    assert all(float(written[t].abs().max()) < 1e-20 for t in range(STEPS))
+    with torch.no_grad():  # the same with a gate just below keep: each step keeps its m_{t-1} but for (1 - g)
+        core.carry_gate.bias.fill_(4.0)
+        _, state = run(core, x, first)
+    kept = torch.sigmoid(torch.tensor(4.0, dtype=torch.float64))
+    _, before = run(core, x[:-1], first[:-1])
+    memory_before = core.written_memory(before)
+    assert float((core.written_memory(state) - kept * memory_before).abs().max()) <= float((1 - kept) * 50)  # the new write's share at most 1 - g of |u| (< 50 here)
+
+
+def test_an_episode_start_empties_the_carry_and_the_kept_slot():
+    core = built(carry="gate", keep_slot=True)
+    x, first = inputs()
+    other = x.clone()
+    other[:5, 1] += 3.0  # env 1's previous episode differs, its new one (from step 5) does not
+    (y, state), (y_other, state_other) = run(core, x, first), run(core, other, first)
+    torch.testing.assert_close(y[5:, 1], y_other[5:, 1], atol=TOL, rtol=0)
+    torch.testing.assert_close(state.kept[1], state_other.kept[1], atol=TOL, rtol=0)
+    assert float((y[:5, 1] - y_other[:5, 1]).abs().max()) > 1e-3  # (the inputs did reach the outputs before)
+
+
+def test_the_kept_slot_writes_what_its_gate_lets_through_and_is_read_at_position_row_0():
+    core = built(keep_slot=True)
+    x, first = inputs()
+    set_gate(core.kept_gate, -60.0)  # a = 0: k_t = m_t, the newest memory vector
+    _, state = run(core, x, first)
+    torch.testing.assert_close(state.kept, state.memory[:, -1], atol=TOL, rtol=0)
+    set_gate(core.kept_gate, 60.0)  # a = 1: k stays what an episode start made it, 0
+    _, state = run(core, x, first)
+    assert float(state.kept.abs().max()) < 1e-20
+    set_gate(core.kept_gate, 0.0)
+    for keep_slot in (True, False):
+        reading = built(keep_slot=keep_slot).train()
+        y, _ = reading(x, reading.initial_state(BATCH, "cpu"), first)
+        y.square().sum().backward()
+        row0 = float(reading.blocks[0].position.grad[0].abs().max())
+        assert (row0 > 0) == keep_slot, (keep_slot, row0)  # row 0 is read by the kept slot only
+
+
+def test_a_memory_written_through_tanh_is_bounded_and_is_tanh_of_the_papers_first_write():
+    bounded, paper = built(memory_write="tanh", read_norm=False), built(read_norm=False)
+    paper.load_state_dict(bounded.state_dict())
+    x, first = inputs()
+    with torch.no_grad():
+        x = x * 30  # large inputs: the paper's raw write is far outside [-1, 1]
+    _, state = run(bounded, x[:1], first[:1])
+    _, state_paper = run(paper, x[:1], first[:1])
+    first_write = paper.written_memory(state_paper)
+    assert float(first_write.abs().max()) > 2
+    torch.testing.assert_close(bounded.written_memory(state), torch.tanh(first_write), atol=TOL, rtol=0)
+    _, state = run(bounded, x, first)
+    assert float(state.memory.abs().max()) <= 1
+
+
+def test_gate_biases_start_as_chrono_sets_them():
+    core = make_core("feedback", INPUT_DIM, **SMALL, carry="gate", keep_slot=True, keep_t_max=50)
+    for gate in (core.carry_gate, core.kept_gate):
+        bias = gate.bias.detach()
+        assert float(bias.min()) >= 0 and float(bias.max()) <= torch.log(torch.tensor(49.0)) + 1e-6
+        assert len(set(bias.tolist())) == len(bias)  # one u per channel
+    assert not torch.equal(core.carry_gate.bias, core.kept_gate.bias)
+
+
+@pytest.mark.parametrize("model", ["feedback-span16", "feedback-span16-carry"])
+def test_the_carry_starts_the_memory_near_keep(model):
+    """The fresh probe the carry aims at (experiments/keep_cue.py): retention near 1 at L = 16
+    where the paper's model keeps about 0.89 of the cue a step."""
+    torch.set_num_threads(1)
+    retentions = []
+    for seed in (0, 1):
+        policy, env_options = fresh_policy(model, 16, seed)
+        retentions.append(probe(policy, walk_to_query(env_options, 16))["retention"])
+    if model.endswith("carry"):
+        assert min(retentions) > 0.95, retentions
+    else:
+        assert max(retentions) < 0.93, retentions
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"carry": "lstm"}, r"^carry must be one of \['none', 'gate'\], got 'lstm'$"),
+    ({"keep_slot": 1}, r"^keep_slot must be True or False, got 1$"),
+    ({"memory_write": "norm"}, r"^memory_write must be one of \['raw', 'tanh'\], got 'norm'$"),
+    ({"carry": "gate", "keep_t_max": 2}, r"^keep_t_max must be .*3.*got 2"),
+])
+def test_bad_options_are_refused(options, message):
+    with pytest.raises(ValueError, match=message):
+        make_core("feedback", INPUT_DIM, **SMALL, **options)
+
+
+def test_the_fast_core_refuses_them_and_make_core_builds_the_reference_for_them():
+    assert type(make_core("feedback", INPUT_DIM, **SMALL)) is FeedbackCore
+    assert type(make_core("feedback", INPUT_DIM, **SMALL, carry="gate")) is FeedbackReference
+    with pytest.raises(ValueError, match=r"FeedbackCore runs the paper's model only, got carry='gate'"):
+        FeedbackCore(INPUT_DIM, FeedbackConfig(**SMALL, carry="gate"))
+
+
+ENVS, ROLLOUT = 8, 8
+OPTIONS = "d_model=8,n_heads=2,n_layers=2,span=3,carry=gate,keep_slot=True,memory_write=tanh"
+ENV = ["--env", "corridor", "--env-opt", "length=3,max_episode_steps=7"]
+
+
+@pytest.mark.parametrize("trainer", [train_a2c, train_ppo], ids=["a2c", "ppo"])
+def test_the_command_line_trains_it_and_evaluate_scores_it(tmp_path, capsys, trainer):
+    extra = ["--num-minibatches", "2"] if trainer is train_ppo else []
+    trainer.main([*ENV, "--core", "feedback", "--core-opt", OPTIONS, "--num-envs", str(ENVS), "--rollout", str(ROLLOUT),
+                  "--total-steps", str(3 * ENVS * ROLLOUT), "--threads", "1", "--run-dir", str(tmp_path), *extra])
+    line = capsys.readouterr().out.splitlines()[0]
+    assert line.startswith("core feedback: ") and "carry=gate" in line and "keep_slot=True" in line, line
+    evaluate.main([str(tmp_path), "--episodes", "4", "--greedy"])
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["global_step"] == 3 * ENVS * ROLLOUT and result["episodes"] == 4
+
+
+@pytest.mark.parametrize("trainer_class, config_class", [(Trainer, A2CConfig), (PPOTrainer, PPOConfig)], ids=["a2c", "ppo"])
+def test_a_resumed_run_makes_the_updates_of_an_unstopped_one(tmp_path, trainer_class, config_class):
+    def config(folder, updates):
+        return resolve_config(dict(env="corridor", core="feedback", num_envs=ENVS, rollout=ROLLOUT, total_steps=updates * ENVS * ROLLOUT,
+                                   seed=5, run_dir=str(tmp_path / folder), threads=1, learning_rate=1e-2,
+                                   core_options=dict(SMALL, carry="gate", keep_slot=True),
+                                   env_options={"length": 3, "max_episode_steps": 7}), config_class)
+
+    runs = {}
+    for folder, updates in (("straight", 4), ("split", 2)):
+        trainer = trainer_class(config(folder, updates))
+        try:
+            trainer.train()
+        finally:
+            trainer.close()
+        runs[folder] = trainer
+    resumed = trainer_class.from_checkpoint(str(tmp_path / "split"), {"total_steps": 4 * ENVS * ROLLOUT})
+    try:
+        assert resumed.resumed_how.startswith("envs and memory continue")
+        resumed.train()
+    finally:
+        resumed.close()
+    assert_same_parameters(resumed.policy.state_dict(), runs["straight"].policy.state_dict())
