@@ -45,7 +45,7 @@ from experiments.memory_length import model_args
 from experiments.memory_probes import probe
 
 DESIGNS = ("feedback-span16", "feedback-span16-carry", "feedback-span16-kept", "feedback-span16-tanh")
-KEPT = ("retention", "gradient_to_cue", "cue_separation")
+KEPT = ("retention", "kept_retention", "gradient_to_cue", "cue_separation")  # (kept_retention: the kept slot's, where there is one)
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -83,9 +83,9 @@ def main(argv: list[str] | None = None) -> None:
             for seed in range(args.seeds):
                 policy, env_options = fresh_policy(model, length, seed)
                 numbers = probe(policy, walk_to_query(env_options, EPISODES))
-                per_seed.append({"seed": seed, **{key: float(numbers[key]) for key in KEPT}})
-                print(f"L {length} {model} seed {seed}: " + ", ".join(f"{key} {per_seed[-1][key]:.3g}" for key in KEPT), flush=True)
-            median = {key: float(np.median([run[key] for run in per_seed])) for key in KEPT}
+                per_seed.append({"seed": seed, **{key: float(numbers[key]) for key in KEPT if key in numbers}})
+                print(f"L {length} {model} seed {seed}: " + ", ".join(f"{key} {value:.3g}" for key, value in per_seed[-1].items() if key != "seed"), flush=True)
+            median = {key: float(np.median([run[key] for run in per_seed])) for key in KEPT if key in per_seed[0]}
             result["models"].setdefault(model, {})[str(length)] = {"per_seed": per_seed, "median": median}
     result["wall_seconds"] = round(time.time() - started, 1)
     write_json(args.out / "keep_cue_fresh.json", result, indent=1)
@@ -99,12 +99,14 @@ def table(result: dict) -> str:
     for model, lengths in result["models"].items():
         for length, cell in lengths.items():
             def spread(key: str) -> str:
+                if key not in cell["median"]:
+                    return "-"
                 values = [run[key] for run in cell["per_seed"]]
                 return f"{cell['median'][key]:.3g} ({min(values):.3g} .. {max(values):.3g})"
             rows.append([model, length, *(spread(key) for key in KEPT)])
     return (f"Fresh policies (before any update) of the recall runs, {result['episodes']} episodes walked to the query; "
             f"median over seeds (range). `{result['command']}`\n\n"
-            + markdown_table(["model", "L", "retention a step", "gradient to cue", "cue separation at the query"], rows))
+            + markdown_table(["model", "L", "retention a step", "kept slot's retention", "gradient to cue", "cue separation at the query"], rows))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ and for the Feedback core (m_t = sum_l softmax(w)_l x_t^l, feedback/reference.py
   of the memory, averaged over door orders (queries); `memory_norm`: mean |m_t|;
 - `retention`: the geometric mean over the walk of memory_gap_t / memory_gap_{t-1}, how much
   of the cue's part of m_{t-1} survives into m_t (at span 1 the cue can only pass this way:
-  after the first step the inputs carry none of it);
+  after the first step the inputs carry none of it); `kept_retention` the same of the kept
+  slot k_t where the core keeps one (reference.py's keep_slot);
 - `norms`: the Frobenius norms of the embedding, the key and value halves of the memory's
   projection, each layer's attention output projection, and the mean |gain| of the LayerNorm
   the memory is read through (its denominator is the memory's spread: a memory whose
@@ -48,28 +49,33 @@ def probe(policy: Policy, walk: CueWalk) -> dict:
     policy.eval()
     try:
         numbers = {"cue_separation": separation(door_outputs(policy, walk), walk), **gradients_to_cue(policy, walk)}
-        outputs, memories = walk_steps(policy, walk)
+        outputs, memories, kept = walk_steps(policy, walk)
         numbers["output_separation"] = [separation(y, walk) for y in outputs]
         if isinstance(policy.core, FeedbackReference):
             numbers.update(feedback_numbers(policy.core, memories, walk))
+        if kept:
+            numbers["kept_retention"] = retention([cue_gap(k, walk) for k in kept])
         return numbers
     finally:
         policy.train(training)
 
 
 @torch.no_grad()
-def walk_steps(policy: Policy, walk: CueWalk) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def walk_steps(policy: Policy, walk: CueWalk) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
     """The walk one step at a time: the core's output at each step, (N, D) each, and for the
-    Feedback core the memory vector m_t it stored (raw), (N, D) each (else an empty list)."""
+    Feedback core the memory vector m_t it stored (raw), (N, D) each, and its kept slot k_t where
+    it keeps one (keep_slot), (N, D) each (else empty lists)."""
     x, first = walk_inputs(policy, walk)
     state = policy.initial_state(x.shape[1], x.device)
-    outputs, memories = [], []
+    outputs, memories, kept = [], [], []
     for t in range(x.shape[0]):
         y, state = policy.core(x[t : t + 1], state, first[t : t + 1])
         outputs.append(y[0].cpu().numpy())
         if isinstance(policy.core, FeedbackReference):
             memories.append(policy.core.written_memory(state).float().cpu().numpy())
-    return outputs, memories
+            if policy.core.config.keep_slot:
+                kept.append(state.kept.float().cpu().numpy())
+    return outputs, memories, kept
 
 
 def gradients_to_cue(policy: Policy, walk: CueWalk) -> dict[str, float]:
@@ -90,10 +96,14 @@ def gradients_to_cue(policy: Policy, walk: CueWalk) -> dict[str, float]:
     return ratios
 
 
+def retention(gap: list[float]) -> float:
+    """The geometric mean of gap_t / gap_{t-1} over the walk (nan where the first gap is 0)."""
+    return float((gap[-1] / gap[0]) ** (1 / (len(gap) - 1))) if gap[0] > 0 else float("nan")
+
+
 def feedback_numbers(core: FeedbackReference, memories: list[np.ndarray], walk: CueWalk) -> dict:
     """softmax(w), the memory's cue gap and norm per step, its retention, the weights' norms."""
     gap = [cue_gap(m, walk) for m in memories]
-    retention = (gap[-1] / gap[0]) ** (1 / (len(gap) - 1)) if gap[0] > 0 else float("nan")
     d = core.config.d_model
     with torch.no_grad():
         norms = {"embed": core.embed.weight.norm(), "keys": core.kv[0].weight[:d].norm(), "values": core.kv[0].weight[d:].norm(),
@@ -104,5 +114,5 @@ def feedback_numbers(core: FeedbackReference, memories: list[np.ndarray], walk: 
         weights = core.layer_weights.tolist()
     return {
         "layer_weights": weights, "memory_gap": gap, "memory_norm": [float(np.linalg.norm(m, axis=1).mean()) for m in memories],
-        "retention": float(retention), "norms": {name: float(value) for name, value in norms.items()},
+        "retention": retention(gap), "norms": {name: float(value) for name, value in norms.items()},
     }

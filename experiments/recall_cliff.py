@@ -53,7 +53,7 @@ from experiments.frame.tables import markdown_table
 from experiments.memory_probes import probe
 
 NAME = "memory_length_recall_headline"
-KEPT = ("gradient_to_cue", "value_gradient_to_cue", "cue_separation", "retention")  # of probe()'s numbers, per policy
+KEPT = ("gradient_to_cue", "value_gradient_to_cue", "cue_separation", "retention", "kept_retention")  # of probe()'s numbers, per policy
 
 
 def make_parser() -> argparse.ArgumentParser:

@@ -35,15 +35,17 @@ experiments/memory_probes.py) falls under training (0.85-0.89 fresh, 0.80-0.81 t
 16 on the recall task: 0.8^64 ~ 1e-6 of the cue is left after 64 steps). Three ways to keep it:
 
 - `carry="gate"`: a gated carry, m_t = g_t * m_{t-1} + (1 - g_t) * u_t, where u_t = sum_l
-  softmax(w)_l x_t^l is the paper's m_t and g_t = sigmoid(W_g y_t + b_g) (per channel, y_t the
-  step's normed output). What survives a step is then at least g_t of the cue's part of m_{t-1},
-  whatever the attention does, and d m_t / d m_{t-1} = diag(g_t) + (the reread's share): a
-  gradient path to the cue's step that no weight has to learn. b_g starts as chrono sets an
-  LSTM's forget gate (Tallec & Ollivier 2018): log(u), u ~ U(1, keep_t_max - 1) per channel, so
-  channel i keeps about 1 + u_i steps and a fresh memory's retention starts near 1: training
-  must choose to forget. m_t is a convex sum of the u's, so the carry cannot run away.
+  softmax(w)_l x_t^l is the paper's m_t and g_t = sigmoid(W_g x_t^0 + b_g) (per channel, from
+  the step's embedded input, so a call's gates are one product over its steps, as its
+  embeddings are, and the fast steps would take them as inputs). What survives a step is then at
+  least g_t of the cue's part of m_{t-1}, whatever the attention does, and d m_t / d m_{t-1} =
+  diag(g_t) + (the reread's share): a gradient path to the cue's step that no weight has to
+  learn. b_g starts as chrono sets an LSTM's forget gate (Tallec & Ollivier 2018): log(u),
+  u ~ U(1, keep_t_max - 1) per channel, so channel i keeps about 1 + u_i steps and a fresh
+  memory's retention starts near 1: training must choose to forget. m_t is a convex sum of the
+  u's, so the carry cannot run away.
 - `keep_slot=True`: the paper's first-in first-out memory unchanged, and beside it one kept
-  vector k_t = a_t * k_{t-1} + (1 - a_t) * m_t (a_t as g_t, its own weights, chrono bias),
+  vector k_t = a_t * k_{t-1} + (1 - a_t) * m_t (a_t as g_t: from x_t^0, its own weights, chrono bias),
   which every layer reads as one more key and value (position row 0, which no memory slot
   reads: slot d steps back reads row d >= 1). The window still answers what happened in the
   last S steps; the kept slot carries the cue past them.
@@ -143,7 +145,7 @@ class FeedbackReference(nn.Module):
         self.layer_logits = nn.Parameter(torch.zeros(c.n_layers + 1))  # w: l = 0 is the input embedding
         self.norm_out = nn.LayerNorm(c.d_model) if c.pre_norm else nn.Identity()
         init_value_path(c.value_init, self.kv, self.blocks)
-        self.carry_gate = keep_gate(c.d_model, c.keep_t_max) if c.carry == "gate" else None  # g_t's W_g, b_g
+        self.carry_gate = keep_gate(c.d_model, c.keep_t_max) if c.carry == "gate" else None  # g_t's W_g, b_g (of x_t^0)
         self.kept_gate = keep_gate(c.d_model, c.keep_t_max) if c.keep_slot else None  # a_t's
 
     @property
@@ -182,33 +184,32 @@ class FeedbackReference(nn.Module):
             if c.keep_slot:
                 read, visible = torch.cat([memory, kept[:, None]], dim=1), torch.cat([valid, valid[:, -1:]], dim=1)  # (B, S + 1, D), (B, S + 1)
             kv = [project(self.memory_norm[g], self.kv[g], read) for g in range(self.groups)]  # (B, S [+ 1], 2 D) each
-            h = self.embed(x[t])[:, None]  # (B, 1, D) x_t^0, the one query step
+            h = embedded = self.embed(x[t])[:, None]  # (B, 1, D) x_t^0, the one query step
             m = self.layer_weights[0] * h
             for layer, block in enumerate(self.blocks):
                 keys, values = (split_heads(half, c.n_heads) for half in kv[0 if c.shared_kv else layer].chunk(2, dim=-1))  # (B, H, S [+ 1], E) each
                 h = block(h, keys, values, distance, visible[:, None], step_keep(masks[layer], t))
                 m = m + self.layer_weights[layer + 1] * h
-            y = self.norm_out(h)  # (B, 1, D)
-            m = self.write(m, y, memory[:, -1:] * carried)
+            m = self.write(m, embedded, memory[:, -1:] * carried)
             if c.keep_slot:
-                kept = blend(self.kept_gate(y), kept[:, None] * carried, m)[:, 0]  # (B, D) k_t
+                kept = blend(self.kept_gate(embedded), kept[:, None] * carried, m)[:, 0]  # (B, D) k_t
             memory = torch.cat([memory[:, 1:], m], dim=1)  # (B, S, D): m_t in, the oldest out
             valid = torch.cat([valid[:, 1:], torch.ones_like(valid[:, :1])], dim=1)
-            outputs.append(y[:, 0])
+            outputs.append(self.norm_out(h[:, 0]))
         return torch.stack(outputs), ReferenceState(memory.detach(), valid, kept.detach())
 
-    def write(self, u: torch.Tensor, y: torch.Tensor, previous: torch.Tensor) -> torch.Tensor:
-        """m_t from the paper's u_t = sum_l softmax(w)_l x_t^l, the step's output y_t and m_{t-1}
-        (zero at an episode start), (B, 1, D) each: u_t itself in the paper's model."""
+    def write(self, u: torch.Tensor, embedded: torch.Tensor, previous: torch.Tensor) -> torch.Tensor:
+        """m_t from the paper's u_t = sum_l softmax(w)_l x_t^l, the step's embedded input x_t^0
+        and m_{t-1} (zero at an episode start), (B, 1, D) each: u_t itself in the paper's model."""
         if self.config.memory_write == "tanh":
             u = torch.tanh(u)
         if self.carry_gate is not None:
-            u = blend(self.carry_gate(y), previous, u)
+            u = blend(self.carry_gate(embedded), previous, u)
         return u
 
 
 def keep_gate(width: int, t_max: int) -> nn.Linear:
-    """A gate's W and b (y_t -> its logits), the bias set as chrono sets an LSTM's forget gate
+    """A gate's W and b (x_t^0 -> its logits), the bias set as chrono sets an LSTM's forget gate
     (Tallec & Ollivier 2018): log(u), u ~ U(1, t_max - 1) per channel, from torch's global
     generator; so sigmoid(b) = u / (1 + u) and channel i keeps about 1 + u_i steps."""
     gate = nn.Linear(width, width)
