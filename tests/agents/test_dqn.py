@@ -241,6 +241,19 @@ def test_resume_equals_an_uninterrupted_run_with_its_replay(tmp_path, replay):
         assert np.array_equal(values, resumed.replay.arrays[name]), name
 
 
+def test_actor_workers_train_exactly_like_in_process_stepping(tmp_path):
+    weights = []
+    for actors in (0, 2):
+        trainer = DQNTrainer(small(tmp_path / str(actors), num_actors=actors))
+        try:
+            run_updates(trainer, 4)
+            assert trainer.gradient_steps > 0
+            weights.append(trainer.policy.state_dict())
+        finally:
+            trainer.close()
+    assert_same_parameters(*weights)
+
+
 def test_the_command_line_trains_resumes_and_evaluate_scores_it(tmp_path, capsys):
     run = tmp_path / "run"
     flags = ["--env", "tmaze", "--env-opt", "length=3", "--core", "lstm", "--core-opt", "hidden_size=8", "--num-envs", "4",
