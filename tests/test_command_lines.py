@@ -14,7 +14,7 @@ from agents.command_line import make_parser
 from agents.learners.train import Trainer
 
 PACKAGES = ("agents", "envs", "experiments", "benchmarks", "seqtasks")
-SCRIPTS = ("train_a2c", "train_ppo", "evaluate")  # the repository root's own
+SCRIPTS = ("train_a2c", "train_ppo", "train_dqn", "evaluate")  # the repository root's own
 
 
 def command_modules() -> list[str]:
