@@ -250,11 +250,19 @@ class Sweep:
             "stop_after": a.stop_after, "stopped": stopped, "complete": complete,
             "wall_seconds_this_invocation": round(time.time() - self.started, 1), "models": {},
         }
+        # A resumed sweep reaches its later lengths again only after its earlier ones: until then the
+        # cells an earlier invocation wrote stand as they were, so the JSON never shows less than before
+        before = read_record(a.out / f"{a.name}.json") or {"models": {}}
+        for model, entry in before["models"].items():
+            summary["models"][model] = {**entry, "lengths": {length: cell for length, cell in entry["lengths"].items()
+                                                             if (model, int(length)) not in self.cells}}
         for (model, length), cell in self.cells.items():
             training = next(iter(cell.values()))[0]
             entry = summary["models"].setdefault(model, {"core": MODELS[model][0], "span": MODELS[model][1], "lengths": {}})
             entry["lengths"][str(length)] = {"cap_frames": int(training.target.split()[0]), "train_args": training.work[1][:-2],
                                              "per_seed": self.per_seed(cell)}
+        for entry in summary["models"].values():
+            entry["lengths"] = dict(sorted(entry["lengths"].items(), key=lambda item: int(item[0])))
         a.out.mkdir(parents=True, exist_ok=True)
         write_json(a.out / f"{a.name}.json", summary, indent=1)
         write_text(a.out / f"{a.name}.md", table(summary))

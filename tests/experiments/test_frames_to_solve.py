@@ -82,6 +82,12 @@ def test_a_quick_sweep_records_each_runs_cost_and_resumes_from_its_ledger(tmp_pa
     assert "past_length.done.json" in json.loads(ledger_path.read_text())["gru/L1/seed0"]
     assert json.loads((out / "frames_to_solve.json").read_text())["models"] == summary["models"]
 
+    # A resumed sweep that has not reached L = 2 again yet (here: told to run L = 1 only) keeps L = 2's cells as they were written.
+    resumed = list(argv)
+    del resumed[argv.index("--lengths") + 2]  # --lengths 1
+    frames_to_solve.main(resumed)
+    assert json.loads((out / "frames_to_solve.json").read_text())["models"] == summary["models"]
+
     shutil.rmtree(runs)  # another machine: the ledger alone
     frames_to_solve.main(argv)
     assert not runs.exists()
