@@ -4,9 +4,9 @@
     python -m experiments.recall_cliff --name NAME --models feedback-span16 transformer-span16
 
 For every run of a memory length sweep on the recall task (experiments/memory_length.py --env
-memory_length: its NAME.json and run folders), two policies, each fed 64 episodes of the run's
-length answered 0 up to the query (experiments/cue_memory.py: walk_to_query) and probed
-(experiments/memory_probes.py):
+memory_length, or experiments/frames_to_solve.py: its NAME.json and run folders), two policies,
+each fed 64 episodes of the run's length answered 0 up to the query (experiments/cue_memory.py:
+walk_to_query) and probed (experiments/memory_probes.py):
 
 - the run's final policy, and
 - a fresh policy of its config and seed, before any update: what the learner starts from.
@@ -75,8 +75,9 @@ def main(argv: list[str] | None = None) -> None:
     sweep = read_record(source)
     if sweep is None:
         parser.error(f"no sweep at {source}; give --name of an experiments.memory_length run (and --out where its JSON is)")
-    if sweep["env"] != "memory_length":
-        parser.error(f"{source} is a sweep on {sweep['env']!r}; the probes walk the memory length task (--env memory_length)")
+    task = sweep.get("env") or sweep.get("task", "").split(",")[0]  # memory_length's sweeps name the env, frames_to_solve's the task
+    if task != "memory_length":
+        parser.error(f"{source} is a sweep on {task!r}; the probes walk the memory length task (--env memory_length)")
     under_way = unfinished(args.out / f"{args.name}_runs.json", sweep)
     known = [*sweep["models"], *(model for model in under_way if model not in sweep["models"])]  # a model's first length may be under way
     models = args.models or known
@@ -104,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
                 per_seed.append(probed[model, length, run["seed"]])
                 kept += 1
             elif not partial or (run_dir / "checkpoint.pt").exists():  # a length under way: the runs trained here
-                per_seed.append({"seed": run["seed"], "greedy_success": run["greedy_success"], **probe_run(str(run_dir), args.episodes)})
+                per_seed.append({"seed": run["seed"], "greedy_success": greedy_success(run), **probe_run(str(run_dir), args.episodes)})
                 print(f"{model} L{length} seed {run['seed']}: " + ", ".join(
                     f"{key} {per_seed[-1]['fresh'][key]:.2e} -> {per_seed[-1]['trained'][key]:.2e}" for key in ("gradient_to_cue", "cue_separation")), flush=True)
         if per_seed:
@@ -147,6 +148,15 @@ def unfinished(ledger: Path, sweep: dict) -> dict[str, dict[str, list[dict]]]:
         for runs in lengths.values():
             runs.sort(key=lambda run: run["seed"])
     return found
+
+
+def greedy_success(run: dict) -> float:
+    """A run's greedy success: memory_length's evaluation, or for a frames-to-solve run its last
+    check's (the confirmation where the run solved)."""
+    if "greedy_success" in run:
+        return run["greedy_success"]
+    last = run["checks"][-1]
+    return last.get("confirmation", last["score"])
 
 
 def probe_run(run_dir: str, episodes: int) -> dict:

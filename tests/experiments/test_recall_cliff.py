@@ -74,7 +74,7 @@ def test_a_sweeps_runs_are_probed_fresh_and_trained(tmp_path, capsys):
     runs_probed = result["models"]["feedback-span2"]["3"]["per_seed"]
     assert [run["seed"] for run in runs_probed] == [0, 1]
     for run in runs_probed:
-        assert set(run) == {"seed", "greedy_success", "fresh", "trained"} and set(run["fresh"]) == set(recall_cliff.KEPT)
+        assert set(run) == {"seed", "greedy_success", "fresh", "trained"} and set(run["fresh"]) == set(recall_cliff.KEPT) - {"kept_retention"}
         assert run["fresh"]["gradient_to_cue"] > 0 and run["fresh"] != run["trained"]  # 3 steps back: within the memory's reach; trained moved
     trained = trained_and_fresh(str(runs / "feedback-span2" / "L3" / "seed1"), ("memory_length",))
     assert trained[0].config.seed == 1  # the folder the seed names
@@ -92,6 +92,26 @@ def test_a_sweeps_runs_are_probed_fresh_and_trained(tmp_path, capsys):
     with pytest.raises(SystemExit) as exited:  # probes of another number of episodes are not mixed in
         recall_cliff.main(["--name", "sweep", "--runs-dir", str(runs), "--out", str(out), "--episodes", "16"])
     assert exited.value.code == 2 and "was probed with --episodes 8, not 16" in capsys.readouterr().err
+
+
+def test_a_frames_to_solve_sweeps_runs_are_probed_with_the_kept_slots_retention(tmp_path):
+    """A frames-to-solve sweep's JSON names the task, not the env, and gives each run its checks,
+    not a greedy success: the run's is its last check's (the confirmation where it solved). A
+    core with a kept slot (reference.py's keep_slot) has that slot's retention probed too."""
+    from train_a2c import main as train
+
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    train(["--env", "memory_length", "--env-opt", "length=3,show_time=false", "--core", "feedback", "--core-opt",
+           "span=2,d_model=8,n_heads=2,keep_slot=True", "--num-envs", "4", "--rollout", "4", "--total-steps", "32", "--seed", "0",
+           "--run-dir", str(runs / "feedback-kept" / "L3" / "seed0")])
+    checks = [{"frames": 16, "episodes": 4, "score": 0.5}, {"frames": 32, "episodes": 8, "score": 1.0, "confirmation": 0.96}]
+    out.mkdir()
+    (out / "fts.json").write_text(json.dumps({"task": "memory_length, show_time=False", "models": {
+        "feedback-kept": {"lengths": {"3": {"per_seed": [{"seed": 0, "solved": True, "checks": checks}]}}}}}))
+    recall_cliff.main(["--name", "fts", "--runs-dir", str(runs), "--out", str(out), "--episodes", "8"])
+    (run,) = json.loads((out / "fts_probes.json").read_text())["models"]["feedback-kept"]["3"]["per_seed"]
+    assert run["greedy_success"] == 0.96 and set(run["fresh"]) == set(recall_cliff.KEPT)
+    assert 0 < run["fresh"]["kept_retention"] < 1.5
 
 
 def test_a_length_under_way_is_probed_from_the_ledger_where_its_checkpoints_are(tmp_path):
