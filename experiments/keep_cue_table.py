@@ -1,0 +1,110 @@
+"""The memory-length page's table of the Feedback memory's ways of keeping the cue, from their JSON.
+
+    python -m experiments.keep_cue_table        # reads assets/memory_length/, writes keep_cue_table.md and .json
+
+One row per design (the paper's model first), one column per question of the design's issue,
+every cell read from a JSON this module names in the cell's source list, "not run" where there
+is none yet:
+
+- retention a step and the gradient to the bit, fresh (keep_cue_fresh.json, L = 64) and trained
+  (NAME_probes.json of experiments/recall_cliff.py on the recall runs, at L = 64);
+- the recall task, A2C and PPO (frames_to_solve.py's NAME.json): per length from 32, runs
+  solved of runs, and the median frames to solve over the solved runs; the longest length most
+  runs solve, of every length run.
+
+The paper's model's recall row comes from the main frames-to-solve sweep (frames_to_solve.json,
+frames_to_solve_ppo.json), whose runs take the same flags but the keeping option.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from durable.records import read_record, write_json, write_text
+from experiments.frame.flags import results_folder
+from experiments.frame.tables import markdown_table
+from experiments.keep_cue import DESIGNS
+
+# where each design's recall runs are: (A2C sweeps, PPO sweeps), searched in order
+RECALL = {"a2c": ("frames_to_solve", "keep_cue", "keep_cue_others"), "ppo": ("frames_to_solve_ppo", "keep_cue_ppo")}
+PROBED_AT = "64"
+FROM = 32  # recall lengths shown: where the paper's model's reach ends (32) and on
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=results_folder("memory_length"), help="where the JSON are and the table goes")
+    args = parser.parse_args(argv)
+    fresh = read_record(args.out / "keep_cue_fresh.json") or {"models": {}}
+    rows, cells = [], {}
+    for design in DESIGNS:
+        cell = {"fresh": fresh["models"].get(design, {}).get(PROBED_AT, {}).get("median"), "trained": trained_probes(args.out, design)}
+        for algo, names in RECALL.items():
+            cell[algo] = recall(args.out, names, design)
+        cells[design] = cell
+        rows.append([design, probe_text(cell["fresh"], cell["trained"], "retention"), probe_text(cell["fresh"], cell["trained"], "gradient_to_cue"),
+                     recall_text(cell["a2c"]), recall_text(cell["ppo"])])
+    caption = (f"Fresh: median over the seeds of keep_cue_fresh.json (L = {PROBED_AT}); trained: median over the runs probed at L = {PROBED_AT} "
+               "(recall_cliff.py). Recall: runs solved of runs per length from 32 (frames to solve, median of the solved runs); "
+               "reach: the longest length most runs solve, of the lengths run.")
+    table = markdown_table(["design", f"retention a step, fresh -> trained", "gradient to the bit, fresh -> trained",
+                            "recall, A2C", "recall, PPO"], rows, caption)
+    write_json(args.out / "keep_cue_table.json", cells, indent=1)
+    write_text(args.out / "keep_cue_table.md", table)
+    print(table)
+
+
+def trained_probes(out: Path, design: str) -> dict | None:
+    """The trained policies' medians at PROBED_AT, from the first probes file that has them."""
+    for name in RECALL["a2c"]:
+        probes = read_record(out / f"{name}_probes.json") or {"models": {}}
+        cell = probes["models"].get(design, {}).get(PROBED_AT)
+        if cell:
+            return {**cell["median"]["trained"], "source": f"{name}_probes.json", "runs": len(cell["per_seed"])}
+    return None
+
+
+def recall(out: Path, names: tuple[str, ...], design: str) -> dict | None:
+    """{length: {"solved", "runs", "median_frames", "source"}} of the first sweep that ran `design`."""
+    for name in names:
+        sweep = read_record(out / f"{name}.json") or {"models": {}}
+        lengths = sweep["models"].get(design, {}).get("lengths")
+        if lengths:
+            result = {}
+            for length, cell in lengths.items():
+                runs = cell["per_seed"]
+                solved = [run["frames_to_solve"] for run in runs if run["solved"]]
+                result[length] = {"solved": len(solved), "runs": len(runs), "median_frames": float(np.median(solved)) if solved else None,
+                                  "source": f"{name}.json"}
+            return result
+    return None
+
+
+def probe_text(fresh: dict | None, trained: dict | None, key: str) -> str:
+    def number(value):
+        return "not run" if value is None else (f"{value:.3f}" if key == "retention" else f"{value:.1e}")
+    return f"{number(fresh and fresh.get(key))} -> {number(trained and trained.get(key))}"
+
+
+def recall_text(lengths: dict | None) -> str:
+    if not lengths:
+        return "not run"
+    parts = []
+    for length, cell in sorted(lengths.items(), key=lambda item: int(item[0])):
+        if int(length) < FROM:
+            continue
+        frames = f" ({frames_text(cell['median_frames'])})" if cell["median_frames"] else ""
+        parts.append(f"L {length}: {cell['solved']}/{cell['runs']}{frames}")
+    reached = [int(length) for length, cell in lengths.items() if 2 * cell["solved"] > cell["runs"]]
+    return "; ".join(parts) + f"; reach {max(reached) if reached else 'none'} ({next(iter(lengths.values()))['source']})"
+
+
+def frames_text(frames: float) -> str:
+    return f"{frames / 1e6:.2f}M" if frames >= 1e6 else f"{frames / 1e3:.0f}k"
+
+
+if __name__ == "__main__":
+    main()
