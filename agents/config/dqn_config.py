@@ -23,6 +23,7 @@ from agents.config.search_space import Search
 from agents.cores.checks import check_bool, check_float
 
 REPLAYS = ("auto", "episodes", "segments")
+SEGMENT_STATES = ("stored", "empty")
 EPSILON_SCHEDULES = ("ni", "linear", "constant")
 LOSSES = ("mse", "huber")
 LEARNERS = ("recompute",)  # the learner always runs the replayed sequences again
@@ -39,7 +40,11 @@ class DQNConfig(A2CConfig):
     replay_capacity: int = field(default=1_000_000, metadata={"help": "transitions (env steps) the replay holds"})
     replay_sequences: int = field(default=0, metadata={"help": "at most this many episodes or segments (0: as many as --replay-capacity holds)"})
     segment_length: int = field(default=40, metadata={"help": "segments: steps of a segment that carry a loss (after its burn-in)"})
-    burn_in: int = field(default=20, metadata={"help": "segments: steps run before a segment's loss steps, from its stored state, without gradient"})
+    burn_in: int = field(default=20, metadata={"help": "segments: steps run before a segment's loss steps, from its start state, without gradient"})
+    segment_state: str = field(default="stored", metadata={
+        "help": f"one of {SEGMENT_STATES}: segments start from the core state acting had there (stored), or from the empty state, "
+                "the burn-in rebuilding the memory (empty: for cores whose state cannot be stored per segment, the Transformer "
+                "and the Feedback core; exact for the Transformer where burn-in >= n_layers x span)"})
     batch_size: int = field(default=32, metadata={"help": "episodes or segments per update (Ni et al.: 64)"})
     updates_per_step: float = field(default=0.25, metadata={"help": "optimiser steps per env frame (all envs' frames)"})
     learning_starts: int = field(default=10_000, metadata={"help": "env frames acted before the first update"})
@@ -71,7 +76,8 @@ class DQNConfig(A2CConfig):
         if changed:
             raise ValueError(f"{', '.join(f'{name}={getattr(self, name)!r}' for name in changed)}: A2C's, which DQN does not read; "
                              f"leave {', '.join('--' + name.replace('_', '-') for name in changed)} unset")
-        for name, choices in (("replay", REPLAYS), ("epsilon_schedule", EPSILON_SCHEDULES), ("loss", LOSSES)):
+        for name, choices in (("replay", REPLAYS), ("segment_state", SEGMENT_STATES), ("epsilon_schedule", EPSILON_SCHEDULES),
+                              ("loss", LOSSES)):
             if getattr(self, name) not in choices:
                 raise ValueError(f"unknown {name} {getattr(self, name)!r}; choose from {list(choices)}")
         for name in ("replay_capacity", "segment_length", "batch_size", "n_step", "target_every"):

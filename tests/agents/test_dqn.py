@@ -54,14 +54,18 @@ def act_recording(trainer: DQNTrainer, updates: int) -> list[torch.Tensor]:
 # ---------------------------------------------------------------- replay equals acting
 
 
-@pytest.mark.parametrize("core", ["lstm", "gru", "lru"])
-def test_replayed_segments_give_acting_outputs_from_their_stored_state_after_the_burn_in(tmp_path, core):
+@pytest.mark.parametrize("core, state, burn", [("lstm", "stored", 3), ("gru", "stored", 3), ("lru", "stored", 3), ("ffm", "stored", 3),
+                                               ("mamba", "stored", 3), ("transformer", "empty", 8)])
+def test_replayed_segments_give_acting_outputs_from_their_start_state_after_the_burn_in(tmp_path, core, state, burn):
+    """From the state acting had at the segment's start; or, for the Transformer (2 layers, span 4),
+    from the empty state with a burn-in of n_layers x span steps, which rebuilds its whole window."""
     # No learning (learning_starts beyond the run): the weights acting used are the replay's.
-    trainer = DQNTrainer(small(tmp_path, core, **CORRIDOR, burn_in=3, segment_length=4, n_step=2, learning_starts=10**9))
+    trainer = DQNTrainer(small(tmp_path, core, **CORRIDOR, burn_in=burn, segment_length=4, n_step=2, learning_starts=10**9,
+                               segment_state=state))
     try:
-        live = torch.stack(act_recording(trainer, 4))  # (time, B, A)
-        B, M, stride, burn = 3, 3 + 4 + 2, 4, 3
-        assert len(trainer.replay) == B * ((32 - M) // stride + 1)
+        live = torch.stack(act_recording(trainer, 5))  # (time, B, A)
+        B, M, stride = 3, burn + 4 + 2, 4
+        assert len(trainer.replay) == B * ((40 - M) // stride + 1)
         index = torch.arange(len(trainer.replay))
         arrays = trainer.replay.arrays
         # the batch the learner builds, all sequences in storage order: segment k of env b at k * B + b
@@ -272,6 +276,16 @@ def test_the_command_line_trains_resumes_and_evaluate_scores_it(tmp_path, capsys
 # ---------------------------------------------------------------- every core
 
 
+@pytest.mark.parametrize("core", ["transformer", "feedback"])
+def test_cores_with_a_shared_ring_learn_from_segments_started_empty(tmp_path, core):
+    trainer = DQNTrainer(small(tmp_path, core, **CORRIDOR, burn_in=4, segment_length=4, segment_state="empty", learning_starts=16))
+    try:
+        run_updates(trainer, 3)
+        assert trainer.gradient_steps > 0 and len(trainer.replay) > 0
+    finally:
+        trainer.close()
+
+
 @pytest.mark.parametrize("core", sorted(SMALL))
 def test_every_core_learns_from_replayed_episodes(tmp_path, core):
     trainer = DQNTrainer(small(tmp_path, core, learning_starts=0, updates_per_step=0.1))
@@ -294,10 +308,12 @@ def test_every_core_learns_from_replayed_episodes(tmp_path, core):
     (["--entropy-coef", "0.1"], "entropy_coef=0.1: A2C's, which DQN does not read; leave --entropy-coef unset"),
     (["--epsilon-schedule", "cosine"], r"unknown epsilon_schedule 'cosine'; choose from \['ni', 'linear', 'constant'\]"),
     (["--replay", "all"], r"unknown replay 'all'; choose from \['auto', 'episodes', 'segments'\]"),
+    (["--segment-state", "zero"], r"unknown segment_state 'zero'; choose from \['stored', 'empty'\]"),
     (["--replay-capacity", "20"], r"the replay holds 5 sequences of 4 steps .* fewer than one batch \(--batch-size 32\)"),
     (["--replay-capacity", str(10**14)], "the replay .* needs about .* lower --replay-capacity"),
     (["--env", "corridor", "--env-opt", "length=3", "--replay", "segments", "--core", "transformer"],
-     "segment replay stores each segment's start state, and core 'transformer' keeps a field shared by the whole batch"),
+     "segment replay stores each segment's start state, and core 'transformer' keeps a field shared by the whole batch.* "
+     "use --segment-state empty"),
     (["--epsilon-schedule", "linear", "--epsilon-start", "0.1", "--epsilon-end", "0.5"], r"epsilon_end \(0.5\) must be <= epsilon_start"),
 ])
 def test_bad_flags_are_refused_with_what_is_allowed(tmp_path, capsys, flags, message):

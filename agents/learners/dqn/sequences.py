@@ -15,7 +15,9 @@ bootstraps from. Two ways to cut them:
   segment. Episodes run through them (`first` marks their starts). Each segment keeps the core
   state acting had before its first step, so that replaying it from there gives acting's outputs
   (the state a step's weights made; the learner's weights have moved since, which the burn-in
-  makes up for). All envs step together, so a segment starts for every env at once.
+  makes up for); or, with `stores_state` False, none: the segment starts from the empty state
+  and the burn-in alone rebuilds the memory. All envs step together, so a segment starts for
+  every env at once.
 
 `add(record, state_before)` takes one step of all B envs and the core state before it, and
 returns the sequences finished on it: (E, M) arrays (`FIELDS`), and for segments "state.NAME"
@@ -57,7 +59,8 @@ def state_arrays(state: NamedTuple, core: str) -> dict[str, np.ndarray]:
         if not isinstance(value, torch.Tensor):
             raise ValueError(f"segment replay stores each segment's start state, and core {core!r} keeps a field shared by the "
                              f"whole batch ({type(state).__name__}.{name}), which segments from different times cannot share; "
-                             f"use --replay episodes on an env with bounded episodes for this core")
+                             f"use --segment-state empty (each segment from the empty state, rebuilt by the burn-in) or "
+                             f"--replay episodes on an env with bounded episodes")
         arrays[f"state.{name}"] = value.detach().float().cpu().numpy() if value.is_floating_point() else value.cpu().numpy()
     return arrays
 
@@ -108,15 +111,16 @@ class EpisodeCutter:
 class SegmentCutter:
     """Segments of M steps of B envs, one starting every `stride` steps, with their start state."""
 
-    def __init__(self, num_envs: int, length: int, stride: int, obs_columns: int, dtypes: dict[str, np.dtype], core: str):
-        self.length, self.stride, self.core = length, stride, core
+    def __init__(self, num_envs: int, length: int, stride: int, obs_columns: int, dtypes: dict[str, np.dtype], core: str,
+                 stores_state: bool = True):
+        self.length, self.stride, self.core, self.stores_state = length, stride, core, stores_state
         self.ring = empty_steps((num_envs, length), obs_columns, dtypes)  # (B, M, ...): step t at t % M
         self.time = 0  # steps taken so far
         self.starts: list[tuple[int, dict[str, np.ndarray]]] = []  # (the step a pending segment starts at, its start state)
 
     def add(self, record: dict[str, np.ndarray], state_before: NamedTuple) -> dict[str, np.ndarray] | None:
         if self.time % self.stride == 0:
-            self.starts.append((self.time, state_arrays(state_before, self.core)))
+            self.starts.append((self.time, state_arrays(state_before, self.core) if self.stores_state else {}))
         for name, values in self.ring.items():
             values[:, self.time % self.length] = record[name]
         self.time += 1

@@ -76,11 +76,12 @@ class DQNTrainer(Trainer):
         columns, dtypes = flat_size(space), step_dtypes(compact_dtype(space), num_actions)
         self.obs_dtype = flat_dtype(space)
         template = self.policy.initial_state(1, self.device)
-        states = {name: values.shape[1:] for name, values in state_arrays(template, c.core).items()} if self.segments else {}
+        self.stored_state = self.segments and c.segment_state == "stored"
+        states = {name: values.shape[1:] for name, values in state_arrays(template, c.core).items()} if self.stored_state else {}
         slots = replay_slots(c.replay_capacity, length, c.replay_sequences, c.batch_size)
         self.replay = ReplayBuffer(slots, length, columns, dtypes, states, f"{mode} of env {c.env!r}")
         if self.segments:
-            self.cutter = SegmentCutter(len(self.own_envs), length, c.segment_length, columns, dtypes, c.core)
+            self.cutter = SegmentCutter(len(self.own_envs), length, c.segment_length, columns, dtypes, c.core, self.stored_state)
         else:
             self.cutter = EpisodeCutter(len(self.own_envs), length, columns, dtypes)
         self.state_template = template
@@ -150,12 +151,12 @@ class DQNTrainer(Trainer):
         tensor = lambda name, dtype=None: torch.from_numpy(np.ascontiguousarray(  # noqa: E731
             np.swapaxes(sample[name] if dtype is None else sample[name].astype(dtype), 0, 1))).to(device)
         inputs = StepInputs(tensor("obs", self.obs_dtype), tensor("prev_action", np.int64), tensor("prev_reward"), tensor("first"))
-        if self.segments:
+        if self.stored_state:
             fields = {name: torch.from_numpy(sample[f"state.{name}"]).to(device, getattr(self.state_template, name).dtype)
                       for name in self.state_template._fields}
             start_state = self.state_template._replace(**fields)
-        else:
-            start_state = self.policy.initial_state(count, device)  # each sequence's first step resets it anyway
+        else:  # an episode's first step resets it anyway; a segment without a stored state starts empty
+            start_state = self.policy.initial_state(count, device)
         return Batch(inputs, start_state, tensor("valid"), tensor("action", np.int64), tensor("reward"), tensor("terminated"),
                      tensor("truncated"))
 
@@ -214,7 +215,7 @@ class DQNTrainer(Trainer):
         replay, counters = payload.get("replay"), payload.get("dqn")
         if not isinstance(replay, dict) or replay.get("file") not in FILES:
             raise CheckpointError(f"the checkpoint's replay entry is {replay!r:.200}; it must name one of {list(FILES)}")
-        if replay.get("mode") != self.replay_mode:
+        if replay.get("mode") != self.replay_mode:  # the config is the checkpoint's: a safeguard
             raise CheckpointError(f"the checkpoint's replay holds {replay.get('mode')!r}, this run cuts {self.replay_mode!r}")
         fixed = self.cutter.pending()
         try:
