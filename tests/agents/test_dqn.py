@@ -72,7 +72,7 @@ def test_replayed_segments_give_acting_outputs_from_their_start_state_after_the_
         trainer.replay.sample = lambda count: {name: values[index.numpy()] for name, values in arrays.items()}
         batch = trainer.batch(len(index))
         with torch.no_grad():
-            replayed = replayed_q(trainer.policy, batch.inputs, batch.start_state, burn)  # (M - burn, E, A)
+            replayed = replayed_q(trainer.policy, batch.inputs, batch.start_state, trainer.burn_in)  # (M - burn, E, A), as the learner runs it
         for i in range(len(index)):
             k, b = divmod(i, B)
             torch.testing.assert_close(replayed[:, i], live[k * stride + burn: k * stride + M, b], atol=1e-5, rtol=1e-5)
