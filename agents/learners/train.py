@@ -240,11 +240,18 @@ class Trainer:
         parts = ("policy_loss", "value_loss", "entropy")
         for key, value in zip(parts, distributed.sum_tensor(torch.stack([stats[k] for k in parts]), "summing losses")):
             stats[key] = value
+        self.clip_and_step(stats, parts, self.updates + 1)
+
+    def clip_and_step(self, stats: dict[str, torch.Tensor], watched: tuple[str, ...], update: int) -> None:
+        """Clip the gradients by --max-grad-norm (`stats` gains their norm, grad_norm), note
+        `watched` stats and the norm as update `update` for the finite watch, set this update's
+        learning rate and step (the optimiser step of every learner, DQN's too)."""
+        c = self.config
         if c.max_grad_norm > 0:
             stats["grad_norm"] = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), c.max_grad_norm)
         else:
             stats["grad_norm"] = total_norm(list(self.policy.parameters()))
-        self.finite.note(self.updates + 1, [stats[key] for key in (*parts, "grad_norm")])
+        self.finite.note(update, [stats[key] for key in (*watched, "grad_norm")])
         for group in self.optimizer.param_groups:
             group["lr"] = self.learning_rate()
         self.optimizer.step()
