@@ -39,7 +39,6 @@ from agents.learners.train import Trainer, build_policy
 from agents.model.step_inputs import StepInputs
 from agents.runtime.checkpoint import CheckpointError
 from agents.runtime.checkpoint_fields import check_number, restore
-from agents.runtime.finite_watch import total_norm
 from agents.runtime.observations import compact_dtype, flat_dtype, flat_size
 from agents.runtime.precision import autocast
 
@@ -169,14 +168,7 @@ class DQNTrainer(Trainer):
                                   c.gamma, c.n_step, c.double_q, c.loss)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        if c.max_grad_norm > 0:
-            stats["grad_norm"] = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), c.max_grad_norm)
-        else:
-            stats["grad_norm"] = total_norm(list(self.policy.parameters()))
-        self.finite.note(self.gradient_steps + 1, [stats["td_loss"], stats["grad_norm"]])
-        for group in self.optimizer.param_groups:
-            group["lr"] = self.learning_rate()
-        self.optimizer.step()
+        self.clip_and_step(stats, ("td_loss",), self.gradient_steps + 1)
         self.gradient_steps += 1
         if self.gradient_steps % c.target_every == 0:
             update_target(self.target, self.policy, c.tau)
