@@ -1,7 +1,8 @@
-"""How far back each core remembers: success against memory length, every memory core, A2C or PPO.
+"""How far back each core remembers: success against memory length, every memory core, A2C, PPO or DQN.
 
     python -m experiments.memory_length                                # the passive T-maze, A2C, lengths 8 .. 512, 5 seeds
     python -m experiments.memory_length --algo ppo                     # the same with PPO
+    python -m experiments.memory_length --algo dqn --models lstm-chrono --lengths 16 32 --seeds 3   # DQN (train_dqn.py)
     python -m experiments.memory_length --env corridor                 # the paper's corridor (random doors: an XOR too)
     python -m experiments.memory_length --env memory_length --budget bsuite   # bsuite's memory_len: recall alone, nothing to explore
 
@@ -21,7 +22,10 @@ Each (model, length, seed) is a train_a2c.py (or train_ppo.py) run of the CPU pr
 observation only (`--no-previous-inputs`: memory is the only way to carry the cue) with a
 gradient window that follows the episode (`--bptt episode`: every step's gradient reaches back
 to its episode's first step whatever the rollout's phase, agents/learners/window.py), so that the step that
-must store the cue and the step rewarded for it are always in one backward pass. (Sweeps before
+must store the cue and the step rewarded for it are always in one backward pass. With `--algo dqn`
+a run is train_dqn.py's instead (Ni et al.'s learner: whole episodes replayed, so the gradient
+reaches every episode's first step without --bptt) with DQN_ARGS, the settings that solved the
+T-maze at L = 16 (docs/training.md, DQN): 16 envs, 16-step rollouts, learning from frame 5,000. (Sweeps before
 2026-11-27 used `--bptt max(rollout, L + 1)`, which with 32-step rollouts held both only for
 episodes that began early enough in their rollout: their JSON says "bptt" is missing.) Then
 greedy and sampled evaluation, and on the T-maze each run's reading by
@@ -118,6 +122,10 @@ OPTIONS = {"feedback-span16-no-read-norm": "read_norm=False", "feedback-span16-o
 # chrono T_max twice the episode's length as the recurrent cores' (CHRONO)
 KEEPING = ("feedback-span16-carry", "feedback-span16-kept")
 CHRONO = ("lstm-chrono", "gru-chrono")  # gate_init=chrono with T_max twice the episode's length
+# --algo dqn: train_dqn.py's settings that solved the T-maze at L = 16 in 3 of 3 seeds
+# (docs/training.md, DQN), with --rollout 16 (DQN_ROLLOUT) unless --rollout is given
+DQN_ARGS = ["--num-envs", "16", "--learning-starts", "5000"]
+DQN_ROLLOUT = 16
 PYTORCH = ("lstm", "gru")  # gate_init=pytorch: torch's biases (the LSTM's default before 2026-11-27, the GRU's still)
 FLOOR = "mlp"  # run at the shortest length only
 # What evaluation reports per run: success (the right side / door), and on the T-maze whether the
@@ -167,18 +175,19 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--budget", choices=["ni", "bsuite"], default="ni",
                         help="frames per length, times --frame-scale: ni (Ni et al.'s schedule, the default) or bsuite (10,000 episodes "
                              "a run up to L = 128, then at most 3M frames; tmaze and memory_length, whose episodes are L + 1 steps)")
-    parser.add_argument("--rollout", type=positive_int, default=None, help="steps per update (default: the CPU preset's, 32)")
-    parser.add_argument("--entropy-coef", type=non_negative_float, default=None, help="entropy cost (default: the preset's)")
+    parser.add_argument("--rollout", type=positive_int, default=None,
+                        help=f"steps per update (default: the CPU preset's, 32; with --algo dqn, {DQN_ROLLOUT})")
+    parser.add_argument("--entropy-coef", type=non_negative_float, default=None, help="entropy cost, A2C and PPO (default: the preset's)")
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="evaluation episodes per run, greedy and sampled each (default: 100)")
     parser.add_argument("--stop-after", type=non_negative_int, default=0, metavar="N",
                         help="run the lengths in turn and stop a model's sweep after N lengths in a row that no seed solves "
                              "(issue 50's rule: 2; the MLP is exempt); 0: every length (default)")
     parser.add_argument("--floor-every-length", action="store_true", help="run the MLP (no memory) at every length, the chance line, "
                                                                           "not only the shortest")
-    add_experiment_arguments(parser, None, "output file stem (default: memory_length_ENV[_fixed][_ppo])", algo=True, minibatches=True,
-                             folder="memory_length")
+    add_experiment_arguments(parser, None, "output file stem (default: memory_length_ENV[_fixed][_ppo|_dqn])", algo=True, minibatches=True,
+                             folder="memory_length", dqn=True)
     parser.add_argument("--train-args", default="", metavar="'FLAGS'",
-                        help="more train_a2c.py / train_ppo.py flags for every run, as one quoted string (e.g. '--learning-rate 3e-4'); "
+                        help="more train_a2c.py / train_ppo.py / train_dqn.py flags for every run, as one quoted string (e.g. '--learning-rate 3e-4'); "
                              "give a --name of its own so that such runs do not resume the plain ones")
     parser.add_argument("--ledger", type=Path, default=None, metavar="PATH",
                         help="where the finished runs' records are kept, to resume on another machine (default: OUT/NAME_runs.json)")
@@ -236,6 +245,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.doors != "random" and args.env != "corridor":
         parser.error(f"--doors {args.doors} is a corridor option; it needs --env corridor (got --env {args.env})")
     minibatches = minibatch_args(parser, args)
+    if args.algo == "dqn" and args.entropy_coef is not None:
+        parser.error(f"--entropy-coef {args.entropy_coef} is an A2C and PPO setting; train_dqn.py acts epsilon-greedily (give its "
+                     "--epsilon-* flags in --train-args)")
     if args.frames is not None and (args.frame_scale != 1.0 or args.budget != "ni"):
         parser.error("give --frames alone, or a --budget (times --frame-scale)")
     if args.budget == "bsuite" and args.env == "corridor":
@@ -245,7 +257,7 @@ def main(argv: list[str] | None = None) -> None:
     runs_dir = runs_folder(args, ROOT / "runs" / "experiments" / args.name)
     extra_args = split_train_args(parser, args.train_args)
     refuse_unusable_paths(parser, runs_dir, args.ledger)
-    rollout = args.rollout or preset_values(args.env, "feedback", "cpu")[0]["rollout"]
+    rollout = args.rollout or (DQN_ROLLOUT if args.algo == "dqn" else preset_values(args.env, "feedback", "cpu")[0]["rollout"])
     seeds = list(range(args.seeds))
     if args.fewer_seeds and args.fewer_seeds[1] > args.seeds:
         parser.error(f"--fewer-seeds {args.fewer_seeds[0]} {args.fewer_seeds[1]}: at most --seeds ({args.seeds}) seeds, not more")
@@ -264,7 +276,8 @@ def main(argv: list[str] | None = None) -> None:
                             *(f"{key}={value}" for key, value in env_options.items())])
         extra = ["--entropy-coef", str(args.entropy_coef)] if args.entropy_coef is not None else []
         quick = ["--num-envs", "4", *([] if minibatches else QUICK_ALGO[args.algo])] if args.quick else []
-        return ["--env", args.env, "--env-opt", options, "--preset", "cpu", "--rollout", str(rollout), "--bptt", "episode",
+        learner = DQN_ARGS if args.algo == "dqn" else ["--bptt", "episode"]  # DQN replays whole episodes: no gradient window to set
+        return ["--env", args.env, "--env-opt", options, "--preset", "cpu", "--rollout", str(rollout), *learner,
                 "--no-previous-inputs", *extra, *minibatches, *model_args(model, args.env, length, args.quick), *extra_args, "--seed", str(seed), *quick]
 
     for model in args.models:  # each model's flags checked before anything is written
@@ -286,7 +299,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"runs kept in {ledger.path}: {ledger.runs()} finished")
     print(f"{len(runs)} runs ({len(cells)} model x length cells, {seeds_text(len(seeds), args.fewer_seeds)}) on the {args.env}, {where_runs_go(args)}, in {runs_dir}")
     print("frames per length: " + ", ".join(f"{length}: {frames_at(args, length):,}" for length in lengths))
-    if not (args.quick or args.no_estimate):
+    if args.algo == "dqn" and not (args.quick or args.no_estimate):
+        print("no time estimate for DQN runs: a timed update before --learning-starts acts and does not learn")
+    elif not (args.quick or args.no_estimate):
         print_expected_time(list(training.values()), args.jobs)
         if args.stop_after:
             print(f"(every length of every model: at most that, with the sweep stopping after {args.stop_after} unsolved lengths)")
@@ -297,7 +312,8 @@ def main(argv: list[str] | None = None) -> None:
         summary = {
             "command": "python -m experiments.memory_length " + shlex.join(sys.argv[1:]), "machine": launcher_description(args),
             "env": args.env, "doors": args.doors if args.env == "corridor" else None, "env_options": env_options, "algo": args.algo,
-            "num_minibatches": args.num_minibatches, "train_args": args.train_args, "rollout": rollout, "bptt": "episode",
+            "num_minibatches": args.num_minibatches, "train_args": args.train_args, "rollout": rollout,
+            "bptt": None if args.algo == "dqn" else "episode", "replay": "episodes" if args.algo == "dqn" else None,
             "lengths": lengths, "frames": {str(length): frames_at(args, length) for length in lengths}, "seeds": seeds,
             "fewer_seeds": {"from_length": args.fewer_seeds[0], "seeds": args.fewer_seeds[1]} if args.fewer_seeds else None,
             "frame_scale": None if args.frames else args.frame_scale, "budget": None if args.frames else args.budget,
@@ -435,7 +451,8 @@ def table(summary: dict) -> str:
     """The solved matrix, then a row per model and length; the arrived column where the env
     reports arriving (T-maze, corridor), the failures' column on the T-maze (its readings)."""
     task = "the " + TASKS[summary["env"]].format(doors=summary["doors"])
-    window = "following each episode (--bptt episode)" if summary.get("bptt") == "episode" else "of max(rollout, L + 1) steps"
+    window = ("following each episode (--bptt episode)" if summary.get("bptt") == "episode" else
+              "over whole episodes replayed (train_dqn.py)" if summary.get("replay") == "episodes" else "of max(rollout, L + 1) steps")
     cells = [(name, length, cell) for name, model in summary["models"].items() for length, cell in model["lengths"].items()]
     arrives, read = any("greedy_arrived" in cell for *_, cell in cells), summary["env"] == "tmaze"
     caption = (f"Success on {task} against its length L, {summary['algo'].upper()}, rollouts of {summary['rollout']} steps and a "

@@ -18,7 +18,9 @@ from envs.cli import positive_int
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"  # the results: one folder per experiment, assets/EXPERIMENT/
 QUICK_FRAMES = 4_096  # --quick's runs when --frames is not given: a test of the pipeline in seconds
-QUICK_ALGO = {"a2c": [], "ppo": ["--num-minibatches", "2"]}  # --quick runs have 4 envs, which PPO's 8 minibatches cannot split
+QUICK_ALGO = {"a2c": [], "ppo": ["--num-minibatches", "2"],  # --quick runs have 4 envs, which PPO's 8 minibatches cannot split
+              # DQN learns from its 512th frame (not 10,000: a quick run has 4,096) in batches of 4 from a small replay
+              "dqn": ["--learning-starts", "512", "--batch-size", "4", "--replay-capacity", "4096"]}
 # --quick's tiny size of each core (--core-opt); a runner that gives the attention cores a span adds it
 QUICK_CORE = {"feedback": "d_model=16,n_heads=2", "transformer": "d_model=16,n_heads=2", "lstm": "hidden_size=16",
               "gru": "hidden_size=16", "ffm": "d_model=16,memory_size=4", "lru": "d_model=16,state_size=8",
@@ -74,13 +76,15 @@ class Distinct(argparse.Action):
 
 def add_experiment_arguments(parser: argparse.ArgumentParser, name: str | None, name_help: str, runs_dir: str = "runs/experiments/NAME",
                              quick: str = "tiny models and runs", algo: bool = False, minibatches: bool = False,
-                             folder: str | None = None) -> None:
+                             folder: str | None = None, dqn: bool = False) -> None:
     """The flags that end an experiment's own, before the launcher's (experiments/frame/launch.py):
     --name (the output file stem: `name`, or None for main to derive it; `name_help` says which),
     --runs-dir (`runs_dir`: where runs go without it), --out (default assets/`folder`: the
     experiment's folder, see results_folder), --no-estimate and --quick (`quick`: what its runs
     are); with `algo`, --algo (output_name adds the learner to the name), and with `minibatches`,
-    PPO's --num-minibatches too (minibatch_args checks it)."""
+    PPO's --num-minibatches too (minibatch_args checks it). `dqn`: --algo takes dqn too
+    (train_dqn.py), for a runner that leaves A2C's own flags (--bptt, --entropy-coef) out of its
+    DQN runs, which train_dqn.py refuses."""
     from experiments.frame.jobs import ALGOS
 
     if minibatches and not algo:
@@ -91,9 +95,13 @@ def add_experiment_arguments(parser: argparse.ArgumentParser, name: str | None, 
     parser.add_argument("--out", type=Path, default=out, help=f"where results go (default: {out.relative_to(ASSETS.parent).as_posix()}/)")
     parser.add_argument("--no-estimate", action="store_true", help="start without timing an update of each model first")
     parser.add_argument("--quick", action="store_true", help=f"{quick}, to test the pipeline")
+    if dqn and not algo:
+        raise ValueError("dqn=True needs algo=True: dqn is a choice of --algo")
     if algo:
-        parser.add_argument("--algo", choices=ALGOS, default="a2c",
-                            help="the learner: a2c (train_a2c.py, default) or ppo (train_ppo.py); ppo's outputs and runs take a _ppo suffix")
+        algos = ALGOS if dqn else tuple(name for name in ALGOS if name != "dqn")
+        parser.add_argument("--algo", choices=algos, default="a2c",
+                            help="the learner: a2c (train_a2c.py, default), ppo (train_ppo.py)" + (", dqn (train_dqn.py)" if dqn else "")
+                                 + "; another learner's outputs and runs take a _ALGO suffix")
     if minibatches:
         parser.add_argument("--num-minibatches", type=positive_int, default=None,
                             help="with --algo ppo: minibatches per epoch, each a subset of whole envs (default: train_ppo.py's, 8)")

@@ -54,7 +54,7 @@ from experiments.frame.curves import training_seconds
 from experiments.frame.ledger import Ledger
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository root, where the commands run
-ALGOS = ("a2c", "ppo")  # the learners an RL experiment can train with: train_a2c.py, train_ppo.py
+ALGOS = ("a2c", "ppo", "dqn")  # the learners an RL experiment can train with: train_a2c.py, train_ppo.py, train_dqn.py
 EVAL_SEED = 10_000  # evaluate.py --seed: evaluation streams, never training's (agents/runtime/seeding.py), nor its default 0's
 
 
@@ -110,12 +110,14 @@ class JobFailed(RuntimeError):
 
 
 def train_job(name: str, run_dir: Path, train_args: list[str], frames: int, algo: str = "a2c", traced: bool = False) -> Job:
-    """`python train_ALGO.py ARGS --total-steps FRAMES --run-dir RUN_DIR` (train_a2c.py or
-    train_ppo.py), or `--resume RUN_DIR` when a checkpoint of an unfinished run is there.
-    `traced`: the same run through experiments/memory_trace.py (probes of the memory path, in
-    RUN_DIR/trace.json: one of the job's outputs)."""
+    """`python train_ALGO.py ARGS --total-steps FRAMES --run-dir RUN_DIR` (train_a2c.py,
+    train_ppo.py or train_dqn.py), or `--resume RUN_DIR` when a checkpoint of an unfinished run is
+    there. `traced`: the same run through experiments/memory_trace.py (probes of the memory path,
+    in RUN_DIR/trace.json: one of the job's outputs; A2C and PPO only)."""
     if algo not in ALGOS:
         raise ValueError(f"unknown algo {algo!r}; choose from {list(ALGOS)}")
+    if traced and algo == "dqn":
+        raise ValueError("experiments/memory_trace.py traces train_a2c.py and train_ppo.py runs, not train_dqn.py's")
     record = run_dir / "train.done.json"
     program = [sys.executable, "-m", "experiments.memory_trace", algo] if traced else [sys.executable, f"train_{algo}.py"]
     made_with = run_dir.with_name(run_dir.name + ".train_args.json")  # beside the run folder, which is the trainer's

@@ -1,5 +1,5 @@
 """An experiment's training flags checked before it writes anything: each run's flags (its own and
-the user's --train-args) must make a run train_a2c.py or train_ppo.py would start, so that a bad
+the user's --train-args) must make a run train_a2c.py, train_ppo.py or train_dqn.py would start, so that a bad
 value (a NaN learning rate, an unknown flag, a quote left open) is refused at once, by name, with
 exit 2, and not found in the first run's log after the sweep's files are written."""
 
@@ -29,10 +29,11 @@ def check_train_flags(parser: argparse.ArgumentParser, algo: str, train_args: li
     start a new run: the trainer's parser and its config's checks (agents/command_line.py:
     new_run_config), without building the run."""
     from agents.command_line import make_parser, new_run_config
+    from agents.learners.dqn.trainer import DQNTrainer
     from agents.learners.ppo import PPOTrainer
     from agents.learners.train import Trainer
 
-    trainer_class = {"a2c": Trainer, "ppo": PPOTrainer}[algo]
+    trainer_class = {"a2c": Trainer, "ppo": PPOTrainer, "dqn": DQNTrainer}[algo]
     trainer_parser = make_parser(trainer_class, "")
 
     def refuse(message: str):
