@@ -126,6 +126,13 @@ def main(argv: list[str] | None = None) -> None:
     sweep.run()
 
 
+def task_args(length: int) -> list[str]:
+    """The flags every run at `length` shares: the task without the clock, the CPU preset, the
+    gradient back to the episode's start, no previous action and reward among the inputs."""
+    return ["--env", "memory_length", "--env-opt", f"length={length},show_time=false", "--preset", "cpu", "--bptt", "episode",
+            "--no-previous-inputs"]
+
+
 class Sweep:
     """The runs of one invocation, made length by length (see the module docstring)."""
 
@@ -145,8 +152,7 @@ class Sweep:
         check = ["--solve-at", str(SOLVED), "--eval-every", str(CHECK_EPISODES * (length + 1)), "--eval-growth", str(CHECK_GROWTH),
                  "--eval-episodes", str(2 if a.quick else a.eval_episodes)]
         quick = ["--num-envs", "4", *QUICK_ALGO[a.algo]] if a.quick else []
-        return ["--env", "memory_length", "--env-opt", f"length={length},show_time=false", "--preset", "cpu", "--bptt", "episode",
-                "--no-previous-inputs", *check, *model_args(model, "memory_length", length, a.quick), *self.extra, *quick, "--seed", str(seed)]
+        return [*task_args(length), *check, *model_args(model, "memory_length", length, a.quick), *self.extra, *quick, "--seed", str(seed)]
 
     def jobs(self, model: str, length: int, frames: int) -> dict[int, tuple[Job, Job]]:
         """{seed: (training, past_length)} of one cell; the training's record keeps RUN/solve.json."""

@@ -32,15 +32,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from agents.config.a2c_config import resolve_config
-from agents.config.config_cli import parse_core_options
+from agents import command_line
 from agents.evaluation import new_policy
+from agents.learners.train import Trainer
 from agents.runtime.seeding import seed_everything
 from durable.records import write_json, write_text
 from experiments.cue_memory import EPISODES, walk_to_query
 from experiments.frame.flags import results_folder
 from experiments.frame.jobs import machine
 from experiments.frame.tables import markdown_table
+from experiments.frames_to_solve import task_args
 from experiments.memory_length import model_args
 from experiments.memory_probes import probe
 
@@ -58,13 +59,12 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def fresh_policy(model: str, length: int, seed: int):
-    """The policy a frames-to-solve recall run of `model` at `length` starts from."""
-    core_flags = model_args(model, "memory_length", length, quick=False)  # ["--core", core, "--core-opt", "a=b,..."]
-    options = parse_core_options(core_flags[1], core_flags[3].split(",")) if len(core_flags) > 2 else {}
-    config = resolve_config({"env": "memory_length", "core": core_flags[1], "preset": "cpu", "seed": seed, "core_options": options,
-                             "env_options": {"length": length, "show_time": False}})
+    """The policy a frames-to-solve recall run of `model` at `length` starts from (its flags, its
+    config, its seed), and the task's env options."""
+    flags = [*task_args(length), *model_args(model, "memory_length", length, quick=False), "--seed", str(seed)]
+    config = command_line.new_run_config(Trainer, command_line.make_parser(Trainer, "").parse_args(flags))
     seed_everything(seed)
-    return new_policy(config).eval(), {"length": length, "show_time": False}
+    return new_policy(config).eval(), config.env_options
 
 
 def main(argv: list[str] | None = None) -> None:
