@@ -7,7 +7,9 @@ every cell read from a JSON this module names in the cell's source list, "not ru
 is none yet:
 
 - retention a step and the gradient to the bit, fresh (keep_cue_fresh.json, L = 64) and trained
-  (NAME_probes.json of experiments/recall_cliff.py on the recall runs, at L = 64);
+  (NAME_probes.json of experiments/recall_cliff.py on the recall runs, at L = 64; PROBES says
+  where: the paper's model's from its L = 64 runs with the clock shown until its frames-to-solve
+  runs at 64 are probed);
 - the recall task, A2C and PPO (frames_to_solve.py's NAME.json): per length from 32, runs
   solved of runs, and the median frames to solve over the solved runs; the longest length most
   runs solve, of every length run.
@@ -30,6 +32,10 @@ from experiments.keep_cue import DESIGNS
 
 # where each design's recall runs are: (A2C sweeps, PPO sweeps), searched in order
 RECALL = {"a2c": ("frames_to_solve", "keep_cue", "keep_cue_others"), "ppo": ("frames_to_solve_ppo", "keep_cue_ppo")}
+# where each design's trained probes are, searched in order: the last, the paper's model at L = 64
+# with 4x bsuite's frames (2.6M, the frames-to-solve cap) and the clock shown, until its
+# frames-to-solve runs at 64 are probed
+PROBES = ("keep_cue", "keep_cue_others", "memory_length_recall_L64_4x")
 PROBED_AT = "64"
 FROM = 32  # recall lengths shown: where the paper's model's reach ends (32) and on
 
@@ -47,8 +53,9 @@ def main(argv: list[str] | None = None) -> None:
         cells[design] = cell
         rows.append([design, probe_text(cell["fresh"], cell["trained"], "retention"), probe_text(cell["fresh"], cell["trained"], "gradient_to_cue"),
                      recall_text(cell["a2c"]), recall_text(cell["ppo"])])
+    sources = ", ".join(f"{design}: {cell['trained']['source']}" for design, cell in cells.items() if cell["trained"])
     caption = (f"Fresh: median over the seeds of keep_cue_fresh.json (L = {PROBED_AT}); trained: median over the runs probed at L = {PROBED_AT} "
-               "(recall_cliff.py). Recall: runs solved of runs per length from 32 (frames to solve, median of the solved runs); "
+               f"(recall_cliff.py; {sources or 'none yet'}). Recall: runs solved of runs per length from 32 (frames to solve, median of the solved runs); "
                "reach: the longest length most runs solve, of the lengths run.")
     table = markdown_table(["design", f"retention a step, fresh -> trained", "gradient to the bit, fresh -> trained",
                             "recall, A2C", "recall, PPO"], rows, caption)
@@ -59,7 +66,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def trained_probes(out: Path, design: str) -> dict | None:
     """The trained policies' medians at PROBED_AT, from the first probes file that has them."""
-    for name in RECALL["a2c"]:
+    for name in PROBES:
         probes = read_record(out / f"{name}_probes.json") or {"models": {}}
         cell = probes["models"].get(design, {}).get(PROBED_AT)
         if cell:
