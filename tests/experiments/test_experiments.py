@@ -221,6 +221,7 @@ def test_bad_corridor_span_arguments_exit_2_naming_the_value(argv, message, caps
     (mazes, ["--cores", "rnn"], "argument --cores: invalid choice: 'rnn'"),
     (mazes, ["--cores", "lstm", "feedback", "lstm"], "argument --cores: 'lstm' is given twice; give each once"),
     (corridor_span, ["--cores", "lstm"], "argument --cores: invalid choice: 'lstm'"),
+    (corridor_span, ["--algo", "dqn"], "argument --algo: invalid choice: 'dqn'"),  # its runs pass A2C's own flags: DQN only where a runner leaves them out
     (corridor_span, ["--spans", "x"], "argument --spans: must be an integer >= 1, got 'x'"),
     (corridor_span, ["--spans", "2", "4", "2"], "argument --spans: 2 is given twice; give each once"),
     (head_init, ["--tasks", "corridor", "corridor"], "argument --tasks: 'corridor' is given twice; give each once"),
@@ -369,6 +370,34 @@ def test_a_quick_memory_length_experiment_runs_bsuites_recall_task(tmp_path, mon
     assert again["models"] == summary["models"]  # training seconds included: from the records, the event files being gone
 
 
+def test_a_quick_memory_length_experiment_trains_with_dqn_into_files_of_its_own(tmp_path, monkeypatch):
+    """--algo dqn: train_dqn.py runs (DQN checkpoints, DQN's config fields, no gradient window
+    set: train_dqn.py refuses --bptt), into NAME_dqn files whose JSON and table say DQN and whose
+    ledger keeps the runs."""
+    from agents.runtime.checkpoint import load_checkpoint
+    from experiments import memory_length
+
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    argv = ["--quick", "--algo", "dqn", "--env", "memory_length", "--lengths", "3", "--models", "mlp", "--seeds", "2", "--frames", "1024",
+            "--eval-episodes", "2", "--runs-dir", str(runs), "--out", str(out), "--jobs", "2"]
+    monkeypatch.setattr(sys, "argv", ["memory_length"] + argv)
+    memory_length.main(argv)
+    summary = json.loads((out / "memory_length_recall_dqn.json").read_text())
+    assert not (out / "memory_length_recall.json").exists()
+    assert (summary["algo"], summary["bptt"], summary["replay"], summary["rollout"]) == ("dqn", None, "episodes", memory_length.DQN_ROLLOUT)
+    assert [run["seed"] for run in summary["models"]["mlp"]["lengths"]["3"]["per_seed"]] == [0, 1]
+    for seed in (0, 1):
+        run = runs / "mlp" / "L3" / f"seed{seed}"
+        assert load_checkpoint(run, "dqn")["counters"]["global_step"] == 1024  # a DQN checkpoint: refused as any other kind
+        config = json.loads((run / "config.json").read_text())
+        assert (config["bptt"], config["rollout"], config["learning_starts"], config["previous_inputs"]) == (0, 16, 512, False)
+    kept = json.loads((out / "memory_length_recall_dqn_runs.json").read_text())
+    assert sorted(kept) == ["mlp/L3/seed0", "mlp/L3/seed1"]
+    assert any(part.endswith("train_dqn.py") for part in kept["mlp/L3/seed0"]["train.done.json"]["command"])
+    assert "against its length L, DQN, rollouts of 16 steps and a gradient window over whole episodes replayed" in (
+        out / "memory_length_recall_dqn.md").read_text()
+
+
 def test_the_stop_rule_ends_a_models_sweep_after_n_unsolved_lengths_in_a_row_but_not_the_mlps(monkeypatch):
     """--stop-after 2 runs the lengths in turn: the LSTM, unsolved at 2 and 4 after solving 1,
     runs no longer one; the Transformer, unsolved at 2 but solved at 4, goes on; the MLP (the
@@ -437,6 +466,9 @@ def test_the_bsuite_budget_is_ten_thousand_episodes_then_at_most_three_million_f
     (["--lengths", "0"], "argument --lengths: must be an integer >= 1, got 0"),
     (["--frame-scale", "0"], "argument --frame-scale: must be a finite number > 0, got 0"),
     (["--num-minibatches", "2"], "--num-minibatches 2 is a PPO setting; it needs --algo ppo (got --algo a2c)"),
+    (["--algo", "dqn", "--num-minibatches", "2"], "--num-minibatches 2 is a PPO setting; it needs --algo ppo (got --algo dqn)"),
+    (["--algo", "dqn", "--entropy-coef", "0.01"], "--entropy-coef 0.01 is an A2C and PPO setting; train_dqn.py acts epsilon-greedily"),
+    (["--algo", "dqn", "--quick", "--train-args", "--bptt 64"], "are refused by train_dqn.py: bptt=64: A2C's, which DQN does not read"),
 ])
 def test_bad_memory_length_arguments_exit_2_naming_the_value(argv, message, capsys):
     from experiments import memory_length
