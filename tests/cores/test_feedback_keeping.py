@@ -1,7 +1,9 @@
 """The Feedback memory's ways of keeping the cue (agents/cores/feedback/reference.py: carry, keep_slot,
 memory_write): each against what its equation says at its limits, the episode start emptying
-what it carries, the fresh memory's retention the carry aims at, the refusals, and the trainers.
-(Chunking, episode isolation, batch independence and gradients: test_interface.py draws them.)"""
+what it carries, the fresh memory's retention the carry aims at, the refusals, which model runs
+them (FeedbackCore the carry: its acting ring and a reference state taken over), and the trainers.
+(Chunking, episode isolation, batch independence and gradients: test_interface.py draws them; the
+carry's fast path against the reference: test_feedback_paths.py.)"""
 
 import json
 
@@ -15,7 +17,8 @@ from agents.config.a2c_config import A2CConfig, resolve_config
 from agents.config.ppo_config import PPOConfig
 from agents.cores import make_core
 from agents.cores.feedback.core import FeedbackCore
-from agents.cores.feedback.reference import FeedbackConfig, FeedbackReference
+from agents.cores.feedback.reference import FeedbackConfig, FeedbackReference, reference_of
+from agents.cores.feedback.ring import FeedbackRing
 from agents.learners.ppo import PPOTrainer
 from agents.learners.train import Trainer
 from experiments.cue_memory import walk_to_query
@@ -164,11 +167,84 @@ def test_bad_options_are_refused(options, message):
         make_core("feedback", INPUT_DIM, **SMALL, **options)
 
 
-def test_the_fast_core_refuses_them_and_make_core_builds_the_reference_for_them():
+def test_the_fast_core_runs_the_carry_and_make_core_builds_the_reference_for_the_others():
     assert type(make_core("feedback", INPUT_DIM, **SMALL)) is FeedbackCore
-    assert type(make_core("feedback", INPUT_DIM, **SMALL, carry="gate")) is FeedbackReference
-    with pytest.raises(ValueError, match=r"FeedbackCore runs the paper's model only, got carry='gate'"):
-        FeedbackCore(INPUT_DIM, FeedbackConfig(**SMALL, carry="gate"))
+    assert type(make_core("feedback", INPUT_DIM, **SMALL, carry="gate")) is FeedbackCore
+    for options in ({"keep_slot": True}, {"memory_write": "tanh", "read_norm": False}, {"carry": "gate", "keep_slot": True}):
+        assert type(make_core("feedback", INPUT_DIM, **SMALL, **options)) is FeedbackReference, options
+    with pytest.raises(ValueError, match=r"FeedbackCore runs the paper's model and its carry only, got keep_slot=True, memory_write='raw'"):
+        FeedbackCore(INPUT_DIM, FeedbackConfig(**SMALL, carry="gate", keep_slot=True))
+    with pytest.raises(ValueError, match=r"FeedbackCore runs the paper's model and its carry only, got keep_slot=False, memory_write='tanh'"):
+        FeedbackCore(INPUT_DIM, FeedbackConfig(**SMALL, memory_write="tanh"))
+
+
+@pytest.mark.parametrize("step", ["python", "auto"])
+def test_the_carry_acts_on_the_ring_as_the_core_does(step):
+    """The acting ring a CUDA graph captures (feedback/ring.py) with the carry: step for step the
+    core's own acting calls (outputs, the memory it hands back), across episode starts and from
+    a state taken over mid-episode."""
+    core = built(carry="gate", step=step)
+    with torch.no_grad():
+        for p in core.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    generator = torch.Generator().manual_seed(3)
+    x = torch.randn(4 * SMALL["span"] + 5, BATCH, INPUT_DIM, generator=generator, dtype=torch.float64)
+    first = torch.rand(x.shape[:2], generator=generator) < 0.15
+    warm = SMALL["span"] + 1
+    with torch.no_grad():
+        _, state = core(x[:warm], core.initial_state(BATCH, "cpu"), first[:warm])
+        ring = FeedbackRing(core, BATCH, torch.device("cpu"))
+        ring.load(state)
+        ours, theirs = [], []
+        for t in range(warm, x.shape[0]):
+            y, state = core(x[t : t + 1], state, first[t : t + 1])
+            theirs.append(y[0])
+            ours.append(ring.step(x[t], first[t]))
+    torch.testing.assert_close(torch.stack(ours), torch.stack(theirs), atol=1e-13, rtol=1e-13)
+    torch.testing.assert_close(core.memory_window(ring.state())[0], core.memory_window(state)[0], atol=1e-13, rtol=1e-13)
+    assert torch.equal(ring.state().valid, state.valid)
+
+
+def test_the_carry_fed_a_step_at_a_time_equals_forward():
+    """core.open (the acting-graph learner's run) with the carry: the steps' outputs, the outputs
+    handed over (their gates recomputed from the stacked inputs) and every gradient, as forward."""
+    core = built(carry="gate").train()
+    x, first = inputs()
+    with torch.no_grad():
+        _, state = core(x[:4], core.initial_state(BATCH, "cpu"), first[:4])
+    weights = torch.randn(STEPS, BATCH, core.output_dim, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    y, after = core(x, state, first)
+    (y * weights).sum().backward()
+    expected = {n: p.grad.clone() for n, p in core.named_parameters()}
+    core.zero_grad()
+    run = core.open(state, STEPS)
+    y_steps = torch.stack([run.step(x[t], first[t]) for t in range(STEPS)])
+    y_run = run.outputs()
+    (y_run * weights).sum().backward()
+    torch.testing.assert_close(y_steps, y.detach(), atol=TOL, rtol=0)
+    torch.testing.assert_close(y_run, y, atol=TOL, rtol=0)
+    torch.testing.assert_close(core.memory_window(run.finish())[0], core.memory_window(after)[0], atol=TOL, rtol=0)
+    for n, p in core.named_parameters():
+        torch.testing.assert_close(p.grad, expected[n], atol=TOL, rtol=0, msg=n)
+    assert float(core.carry_gate.weight.grad.abs().max()) > 0
+
+
+def test_the_fast_core_with_the_carry_goes_on_from_a_reference_state():
+    """A checkpoint of a carry run from when the reference model ran the carry holds its state
+    (ReferenceState): FeedbackCore takes it over, learning and acting, as the reference goes on."""
+    core = built(carry="gate").train()
+    reference = reference_of(core)
+    x, first = inputs()
+    with torch.no_grad():
+        _, state = reference(x[:4], reference.initial_state(BATCH, "cpu"), first[:4])
+    y, after = core(x[4:], state, first[4:])
+    y_ref, after_ref = reference(x[4:], state, first[4:])
+    torch.testing.assert_close(y, y_ref, atol=TOL, rtol=0)
+    torch.testing.assert_close(core.memory_window(after)[0], after_ref.memory, atol=TOL, rtol=0)
+    torch.testing.assert_close(core.memory_window(state)[0], state.memory, atol=0, rtol=0)
+    run = core.open(state, 1)
+    with torch.no_grad():
+        torch.testing.assert_close(run.step(x[4], first[4]), y_ref[0], atol=TOL, rtol=0)
 
 
 ENVS, ROLLOUT = 8, 8

@@ -1,9 +1,9 @@
 """The Feedback core's fast paths against the reference model (feedback/reference.py): the
 Python fused step (steps outside autograd, backward by hand: feedback/step.py) and the compiled
 one (C++: feedback/compiled.py). Outputs, the carried state and every gradient (the inputs' and
-each parameter's) agree for every variant, with memory carried in from earlier calls, episode
-starts anywhere, calls cut into chunks and dropout; and the step code traces whole under
-torch.compile."""
+each parameter's) agree for every variant, the gated carry (carry="gate", the Python step's)
+included, with memory carried in from earlier calls, episode starts anywhere, calls cut into
+chunks and dropout; and the step code traces whole under torch.compile."""
 
 import pytest
 import torch
@@ -19,8 +19,8 @@ from agents.cores.feedback.step import layer_backward, layer_forward
 from tests.float32 import close32
 
 INPUT_DIM = 5
-# path -> the core's `step`: "auto" takes the compiled step wherever it runs (persistent vectors,
-# which it does not run, take the Python step)
+# path -> the core's `step`: "auto" takes the compiled step wherever it runs (persistent vectors
+# and the carry, which it does not run, take the Python step)
 PATHS = {"python": "python", "compiled": "auto"}
 
 
@@ -46,6 +46,7 @@ def configurations(draw):
         "read_norm": draw(st.booleans()),
         "dropout": draw(st.sampled_from([0.0, 0.0, 0.3])),
         "value_init": draw(st.sampled_from(["pytorch", "orthogonal"])),
+        "carry": draw(st.sampled_from(["none", "none", "gate"])),  # the gated carry (reference.py): the Python step
     }
 
 
@@ -108,8 +109,8 @@ def assert_equal_to_the_reference(options, seed, steps, batch, reset, carried, c
 def test_each_fast_path_equals_the_reference_in_float64(path, options, seed, steps, batch, reset, carried, data):
     """To 1e-10: outputs, state and every gradient, with memory carried in from an earlier call
     (its keys recomputed with gradients), resets anywhere, chunked calls, dropout, persistent
-    vectors (the compiled path's fallback), shared or per-layer key/value projections, pre- or
-    post-norm."""
+    vectors and the carry (the compiled path's fallback), shared or per-layer key/value
+    projections, pre- or post-norm."""
     cuts = sorted(set(data.draw(st.lists(st.integers(1, max(1, steps - 1)), max_size=3))) - {steps})
     assert_equal_to_the_reference({**options, "step": path}, seed, steps, batch, reset, carried, cuts, torch.float64, dict(atol=1e-10, rtol=1e-10))
 
@@ -135,7 +136,7 @@ def test_the_compiled_path_reading_its_windows_from_blocks_equals_the_reference(
     and the slots carried in included."""
     monkeypatch.setattr(feedback_core, "BLOCKED_FROM", 0)
     cuts = sorted(set(data.draw(st.lists(st.integers(1, max(1, steps - 1)), max_size=3))) - {steps})
-    options = {**options, "persistent": 0, "step": "compiled"}
+    options = {**options, "persistent": 0, "carry": "none", "step": "compiled"}
     assert_equal_to_the_reference(options, seed, steps, batch, reset, carried, cuts, torch.float64, dict(atol=1e-10, rtol=1e-10))
 
 
@@ -155,13 +156,14 @@ def test_recording_calls_read_from_blocks_where_their_buffers_are_long():
 @pytest.mark.parametrize("options", [dict(), dict(pre_norm=False, shared_kv=False, dropout=0.3)])
 def test_calls_take_the_path_their_step_says(monkeypatch, options):
     """step "auto" (the default) runs compiled on the CPU in float32 for the default variant and
-    post-norm, per-layer projections, dropout; persistent vectors and bfloat16 take the Python
-    step, and so does everything under step "python"."""
+    post-norm, per-layer projections, dropout; persistent vectors, the carry and bfloat16 take
+    the Python step, and so does everything under step "python"."""
     monkeypatch.delenv(feedback_compiled.SWITCH, raising=False)
     core = make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, **options).train()
     state = core.initial_state(2, "cpu")
     assert core.open(state, 1).compiled
     assert not make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, persistent=2, **options).open(state, 1).compiled
+    assert not make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, carry="gate", **options).open(state, 1).compiled
     assert not core.to(torch.bfloat16).open(core.initial_state(2, "cpu"), 1).compiled
     assert core.float().open(state, 1).compiled  # each device and dtype chose once: float32 still compiled
     assert not make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, step="python", **options).open(state, 1).compiled
@@ -184,12 +186,16 @@ def test_the_switch_is_read_when_a_core_is_built(monkeypatch):
 
 
 def test_step_compiled_where_it_cannot_run_is_refused_saying_why(monkeypatch):
-    """When the core is built (persistent vectors, the switch at 0), at a call (another dtype or
-    device), and when a run resolves its step (run_options, as the command lines do)."""
+    """When the core is built (persistent vectors, the carry, the switch at 0), at a call (another
+    dtype or device), and when a run resolves its step (run_options, as the command lines do)."""
     monkeypatch.delenv(feedback_compiled.SWITCH, raising=False)
     refused = r"step 'compiled' cannot run here: "
     with pytest.raises(ValueError, match=refused + r"persistent vectors \(persistent=2\) run on the Python step only; use step=python"):
         make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, persistent=2, step="compiled")
+    with pytest.raises(ValueError, match=refused + r"the gated carry \(carry='gate'\) runs on the Python step only; use step=python"):
+        make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, carry="gate", step="compiled")
+    with pytest.raises(ValueError, match=refused + r"the gated carry \(carry='gate'\) runs on the Python step only"):
+        run_options("feedback", {"step": "compiled", "carry": "gate"}, torch.device("cpu"), torch.float32)
     core = make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, step="compiled").to(torch.bfloat16)
     with pytest.raises(ValueError, match=refused + "it computes in float32 or float64 with weights of that dtype, not in bfloat16"):
         core.open(core.initial_state(2, "cpu"), 1)
@@ -210,6 +216,7 @@ def test_a_run_resolves_auto_to_the_path_it_takes(monkeypatch, device, dtype, ch
     monkeypatch.delenv(feedback_compiled.SWITCH, raising=False)
     assert run_options("feedback", {"span": 3}, torch.device(device), dtype) == {"span": 3, "step": chosen}
     assert run_options("feedback", {"step": "python"}, torch.device(device), dtype) == {"step": "python"}
+    assert run_options("feedback", {"carry": "gate"}, torch.device(device), dtype) == {"carry": "gate", "step": "python"}  # (the carry: Python only)
     assert run_options("transformer", {"span": 8}, torch.device(device), dtype) == {"span": 8}
 
 
@@ -230,6 +237,25 @@ def test_gradcheck_through_the_hand_written_backward():
         return torch.func.functional_call(core, dict(zip(names, weights)), (x, state, first))[0]
 
     assert torch.autograd.gradcheck(call, (x, *leaves), fast_mode=True)  # fast mode: random projections of the Jacobian
+
+
+def test_gradcheck_through_the_carry():
+    """The same through the carry's backward (its gates an input of the fused call, m_t reaching
+    m_{t+1} through them): the gate's weights, the embedding's, a key/value projection's, with
+    episode starts cutting the carry mid-call."""
+    core = build(dict(d_model=4, n_heads=2, n_layers=2, span=3, carry="gate"), 0).eval()
+    first = torch.tensor([[True, False], [False, False], [False, True], [False, False], [False, False]])
+    with torch.no_grad():
+        _, state = core(torch.randn(3, 2, INPUT_DIM, dtype=torch.float64), core.initial_state(2, "cpu"), torch.zeros(3, 2, dtype=torch.bool))
+    names = ["carry_gate.weight", "carry_gate.bias", "embed.weight", "kv.0.weight", "layer_logits"]
+    params = dict(core.named_parameters())
+    leaves = [params[n].detach().clone().requires_grad_(True) for n in names]
+    x = torch.randn(5, 2, INPUT_DIM, dtype=torch.float64, requires_grad=True)
+
+    def call(x, *weights):
+        return torch.func.functional_call(core, dict(zip(names, weights)), (x, state, first))[0]
+
+    assert torch.autograd.gradcheck(call, (x, *leaves), fast_mode=True)
 
 
 @pytest.mark.parametrize("pre_norm", [True, False])
@@ -276,7 +302,7 @@ def test_the_compiled_path_with_longer_spans_and_calls_equals_the_reference(opti
     calls of 9 to 40 steps (several spans long, so that slots are read by steps far apart and,
     read from blocks, windows cross block boundaries), from the buffers or from blocks of slots:
     equal to the reference to 1e-10."""
-    options = {**options, "span": span, "persistent": 0, "step": "compiled"}
+    options = {**options, "span": span, "persistent": 0, "carry": "none", "step": "compiled"}
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(feedback_core, "BLOCKED_FROM", 0 if blocked else 10**9)
         assert_equal_to_the_reference(options, seed, steps, batch, reset, carried, [], torch.float64, dict(atol=1e-10, rtol=1e-10))

@@ -14,6 +14,11 @@ nature, are kept cheap:
   `shared_kv=False` gives each layer its own projection) and written into a preallocated
   buffer that each step reads through a window of the last S slots: no step copies the memory;
 - the state carries raw memory vectors, normalised when read (pre-norm), never stored normed;
+- the gated carry (carry="gate", reference.py): a call's gates g_t = sigmoid(W_g x_t^0 + b_g)
+  are one product over its steps, in autograd, as its embeddings are, and its steps take them
+  as inputs: a step blends its u_t with the memory's newest slot, m_{t-1} (while it belongs to
+  the episode), before writing m_t; the backward hands the gates their gradient. The Python
+  step only (compiled.py: blocker);
 - at the start of a call the carried memory's keys and values are recomputed with the current
   weights, except when acting (no gradients) with unchanged weights: then the stored ones are
   reused and the call extends the state's buffers in place (append_log.py), so a T = 1 call
@@ -39,7 +44,7 @@ import torch
 from agents.cores.feedback import compiled as feedback_compiled
 from agents.cores.append_log import AppendLog, capacity_for
 from agents.cores.dtypes import compute_dtype, exact, masked_score
-from agents.cores.feedback.reference import FeedbackConfig, FeedbackReference
+from agents.cores.feedback.reference import FeedbackConfig, FeedbackReference, ReferenceState
 from agents.cores.stepwise import StepwiseRun
 from agents.cores.feedback.step import (
     GroupWeights, LayerTape, LayerWeights, layer_backward, layer_forward, layer_norm_input_grad, project,
@@ -58,10 +63,17 @@ __all__ = ["FeedbackConfig", "FeedbackCore", "FeedbackState", "make_feedback"]
 
 
 def make_feedback(input_dim: int, config: FeedbackConfig) -> FeedbackReference:
-    """The core `--core feedback` builds: FeedbackCore, the paper's model run fast; or, with a way
-    of keeping the cue on (config.keeps: carry, keep_slot, memory_write; reference.py), the
-    reference model itself, whose plain autograd runs them (slower: no fast step has them yet)."""
-    return FeedbackReference(input_dim, config) if config.keeps else FeedbackCore(input_dim, config)
+    """The core `--core feedback` builds: FeedbackCore, the paper's model (and its gated carry,
+    carry="gate") run fast; or, with the kept slot or the tanh write on (keep_slot,
+    memory_write; reference.py), the reference model itself, whose plain autograd runs them
+    (slower: no fast step has them yet)."""
+    return FeedbackReference(input_dim, config) if reference_only(config) else FeedbackCore(input_dim, config)
+
+
+def reference_only(config: FeedbackConfig) -> bool:
+    """Whether a way of keeping the cue that only the reference model runs is on: the kept slot
+    or the tanh write (the carry runs on FeedbackCore's Python step)."""
+    return config.keep_slot or config.memory_write != "raw"
 
 
 @register_state
@@ -89,14 +101,14 @@ class FeedbackCore(FeedbackReference):
     """FeedbackReference's parameters and function; its own state (buffers for acting to extend)."""
 
     def __init__(self, input_dim: int, config: FeedbackConfig):
-        if config.keeps:
-            raise ValueError(f"FeedbackCore runs the paper's model only, got carry={config.carry!r}, keep_slot={config.keep_slot}, "
+        if reference_only(config):
+            raise ValueError(f"FeedbackCore runs the paper's model and its carry only, got keep_slot={config.keep_slot}, "
                              f"memory_write={config.memory_write!r}: make_feedback builds the reference model for those")
         super().__init__(input_dim, config)
         track_loads(self)
         # Which path the steps take (compiled.py): what stands in the compiled step's way, read
         # once, here; then the path per device and dtype, chosen at the first call of each.
-        self._blocked = None if config.step == "python" else feedback_compiled.blocker(config.persistent)
+        self._blocked = None if config.step == "python" else feedback_compiled.blocker(config.persistent, config.carry)
         self._paths: dict[tuple, str] = {}
         if config.step == "compiled":  # refused now where no call could take it (building the extension)
             feedback_compiled.choose(config.step, self._blocked, torch.device("cpu"), torch.float32, torch.float32)
@@ -152,7 +164,19 @@ class FeedbackCore(FeedbackReference):
 
     def memory_window(self, state: FeedbackState) -> tuple[torch.Tensor, torch.Tensor]:
         """The state's last S memory vectors (B, S, D), a view of its buffer, and their `valid`."""
+        state = self.own_state(state)
         return state.memory[:, state.end - self.config.span : state.end], state.valid
+
+    def own_state(self, state: FeedbackState | ReferenceState) -> FeedbackState:
+        """`state` itself; or, for the reference model's state of the same config (a checkpoint of
+        a carry run from when make_feedback built the reference model for the carry), a
+        FeedbackState holding its memory and valid (its keys and values made at the next call)."""
+        if not isinstance(state, ReferenceState):
+            return state
+        span = self.config.span
+        memory, keys, values = self._new_buffers(state.valid.shape[0], capacity_for(span, 0), state.memory, torch.zeros)
+        memory[:, :span] = state.memory
+        return FeedbackState(memory, keys, values, state.valid, span, None, AppendLog(span))
 
     def _new_buffers(self, batch: int, capacity: int, like: torch.Tensor, make=torch.empty):
         """Memory (B, capacity, D), keys and values (B, H, G, E, capacity) (heads before groups: see
@@ -168,6 +192,7 @@ class FeedbackCore(FeedbackReference):
 
     def forward(self, x: torch.Tensor, state: FeedbackState, first: torch.Tensor) -> tuple[torch.Tensor, FeedbackState]:
         """x: (T, B, input_dim), first: (T, B) bool -> y: (T, B, D), the state after step T - 1."""
+        state = self.own_state(state)
         if not torch.is_grad_enabled():
             acted = self._act(x, state, first)
             if acted is not None:
@@ -175,9 +200,15 @@ class FeedbackCore(FeedbackReference):
         steps = first.shape[0]
         run = FeedbackRun(self, state, steps, x)
         embedded = self.embed(x)  # (T, B, D): one product for all steps
+        gates = self.carry_gates(embedded)  # (T, B, D) or None: one product too
         with torch.no_grad():
-            run.advance_all(embedded, first)
-        return run.outputs(embedded), run.finish()
+            run.advance_all(embedded, first, gates)
+        return run.outputs(embedded, gates), run.finish()
+
+    def carry_gates(self, embedded: torch.Tensor) -> torch.Tensor | None:
+        """The carry's gates g_t = sigmoid(W_g x_t^0 + b_g) of steps' embedded inputs (..., D), with
+        autograd where it is on (the steps take them as inputs); None without the carry."""
+        return None if self.carry_gate is None else torch.sigmoid(self.carry_gate(embedded))
 
     def _act(self, x: torch.Tensor, state: FeedbackState, first: torch.Tensor) -> tuple[torch.Tensor, FeedbackState] | None:
         """An acting call (no gradients) in one call of the compiled step, embedding and final norm
@@ -187,6 +218,8 @@ class FeedbackCore(FeedbackReference):
         that path's outputs and state exactly (the same operations in the same order;
         tests/cores/test_feedback_acting.py)."""
         dtype = self.layer_logits.dtype
+        if self.carry_gate is not None:  # (the compiled step has no carry: blocker() keeps such a core on the Python step)
+            return None
         if (self.training and self.config.dropout > 0) or compute_dtype(x.device, dtype) != dtype or self.step_path(x.device, dtype, dtype) != "compiled":
             return None
         version = weights_version(self)
@@ -239,6 +272,7 @@ class FeedbackCore(FeedbackReference):
         run.step(x_t, first_t) -> y_t, then run.outputs() -> y (T, B, D) with gradients to the
         inputs and the weights (when opened with gradients on) and run.finish() -> state.
         Equals forward() over the same inputs."""
+        state = self.own_state(state)
         return FeedbackRun(self, state, steps, state.memory)
 
 
@@ -247,6 +281,7 @@ class StepTape(NamedTuple):
 
     layers: list[LayerTape]
     m: torch.Tensor  # (B, D) the step's memory vector
+    carry: tuple | None  # with the carry: u_t (B, D), the paper's m_t, and c_t (B, 1), 1.0 where m_{t-1} was carried; else None
     stats: list  # per key/value group: its norm's (mean, rstd) of m, or None
     seen: torch.Tensor  # (B, 1, 1) 1.0 where some window slot was visible
     masks: list  # per layer: this step's dropout masks, bool (kept), or None
@@ -356,20 +391,23 @@ class FeedbackRun(StepwiseRun):
             self.t += 1
             return y[0]
         with torch.no_grad():
-            return self.core.norm_out(self.advance(self.core.embed(x), first))
+            embedded = self.core.embed(x)
+            return self.core.norm_out(self.advance(embedded, first, self.core.carry_gates(embedded)))
 
-    def advance(self, embedded: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
-        """One step from its embedding (B, D): the top layer's output (B, D) before the final
-        norm, in the call's dtype; the step's memory vector and its keys and values go into the buffers."""
+    def advance(self, embedded: torch.Tensor, first: torch.Tensor, gate: torch.Tensor | None = None) -> torch.Tensor:
+        """One step from its embedding (B, D) (and its carry gate g_t (B, D), with the carry): the
+        top layer's output (B, D) before the final norm, in the call's dtype; the step's memory
+        vector and its keys and values go into the buffers."""
+        assert (gate is None) == (self.core.carry_gate is None), "a step takes its carry gate exactly when the core carries"
         with self.exact():
-            return self._advance(embedded.to(self.dtype), first)
+            return self._advance(embedded.to(self.dtype), first, None if gate is None else gate.to(self.dtype))
 
-    def advance_all(self, embedded: torch.Tensor, first: torch.Tensor) -> None:
-        """All the run's steps from their embeddings (T, B, D) and first (T, B): as advance() T
-        times, in one call of the compiled step where it runs."""
+    def advance_all(self, embedded: torch.Tensor, first: torch.Tensor, gates: torch.Tensor | None = None) -> None:
+        """All the run's steps from their embeddings (T, B, D) (and carry gates (T, B, D)) and
+        first (T, B): as advance() T times, in one call of the compiled step where it runs."""
         if not self.compiled:
             for t in range(first.shape[0]):
-                self.advance(embedded[t], first[t])
+                self.advance(embedded[t], first[t], None if gates is None else gates[t])
             return
         with self.exact():
             self._compiled_steps(embedded.to(self.dtype), first)
@@ -391,7 +429,7 @@ class FeedbackRun(StepwiseRun):
             **self._compiled_masks(), keep_scale=1.0 / (1.0 - c.dropout), pre_norm=c.pre_norm, tape=self.tape, blocked=self.blocked,
         )
 
-    def _advance(self, embedded: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
+    def _advance(self, embedded: torch.Tensor, first: torch.Tensor, gate: torch.Tensor | None) -> torch.Tensor:
         if self.compiled:
             return self._compiled_steps(embedded[None], first[None])[0]
         c, t = self.core.config, self.t
@@ -408,26 +446,32 @@ class FeedbackRun(StepwiseRun):
             h, tape = layer_forward(h, k_t, v_t.transpose(-1, -2), bias, seen, w, self._scaled(keep[layer]), c.pre_norm)
             m = torch.addcmul(m, self.mix[layer + 1], h)
             tapes.append(tape)
-        slot = self.start + t
+        slot, carry = self.start + t, None
+        if gate is not None:  # the carry: m_t = g_t (c_t m_{t-1}) + (1 - g_t) u_t, u_t the sum above
+            carried = visible[:, -1:].to(m.dtype)  # (B, 1) c_t: the newest slot, m_{t-1}, is this episode's
+            carry, m = (m, carried), torch.addcmul((1 - gate) * m, gate, self.memory[:, slot - 1] * carried)
         self.memory[:, slot] = m
         stats = [self._write(g, m[:, None], slot) for g in range(len(self.groups))]
         if self.recording:
-            self.tapes.append(StepTape(tapes, m, [None if s is None else (s[0][:, 0], s[1][:, 0]) for s in stats], seen, keep))
+            self.tapes.append(StepTape(tapes, m, carry, [None if s is None else (s[0][:, 0], s[1][:, 0]) for s in stats], seen, keep))
         self.tops.append(h)
         self.t += 1
         return h
 
-    def outputs(self, embedded: torch.Tensor | None = None) -> torch.Tensor:
+    def outputs(self, embedded: torch.Tensor | None = None, gates: torch.Tensor | None = None) -> torch.Tensor:
         """(T, B, D) the outputs of the steps taken (after the final norm). A recording run
         hands them to autograd here, with gradients to `embedded` (the steps' embedded inputs,
-        (T, B, D); by default embed(the inputs step() was given)) and the weights."""
+        (T, B, D); by default embed(the inputs step() was given)), to the carry's gates (T, B, D)
+        the steps took (by default carry_gates(embedded)) and to the weights."""
         self.check_outputs()
         if not self.recording:
             return self.core.norm_out(torch.stack(self.tops))
         if embedded is None:
             embedded = self.core.embed(torch.stack(self.inputs))
+        if gates is None:
+            gates = self.core.carry_gates(embedded)
         mix, layers, groups = self.master
-        y = _Call.apply(embedded, self, mix, *[x for w in layers for x in w], *[x for w in groups for x in w])
+        y = _Call.apply(embedded, gates, self, mix, *[x for w in layers for x in w], *[x for w in groups for x in w])
         return self.core.norm_out(y)
 
     def finish(self) -> FeedbackState:
@@ -439,26 +483,32 @@ class FeedbackRun(StepwiseRun):
         valid = index[None, :] >= self.episode_start[:, None]
         return FeedbackState(self.memory, self.keys, self.values, valid, end, self.version, self.log)
 
-    def backward(self, grad_y: torch.Tensor) -> tuple:
-        """The steps in reverse, by hand: grad_y (T, B, D) at the tops -> the gradients of the
-        embedded inputs, softmax(w), and every weight of call_weights (in _Call's input order).
+    def backward(self, grad_y: torch.Tensor, gates: torch.Tensor | None = None) -> tuple:
+        """The steps in reverse, by hand: grad_y (T, B, D) at the tops (and the carry's gates the
+        steps took, (T, B, D)) -> the gradients of the embedded inputs, the gates, softmax(w), and
+        every weight of call_weights (in _Call's input order).
 
         A step's memory slot is read by the S steps after it, so when the reverse walk reaches
         step t the gradient at its keys and values is complete; from it comes the gradient at
-        m_t, which joins the gradients flowing down step t's layers.
+        m_t, which joins the gradients flowing down step t's layers. With the carry, m_t also
+        reaches m_{t+1} = g_{t+1} (c_{t+1} m_t) + (1 - g_{t+1}) u_{t+1}, which the walk passed
+        just before: dm_t gains g_{t+1} c_{t+1} dm_{t+1}; then du_t = (1 - g_t) dm_t goes down the
+        layers where the paper's dm_t goes, and dg_t = dm_t (c_t m_{t-1} - u_t). (The carried
+        state is detached: the first step's m_{t-1} takes no gradient.)
 
         In the call's dtype, but the weights' gradients and the gradients at every slot's keys
         and values (each a sum over many steps) accumulate in the weights' own dtype."""
         with self.exact():
-            return self._backward(grad_y.to(self.dtype))
+            return self._backward(grad_y.to(self.dtype), None if gates is None else gates.to(self.dtype))
 
-    def _backward(self, grad_y: torch.Tensor) -> tuple:
+    def _backward(self, grad_y: torch.Tensor, gates: torch.Tensor | None) -> tuple:
         c, steps = self.core.config, self.t
         master_mix, master_layers, master_groups = self.master
         span, (batch, width) = c.span, grad_y.shape[1:]
         # per group (B, 2, H, E, S + T): gradients at every slot's keys ([:, 0]) and values, transposed
         grad_kv = [master_mix.new_zeros(batch, 2, c.n_heads, width // c.n_heads, span + steps) for _ in self.groups]
         d_layers = [LayerWeights(*(None if x is None else torch.zeros_like(x) for x in w)) for w in master_layers]
+        d_gates = None
         if self.compiled:
             d_embedded, d_mix = self.compiled.backward_steps(
                 grad_y=grad_y, tops=torch.stack(self.tops), tape=self.tape, mix=self.mix.detach(), layer_weights=self.prepared.layers,
@@ -466,21 +516,24 @@ class FeedbackRun(StepwiseRun):
                 keep_scale=1.0 / (1.0 - c.dropout), pre_norm=c.pre_norm, acc_layers=[self.compiled.LayerWeights(**w._asdict()) for w in d_layers],
             )
         else:
-            d_embedded, d_mix = self._backward_steps(grad_y, grad_kv, d_layers)
+            d_embedded, d_mix, d_gates = self._backward_steps(grad_y, grad_kv, d_layers, gates)
         d_mix = d_mix.to(master_mix.dtype).sum(0)  # softmax(w): layer l's output reaches m_t times w_l (l = 0: the embedded input)
         memory = self.memory[:, : span + steps].to(master_mix.dtype)  # (B, S + T, D): every slot the call read
         d_groups = [  # each slot's key and value gradients as a column of (B, 2 D, S + T)
             projection_gradients(w, memory, grad.view(batch, 2 * width, span + steps)) for w, grad in zip(master_groups, grad_kv)
         ]
-        return (d_embedded, None, d_mix, *[x for w in d_layers for x in w], *[x for w in d_groups for x in w])
+        return (d_embedded, d_gates, None, d_mix, *[x for w in d_layers for x in w], *[x for w in d_groups for x in w])
 
-    def _backward_steps(self, grad_y: torch.Tensor, grad_kv: list, d_layers: list) -> tuple[torch.Tensor, torch.Tensor]:
+    def _backward_steps(self, grad_y: torch.Tensor, grad_kv: list, d_layers: list, gates: torch.Tensor | None) -> tuple:
         """The Python path of _backward's walk over the steps: -> the gradients at the embedded
-        inputs (T, B, D) and at softmax(w) per step (T, L + 1); the weights' and the slots' key and
-        value gradients added into d_layers and grad_kv."""
+        inputs (T, B, D), at softmax(w) per step (T, L + 1) and at the carry's gates (T, B, D),
+        None without; the weights' and the slots' key and value gradients added into d_layers and
+        grad_kv."""
         c, steps, span, batch, width = self.core.config, self.t, self.core.config.span, grad_y.shape[1], grad_y.shape[2]
         mix = self.mix.detach().unbind(0)
         d_embedded, d_mix = torch.empty_like(grad_y), []
+        d_gates = None if gates is None else torch.empty_like(grad_y)
+        onward = None  # with the carry: g_{t+1} c_{t+1} dm_{t+1}, the gradient at m_t through the next step's carry
         for t in reversed(range(steps)):
             tape = self.tapes[t]
             dm = None
@@ -488,6 +541,14 @@ class FeedbackRun(StepwiseRun):
                 d_normed = torch.mm(grad_kv[g][..., span + t].reshape(batch, 2 * width).to(self.dtype), w.kv_w)  # keys' then values' (B, 2 D)
                 dg = d_normed if w.norm_w is None else layer_norm_input_grad(d_normed, tape.m, tape.stats[g], w.norm_w)
                 dm = dg if dm is None else dm + dg
+            if tape.carry is not None:  # dm_t -> du_t, dg_t, and the share onward to m_{t-1}
+                u, carried = tape.carry
+                if onward is not None:
+                    dm = dm + onward
+                gate = gates[t]
+                d_gates[t] = dm * (self.memory[:, self.start + t - 1] * carried - u)
+                onward = gate * carried * dm
+                dm = dm - gate * dm  # du_t = (1 - g_t) dm_t
             dm_flat = dm.view(-1)
             d_mix.append(torch.stack([torch.dot(dm_flat, layer.h.view(-1)) for layer in tape.layers] + [torch.dot(dm_flat, self.tops[t].view(-1))]))
             dh = torch.addcmul(grad_y[t], dm, mix[-1])
@@ -501,7 +562,7 @@ class FeedbackRun(StepwiseRun):
                 )
                 dh = torch.addcmul(dh, dm, mix[layer])
             d_embedded[t] = dh
-        return d_embedded, torch.stack(d_mix[::-1])
+        return d_embedded, torch.stack(d_mix[::-1]), d_gates
 
 
 def split_keys_values(kv: torch.Tensor, config: FeedbackConfig) -> tuple[torch.Tensor, torch.Tensor]:
@@ -518,14 +579,16 @@ def detached(weights: LayerWeights | GroupWeights) -> dict:
 
 class _Call(torch.autograd.Function):
     """A recording run's outputs handed to autograd: forward returns the tops its steps computed
-    (they ran before, without autograd); backward is FeedbackRun.backward. The weights are inputs
-    so that autograd sends their gradients on (to the parameters they were derived from)."""
+    (they ran before, without autograd); backward is FeedbackRun.backward. The weights and the
+    carry's gates are inputs so that autograd sends their gradients on (to the parameters they
+    were derived from: the gates' to the carry gate's weights and to the embedding)."""
 
     @staticmethod
-    def forward(ctx, embedded, run, *weights):
+    def forward(ctx, embedded, gates, run, *weights):
         ctx.run = run
+        ctx.save_for_backward(gates)  # the carry's (T, B, D), or None
         return torch.stack(run.tops)  # (T, B, D)
 
     @staticmethod
     def backward(ctx, grad_y):
-        return ctx.run.backward(grad_y)
+        return ctx.run.backward(grad_y, *ctx.saved_tensors)

@@ -12,7 +12,10 @@ Here the memory is a ring of S slots instead, on tensors made once:
   (distance d steps back reads position row d, as FeedbackCore's window slot S - d does) and
   whether it belongs to the running episode (d <= count);
 - the weights the steps read (the scaled query, softmax(w), ...) are derived into tensors of
-  their own by `load`, once per rollout, so a replay reads the weights of the last `load`.
+  their own by `load`, once per rollout, so a replay reads the weights of the last `load`;
+- with the carry (carry="gate"), the step's gate comes from its embedded input, as the
+  embedding does (the gate's weights read where they are), and m_{t-1} is the slot before `head`,
+  carried while the episode has a slot (count > 0).
 
 `load(state)` copies a FeedbackState's window in and recomputes its keys and values with the
 current weights (as every first acting call after an update does); `state()` hands the ring back
@@ -94,11 +97,12 @@ class FeedbackRing:
         ring advanced by one step in place. Fixed shapes and addresses, nothing read back."""
         with torch.no_grad():
             embedded = self.core.embed(x)
+            gate = self.core.carry_gates(embedded)  # (B, D) g_t, or None without the carry
             with exact(self.device):
-                top = self._advance(embedded.to(self.dtype), first)
+                top = self._advance(embedded.to(self.dtype), first, None if gate is None else gate.to(self.dtype))
             return self.core.norm_out(top)
 
-    def _advance(self, embedded: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
+    def _advance(self, embedded: torch.Tensor, first: torch.Tensor, gate: torch.Tensor | None) -> torch.Tensor:
         c, span = self.core.config, self.core.config.span
         mix, layers, groups = self.weights
         self.count.masked_fill_(first, 0)
@@ -113,6 +117,9 @@ class FeedbackRing:
             w = w._replace(positions=w.positions.index_select(0, window_slot))
             h, _ = layer_forward(h, self.keys[:, :, g], self.values[:, :, g].transpose(-1, -2), bias, seen, w, None, c.pre_norm)
             m = torch.addcmul(m, mix[layer + 1], h)
+        if gate is not None:  # the carry: m_t = g_t (c_t m_{t-1}) + (1 - g_t) u_t, as FeedbackRun writes it
+            previous = self.memory.index_select(1, (self.head - 1).remainder(span)[None])[:, 0]  # (B, D) m_{t-1}: the newest slot
+            m = torch.addcmul((1 - gate) * m, gate, previous * seen[:, 0])  # seen (B, 1): c_t, m_{t-1} is this episode's
         at = self.head[None]  # (1,) the oldest slot, read above, now overwritten
         self.memory.index_copy_(1, at, m[:, None])
         self.written.copy_(m)
