@@ -58,7 +58,8 @@ experiments/memory_probes.py) falls under training (0.85-0.89 fresh, 0.80-0.81 t
   runs with the orthogonal value path).
 
 An episode start empties the carry and the kept slot as it hides the window (m_{t-1} = k_{t-1}
-= 0). These run on this model's path only (make_feedback builds it for them).
+= 0). FeedbackCore runs the carry on its Python step (not the C++ one); the kept slot and the
+tanh write run on this model alone (make_feedback builds it for them).
 
 Letters: T steps, B envs, S span, L layers, D d_model, H heads, E head width (D / H), N
 persistent vectors per head, F feed-forward width.
@@ -111,7 +112,7 @@ class FeedbackConfig(TransformerConfig):
 
     @property
     def keeps(self) -> bool:
-        """Whether one of the ways of keeping the cue is on (it runs on the reference path)."""
+        """Whether one of the ways of keeping the cue is on (make_feedback says which model runs it)."""
         return self.carry != "none" or self.keep_slot or self.memory_write != "raw"
 
 
