@@ -35,6 +35,8 @@ Analysers of runs, and the probes they share:
     frames_to_solve.py      what carrying one bit L steps costs to learn: frames to solve the recall task (no clock), every core
     frames_to_solve_answer.py  the cost curves' answer: longest length solved, its frames, the slope (censored fit), holding at 2L
     past_length.py          a solved recall run tried at L/2, 2L, 4L and 8L, without training
+    keep_cue.py             the Feedback memory's ways of keeping the cue, probed fresh: the policies the recall runs start from
+    keep_cue_table.py       their table on the memory-length page: probes fresh and trained, recall with A2C and PPO, from the JSON
     memory_trace.py         a corridor training run that probes its agent's memory as it trains
 
 Peers (ppo_peers.py's other side):
