@@ -24,7 +24,7 @@ from agents.learners.train import Trainer
 from experiments.cue_memory import walk_to_query
 from experiments.keep_cue import fresh_policy
 from experiments.memory_probes import probe
-from tests.trained import assert_same_parameters
+from tests.trained import assert_resume_makes_the_unstopped_updates
 
 INPUT_DIM, BATCH, STEPS = 5, 3, 9
 SMALL = dict(d_model=8, n_heads=2, n_layers=2, span=3)
@@ -272,18 +272,4 @@ def test_a_resumed_run_makes_the_updates_of_an_unstopped_one(tmp_path, trainer_c
                                    core_options=dict(SMALL, carry="gate", keep_slot=True),
                                    env_options={"length": 3, "max_episode_steps": 7}), config_class)
 
-    runs = {}
-    for folder, updates in (("straight", 4), ("split", 2)):
-        trainer = trainer_class(config(folder, updates))
-        try:
-            trainer.train()
-        finally:
-            trainer.close()
-        runs[folder] = trainer
-    resumed = trainer_class.from_checkpoint(str(tmp_path / "split"), {"total_steps": 4 * ENVS * ROLLOUT})
-    try:
-        assert resumed.resumed_how.startswith("envs and memory continue")
-        resumed.train()
-    finally:
-        resumed.close()
-    assert_same_parameters(resumed.policy.state_dict(), runs["straight"].policy.state_dict())
+    assert_resume_makes_the_unstopped_updates(trainer_class, config, ENVS * ROLLOUT)

@@ -13,7 +13,7 @@ from agents.config.a2c_config import A2CConfig, resolve_config
 from agents.config.ppo_config import PPOConfig
 from agents.learners.ppo import PPOTrainer
 from agents.learners.train import Trainer
-from tests.trained import assert_same_parameters
+from tests.trained import assert_resume_makes_the_unstopped_updates
 
 ENVS, STEPS = 8, 8  # rollouts of 8 steps over episodes of at most 7: episode starts inside every rollout
 OPTIONS = "d_model=8,d_state=4,d_conv=3,n_layers=2"
@@ -40,18 +40,4 @@ def test_a_resumed_run_makes_the_updates_of_an_unstopped_one(tmp_path, trainer_c
                                    core_options=dict(d_model=8, d_state=4, d_conv=3, n_layers=2),
                                    env_options={"length": 3, "max_episode_steps": 7}), config_class)
 
-    runs = {}
-    for folder, updates in (("straight", 4), ("split", 2)):
-        trainer = trainer_class(config(folder, updates))
-        try:
-            trainer.train()
-        finally:
-            trainer.close()
-        runs[folder] = trainer
-    resumed = trainer_class.from_checkpoint(str(tmp_path / "split"), {"total_steps": 4 * ENVS * STEPS})
-    try:
-        assert resumed.resumed_how.startswith("envs and memory continue")
-        resumed.train()
-    finally:
-        resumed.close()
-    assert_same_parameters(resumed.policy.state_dict(), runs["straight"].policy.state_dict())
+    assert_resume_makes_the_unstopped_updates(trainer_class, config, ENVS * STEPS)
