@@ -18,12 +18,12 @@ from agents.config.ppo_config import PPOConfig
 from agents.cores import make_core
 from agents.cores.feedback.core import FeedbackCore
 from agents.cores.feedback.reference import FeedbackConfig, FeedbackReference, reference_of
-from agents.cores.feedback.ring import FeedbackRing
 from agents.learners.ppo import PPOTrainer
 from agents.learners.train import Trainer
 from experiments.cue_memory import walk_to_query
 from experiments.keep_cue import fresh_policy
 from experiments.memory_probes import probe
+from tests.cores.test_feedback_ring import act_both
 from tests.trained import assert_resume_makes_the_unstopped_updates
 
 INPUT_DIM, BATCH, STEPS = 5, 3, 9
@@ -190,19 +190,10 @@ def test_the_carry_acts_on_the_ring_as_the_core_does(step):
     generator = torch.Generator().manual_seed(3)
     x = torch.randn(4 * SMALL["span"] + 5, BATCH, INPUT_DIM, generator=generator, dtype=torch.float64)
     first = torch.rand(x.shape[:2], generator=generator) < 0.15
-    warm = SMALL["span"] + 1
-    with torch.no_grad():
-        _, state = core(x[:warm], core.initial_state(BATCH, "cpu"), first[:warm])
-        ring = FeedbackRing(core, BATCH, torch.device("cpu"))
-        ring.load(state)
-        ours, theirs = [], []
-        for t in range(warm, x.shape[0]):
-            y, state = core(x[t : t + 1], state, first[t : t + 1])
-            theirs.append(y[0])
-            ours.append(ring.step(x[t], first[t]))
-    torch.testing.assert_close(torch.stack(ours), torch.stack(theirs), atol=1e-13, rtol=1e-13)
-    torch.testing.assert_close(core.memory_window(ring.state())[0], core.memory_window(state)[0], atol=1e-13, rtol=1e-13)
-    assert torch.equal(ring.state().valid, state.valid)
+    ours, theirs, ring_state, state = act_both(core, x, first, warm=SMALL["span"] + 1)
+    torch.testing.assert_close(ours, theirs, atol=1e-13, rtol=1e-13)
+    torch.testing.assert_close(core.memory_window(ring_state)[0], core.memory_window(state)[0], atol=1e-13, rtol=1e-13)
+    assert torch.equal(ring_state.valid, state.valid)
 
 
 def test_the_carry_fed_a_step_at_a_time_equals_forward():
