@@ -18,19 +18,10 @@ from agents.learners.dqn.targets import bootstrap_values, n_step_targets
 from agents.learners.dqn.trainer import DQNTrainer
 from agents.runtime.actors import LocalEnvs
 from agents.runtime.checkpoint import load_checkpoint
+from tests.agents.test_ppo import SMALL as PPO_SMALL
 from tests.trained import assert_same_parameters
 
-SMALL = {
-    "feedback": {"d_model": 16, "n_layers": 2, "n_heads": 2, "span": 4, "step": "python"},  # no build of the compiled step here
-    "transformer": {"d_model": 16, "n_layers": 2, "n_heads": 2, "span": 4},
-    "reservoir": {"d_model": 16, "n_layers": 2, "n_heads": 2, "span": 4},
-    "lstm": {"hidden_size": 16},
-    "gru": {"hidden_size": 16},
-    "mlp": {"hidden_size": 16},
-    "ffm": {"d_model": 16, "memory_size": 4, "context_size": 2},
-    "lru": {"d_model": 16, "state_size": 8},
-    "mamba": {"d_model": 16, "d_state": 4, "n_layers": 1},
-}
+SMALL = {**PPO_SMALL, "feedback": {**PPO_SMALL["feedback"], "step": "python"}}  # test_ppo's sizes; no build of the compiled step here
 TMAZE = {"env": "tmaze", "env_options": {"length": 3}}  # episodes of 4 steps: whole-episode replay
 CORRIDOR = {"env": "corridor", "env_options": {"length": 3, "max_episode_steps": 7}, "replay": "segments"}
 
