@@ -55,7 +55,7 @@ from experiments.frame.ledger import Ledger
 from experiments.frame.stats import seed_count
 from experiments.frame.train_flags import check_train_flags, refuse_other_train_args, refuse_unusable_paths, split_train_args
 from experiments.frame.tables import markdown_table
-from experiments.memory_length import FLOOR, MODELS, OPTIONS, SOLVED, model_args
+from experiments.memory_length import FLOOR, MODELS, SOLVED, SWEPT, model_args
 
 LENGTHS = [2**k for k in range(11)]  # 1 .. 1,024
 EPISODE_CAP, EPISODE_CAP_UNTIL, FRAME_CAP = 40_000, 256, 12_000_000
@@ -86,7 +86,9 @@ def cap_frames(length: int, frames_to_solve_half: list[float] | None = None) -> 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lengths", nargs="+", type=positive_int, action=Distinct, default=LENGTHS)
-    parser.add_argument("--models", nargs="+", choices=list(MODELS), action=Distinct, default=[name for name in MODELS if name not in OPTIONS])
+    parser.add_argument("--models", nargs="+", choices=list(MODELS), action=Distinct, default=SWEPT,
+                        help="models to run (default: every core, GTrXL's row transformer-episode-gtrxl among them; the Feedback "
+                             "core's option rows on request)")
     parser.add_argument("--seeds", type=seed_count, default=5, help="seeds 0 .. N-1 (default: 5)")
     parser.add_argument("--fewer-seeds", nargs=2, type=positive_int, default=None, metavar=("LENGTH", "N"),
                         help=f"from LENGTH on, seeds 0 .. N-1 only (default: {FEWER_FROM} and 3, or --seeds if fewer)")

@@ -118,6 +118,9 @@ MODELS = {
 OPTIONS = {"feedback-span16-no-read-norm": "read_norm=False", "feedback-span16-orthogonal": "value_init=orthogonal",
            "transformer-episode-gtrxl": "gating=gru", **{f"feedback-span16-{name}": keep for name, keep in (
                ("carry", "carry=gate"), ("kept", "keep_slot=True"), ("tanh", "memory_write=tanh,read_norm=False,value_init=orthogonal"))}}
+# The frames-to-solve sweep's default models: every core, GTrXL among them (a core of its own on
+# the cores page), the Feedback core's options on request only
+SWEPT = [name for name in MODELS if name not in OPTIONS or OPTIONS[name] == "gating=gru"]
 # The Feedback memory's ways of keeping the cue (agents/cores/feedback/reference.py), their gates'
 # chrono T_max twice the episode's length as the recurrent cores' (CHRONO)
 KEEPING = ("feedback-span16-carry", "feedback-span16-kept")

@@ -21,6 +21,12 @@ def test_the_cap_is_40000_episodes_to_256_then_12m_frames_then_four_times_the_me
         frames_to_solve.cap_frames(4096)
 
 
+def test_the_default_sweep_runs_every_core_gtrxl_and_mamba_among_them_and_no_feedback_option():
+    models = frames_to_solve.make_parser().parse_args([]).models
+    assert {"transformer-episode-gtrxl", "mamba", "ffm", "lru", "mlp", "feedback-span16"} <= set(models)
+    assert not [name for name in models if name.startswith("feedback-span16-")]
+
+
 def test_past_length_tries_half_and_two_four_eight_times_the_length():
     assert past_length.tried_lengths(1) == [2, 4, 8]
     assert past_length.tried_lengths(64) == [32, 128, 256, 512]
