@@ -3,12 +3,13 @@
     python -m experiments.frames_to_solve --jobs 2                       # A2C, every model, L = 1, 2, 4, ... 1,024
     python -m experiments.frames_to_solve --algo ppo --seeds 3 --lengths 1 2 4 8 16 32 64 128 256 --jobs 2
     python -m experiments.frames_to_solve --models gru-chrono --lengths 2048 --seeds 3   # past 1,024: 4x the median of L/2
+    python -m experiments.frames_to_solve --algo dqn --models lstm-chrono gru-chrono --lengths 16 32 64 --seeds 3   # train_dqn.py
 
 The task is bsuite's memory_len (FeedbackRL/MemoryLength-v0, envs/memory_length.py): one bit
 shown at the first step, asked for at the last of L + 1 steps, nothing to explore, and here
 without the clock (`show_time=False`: the query marks the decision step), so that a policy means
 the same thing at every length and can be tried at lengths it never trained on. Each (model,
-length, seed) is a train_a2c.py (or train_ppo.py) run of the memory-length sweep's settings
+length, seed) is a train_a2c.py (or train_ppo.py, train_dqn.py) run of the memory-length sweep's settings
 (experiments/memory_length.py: the CPU preset, the observation only, a gradient window that
 follows the episode, the same models and initialisations) with the trainers' solve check
 (agents/learners/solve.py): every so often the greedy policy plays 100 evaluation episodes; the
@@ -55,7 +56,7 @@ from experiments.frame.ledger import Ledger
 from experiments.frame.stats import seed_count
 from experiments.frame.train_flags import check_train_flags, refuse_other_train_args, refuse_unusable_paths, split_train_args
 from experiments.frame.tables import markdown_table
-from experiments.memory_length import FLOOR, MODELS, SOLVED, SWEPT, model_args
+from experiments.memory_length import DQN_ARGS, DQN_ROLLOUT, FLOOR, MODELS, SOLVED, SWEPT, model_args
 
 LENGTHS = [2**k for k in range(11)]  # 1 .. 1,024
 EPISODE_CAP, EPISODE_CAP_UNTIL, FRAME_CAP = 40_000, 256, 12_000_000
@@ -98,8 +99,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--estimate-only", action="store_true",
                         help="time an update of each model at each length to 1,024 (the window full), write the expected time of "
                              "every run to its cap to OUT/NAME_estimate.json, and train nothing")
-    add_experiment_arguments(parser, None, "output file stem (default: frames_to_solve[_ppo])", algo=True, minibatches=True,
-                             folder="memory_length")
+    add_experiment_arguments(parser, None, "output file stem (default: frames_to_solve[_ppo|_dqn])", algo=True, minibatches=True,
+                             folder="memory_length", dqn=True)
     parser.add_argument("--train-args", default="", metavar="'FLAGS'",
                         help="more train_a2c.py / train_ppo.py flags for every run, as one quoted string; needs a --name of its own")
     parser.add_argument("--ledger", type=Path, default=None, metavar="PATH", help="the finished runs' records (default: OUT/NAME_runs.json)")
@@ -111,6 +112,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = make_parser()
     args = parser.parse_args(argv)
     minibatches = minibatch_args(parser, args)
+    if args.estimate_only and args.algo == "dqn":
+        parser.error("--estimate-only times A2C and PPO runs; a timed DQN update before --learning-starts acts and does not learn")
     if args.train_args and args.name is None:
         parser.error(f"--train-args {args.train_args!r}: give a --name of its own, or its runs would resume the plain sweep's")
     extra = split_train_args(parser, args.train_args)
@@ -128,11 +131,13 @@ def main(argv: list[str] | None = None) -> None:
     sweep.run()
 
 
-def task_args(length: int) -> list[str]:
-    """The flags every run at `length` shares: the task without the clock, the CPU preset, the
-    gradient back to the episode's start, no previous action and reward among the inputs."""
-    return ["--env", "memory_length", "--env-opt", f"length={length},show_time=false", "--preset", "cpu", "--bptt", "episode",
-            "--no-previous-inputs"]
+def task_args(length: int, algo: str = "a2c") -> list[str]:
+    """The flags every run at `length` shares: the task without the clock, the CPU preset, no
+    previous action and reward among the inputs; the gradient back to the episode's start (A2C,
+    PPO), or with DQN the memory-length runner's DQN settings (DQN_ARGS, DQN_ROLLOUT), whose
+    replayed whole episodes take the gradient there without a window to set."""
+    learner = [*DQN_ARGS, "--rollout", str(DQN_ROLLOUT)] if algo == "dqn" else ["--bptt", "episode"]
+    return ["--env", "memory_length", "--env-opt", f"length={length},show_time=false", "--preset", "cpu", *learner, "--no-previous-inputs"]
 
 
 class Sweep:
@@ -154,7 +159,7 @@ class Sweep:
         check = ["--solve-at", str(SOLVED), "--eval-every", str(CHECK_EPISODES * (length + 1)), "--eval-growth", str(CHECK_GROWTH),
                  "--eval-episodes", str(2 if a.quick else a.eval_episodes)]
         quick = ["--num-envs", "4", *QUICK_ALGO[a.algo]] if a.quick else []
-        return [*task_args(length), *check, *model_args(model, "memory_length", length, a.quick), *self.extra, *quick, "--seed", str(seed)]
+        return [*task_args(length, a.algo), *check, *model_args(model, "memory_length", length, a.quick), *self.extra, *quick, "--seed", str(seed)]
 
     def jobs(self, model: str, length: int, frames: int) -> dict[int, tuple[Job, Job]]:
         """{seed: (training, past_length)} of one cell; the training's record keeps RUN/solve.json."""
@@ -186,7 +191,9 @@ class Sweep:
         if a.estimate_only:
             self.estimate()
             return
-        if not (a.quick or a.no_estimate):
+        if a.algo == "dqn" and not (a.quick or a.no_estimate):
+            print("no time estimate for DQN runs: a timed update before --learning-starts acts and does not learn")
+        elif not (a.quick or a.no_estimate):
             print_expected_time(self.capped_jobs(), a.jobs)
             print("(at most that: every run to its cap; runs stop when solved, and sweeps after unsolved lengths)")
         unsolved: dict[str, int] = {}

@@ -8,7 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from experiments import frames_to_solve, frames_to_solve_answer, past_length
+from experiments import frames_to_solve, frames_to_solve_answer, memory_length, past_length
+from experiments.frame.train_flags import check_train_flags
 
 
 def test_the_cap_is_40000_episodes_to_256_then_12m_frames_then_four_times_the_median_at_half():
@@ -25,6 +26,20 @@ def test_the_default_sweep_runs_every_core_gtrxl_and_mamba_among_them_and_no_fee
     models = frames_to_solve.make_parser().parse_args([]).models
     assert {"transformer-episode-gtrxl", "mamba", "ffm", "lru", "mlp", "feedback-span16"} <= set(models)
     assert not [name for name in models if name.startswith("feedback-span16-")]
+
+
+def test_dqn_runs_take_the_memory_length_runners_dqn_settings_and_no_gradient_window():
+    """--algo dqn: train_dqn.py's flags (its replay reaches the episode's start; --bptt it refuses)
+    that its own parser accepts, the same solve check; --estimate-only refused (no timed update)."""
+    parser = frames_to_solve.make_parser()
+    args = parser.parse_args(["--algo", "dqn", "--models", "lstm-chrono"])
+    args.fewer_seeds = (frames_to_solve.FEWER_FROM, 3)
+    train_args = frames_to_solve.Sweep(args, None, None, []).train_args("lstm-chrono", 16, 0)
+    assert "--bptt" not in train_args and train_args[train_args.index("--rollout") + 1] == str(memory_length.DQN_ROLLOUT)
+    assert " ".join(memory_length.DQN_ARGS) in " ".join(train_args) and "--solve-at" in train_args
+    check_train_flags(parser, "dqn", train_args)  # exits 2 where train_dqn.py would refuse them
+    with pytest.raises(SystemExit):
+        frames_to_solve.main(["--algo", "dqn", "--estimate-only"])
 
 
 def test_past_length_tries_half_and_two_four_eight_times_the_length():
