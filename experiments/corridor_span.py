@@ -14,10 +14,11 @@ at the doors of its final policy and of a fresh one (cue_memory.py: whether the 
 the cue where it is needed, whatever the policy does with it). The LSTM and the MLP (no memory)
 are reference lines (and the other recurrent cores, --references). `--cores gtrxl` is the Transformer
 with GTrXL's gated layers (`--core-opt gating=gru`, agents/cores/gtrxl.py), in a run folder and row
-of its own. The agents see the observation only (`--no-previous-inputs`): an agent fed
-its own last action can carry the cue in its behaviour, which attention of any reach can read
-(`--previous-inputs` gives them that input, as the other experiments do). The entropy cost is
-0.01, 20 times the presets': once a small-span Feedback Transformer holds the cue, its policy can
+of its own; `--cores feedback-carry` the Feedback core with its gated carry (`--core-opt
+carry=gate`, agents/cores/feedback/reference.py: a memory that keeps its cue), likewise. The
+agents see the observation only (`--no-previous-inputs`): an agent fed its own last action can
+carry the cue in its behaviour, which attention of any reach can read (`--previous-inputs` gives
+them that input, as the other experiments do). The entropy cost is 0.01, 20 times the presets': once a small-span Feedback Transformer holds the cue, its policy can
 fall into a trap where, for one cue, it plays a door action (a no-op) all along the corridor and
 never reaches the doors, which only the discount punishes; more entropy keeps it trying to walk
 (README, Figure 3). Writes NAME.json (raw per-seed numbers), NAME.md and NAME.png.
@@ -50,7 +51,8 @@ LAYERS = 2
 SOLVED = 0.95  # greedy success at which a run counts as having solved the corridor (a run that has not: 0.5 or less)
 QUICK_TRAIN = ["--num-envs", "4"]
 # --cores choice -> (train_a2c.py --core, its options beside span and n_layers)
-ATTENTION = {"feedback": ("feedback", ""), "transformer": ("transformer", ""), "gtrxl": ("transformer", ",gating=gru")}
+ATTENTION = {"feedback": ("feedback", ""), "transformer": ("transformer", ""), "gtrxl": ("transformer", ",gating=gru"),
+             "feedback-carry": ("feedback", ",carry=gate")}
 
 
 def trained_core(core: str) -> str:
@@ -62,7 +64,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--spans", nargs="+", type=positive_int, action=Distinct, default=[1, 2, 4, 8])
     parser.add_argument("--cores", nargs="*", choices=list(ATTENTION), action=Distinct, default=["feedback", "transformer"],
-                        help="attention cores run at each span; gtrxl: the transformer with gating=gru (default: feedback transformer; none: the references alone)")
+                        help="attention cores run at each span; gtrxl: the transformer with gating=gru; feedback-carry: the Feedback core with its gated "
+                             "carry (carry=gate, keep_t_max at its default, 100) (default: feedback transformer; none: the references alone)")
     parser.add_argument("--references", nargs="*", choices=["lstm", "gru", "ffm", "lru", "mamba", "mlp"], action=Distinct, default=["lstm", "mlp"],
                         help="cores without a span, run once each (default: lstm mlp)")
     parser.add_argument("--length", type=positive_int, default=8,

@@ -198,6 +198,18 @@ def test_the_corridor_runs_gtrxl_as_the_gated_transformer_and_mamba_as_a_referen
     assert "| gtrxl | 1 | 2 |" in (out / "corridor_span.md").read_text()
 
 
+def test_the_corridors_feedback_carry_row_is_the_feedback_core_with_its_gated_carry():
+    """--cores feedback-carry: carry=gate on the Feedback core at each span, in a folder of its own,
+    its reach unbounded as the Feedback core's; its flags pass train_a2c.py's checks."""
+    from experiments import corridor_span
+    from experiments.frame.train_flags import check_train_flags
+
+    assert corridor_span.trained_core("feedback-carry") == "feedback"
+    core, options = corridor_span.ATTENTION["feedback-carry"]
+    check_train_flags(corridor_span.make_parser(), "a2c", ["--env", "corridor", "--core", core, "--core-opt", f"span=2,n_layers=2{options}"])
+    assert "carry=gate" in options
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--entropy-coef", "-0.1"], "argument --entropy-coef: must be a finite number >= 0, got -0.1"),
     (["--spans", "0"], "argument --spans: must be an integer >= 1, got 0"),
