@@ -15,12 +15,13 @@ the cue where it is needed, whatever the policy does with it). The LSTM and the 
 are reference lines (and the other recurrent cores, --references). `--cores gtrxl` is the Transformer
 with GTrXL's gated layers (`--core-opt gating=gru`, agents/cores/gtrxl.py), in a run folder and row
 of its own; `--cores feedback-carry` the Feedback core with its gated carry (`--core-opt
-carry=gate`, agents/cores/feedback/reference.py: a memory that keeps its cue), likewise. The
-agents see the observation only (`--no-previous-inputs`): an agent fed its own last action can
-carry the cue in its behaviour, which attention of any reach can read (`--previous-inputs` gives
-them that input, as the other experiments do). The entropy cost is 0.01, 20 times the presets': once a small-span Feedback Transformer holds the cue, its policy can
-fall into a trap where, for one cue, it plays a door action (a no-op) all along the corridor and
-never reaches the doors, which only the discount punishes; more entropy keeps it trying to walk
+carry=gate`, agents/cores/feedback/reference.py: a memory that keeps its cue), likewise. The agents
+see the observation only (`--no-previous-inputs`): an agent fed its own last action can carry the
+cue in its behaviour, which attention of any reach can read (`--previous-inputs` gives them that
+input, as the other experiments do). The entropy cost is 0.01, 20 times the presets': once a small-
+span Feedback Transformer holds the cue, its policy can fall into a trap where, for one cue, it
+plays a door action (a no-op) all along the corridor and never reaches the doors, which only the
+discount punishes; more entropy keeps it trying to walk
 (README, Figure 3). Writes NAME.json (raw per-seed numbers), NAME.md and NAME.png.
 """
 
