@@ -1,7 +1,7 @@
 """The Feedback core's fast paths against the reference model (feedback/reference.py): the
 Python fused step (steps outside autograd, backward by hand: feedback/step.py) and the compiled
 one (C++: feedback/compiled.py). Outputs, the carried state and every gradient (the inputs' and
-each parameter's) agree for every variant, the gated carry (carry="gate", the Python step's)
+each parameter's) agree for every variant, the gated carry (carry="gate", on both paths)
 included, with memory carried in from earlier calls, episode starts anywhere, calls cut into
 chunks and dropout; and the step code traces whole under torch.compile."""
 
@@ -19,17 +19,22 @@ from agents.cores.feedback.step import layer_backward, layer_forward
 from tests.float32 import close32
 
 INPUT_DIM = 5
-# path -> the core's `step`: "auto" takes the compiled step wherever it runs (persistent vectors
-# and the carry, which it does not run, take the Python step)
-PATHS = {"python": "python", "compiled": "auto"}
 
 
-@pytest.fixture(params=sorted(PATHS))
+@pytest.fixture(params=["compiled", "python"])
 def path(request):
-    """Each fast path in turn (the core's `step`); the compiled one must have been built (the test machines have a compiler)."""
+    """Each fast path in turn; the compiled one must have been built (the test machines have a compiler)."""
     if request.param == "compiled":
         assert feedback_compiled.extension() is not None, "the compiled Feedback step did not build"
-    return PATHS[request.param]
+    return request.param
+
+
+def step_of(path: str, options: dict) -> str:
+    """The core's `step` on `path`: on the compiled one "compiled" (refused, never fallen back
+    from, where it cannot run), but "auto" with persistent vectors, which only the Python step runs."""
+    if path == "python":
+        return "python"
+    return "auto" if options["persistent"] else "compiled"
 
 
 @st.composite
@@ -46,7 +51,7 @@ def configurations(draw):
         "read_norm": draw(st.booleans()),
         "dropout": draw(st.sampled_from([0.0, 0.0, 0.3])),
         "value_init": draw(st.sampled_from(["pytorch", "orthogonal"])),
-        "carry": draw(st.sampled_from(["none", "none", "gate"])),  # the gated carry (reference.py): the Python step
+        "carry": draw(st.sampled_from(["none", "none", "gate"])),  # the gated carry (reference.py)
     }
 
 
@@ -108,11 +113,12 @@ def assert_equal_to_the_reference(options, seed, steps, batch, reset, carried, c
        reset=st.sampled_from([0.0, 0.2, 0.5]), carried=st.integers(1, 8), data=st.data())
 def test_each_fast_path_equals_the_reference_in_float64(path, options, seed, steps, batch, reset, carried, data):
     """To 1e-10: outputs, state and every gradient, with memory carried in from an earlier call
-    (its keys recomputed with gradients), resets anywhere, chunked calls, dropout, persistent
-    vectors and the carry (the compiled path's fallback), shared or per-layer key/value
+    (its keys recomputed with gradients), resets anywhere, chunked calls, dropout, the carry,
+    persistent vectors (the compiled path's fallback), shared or per-layer key/value
     projections, pre- or post-norm."""
     cuts = sorted(set(data.draw(st.lists(st.integers(1, max(1, steps - 1)), max_size=3))) - {steps})
-    assert_equal_to_the_reference({**options, "step": path}, seed, steps, batch, reset, carried, cuts, torch.float64, dict(atol=1e-10, rtol=1e-10))
+    options = {**options, "step": step_of(path, options)}
+    assert_equal_to_the_reference(options, seed, steps, batch, reset, carried, cuts, torch.float64, dict(atol=1e-10, rtol=1e-10))
 
 
 @settings(derandomize=True, max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # (the path stays)
@@ -123,7 +129,8 @@ def test_each_fast_path_equals_the_reference_in_float32(path, options, seed, ste
     gradient sums: every step of the call and the carried one, through every layer."""
     cuts = sorted(set(data.draw(st.lists(st.integers(1, max(1, steps - 1)), max_size=3))) - {steps})
     terms = (steps + carried) * options["n_layers"] * (options["span"] + 4)
-    assert_equal_to_the_reference({**options, "step": path}, seed, steps, batch, reset, carried, cuts, torch.float32, close32(terms))
+    options = {**options, "step": step_of(path, options)}
+    assert_equal_to_the_reference(options, seed, steps, batch, reset, carried, cuts, torch.float32, close32(terms))
 
 
 @settings(derandomize=True, max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -132,11 +139,11 @@ def test_each_fast_path_equals_the_reference_in_float32(path, options, seed, ste
 def test_the_compiled_path_reading_its_windows_from_blocks_equals_the_reference(monkeypatch, options, seed, steps, batch, reset, carried, data):
     """Long recording calls read their windows from blocks of 2 S slots and sum their gradients
     from them (feedback/core.py: BLOCKED_FROM); made to here, every recording call does, and it
-    still equals the reference to 1e-10, chunked calls (whose blocks carry over between chunks)
-    and the slots carried in included."""
+    still equals the reference to 1e-10, chunked calls (whose blocks carry over between chunks),
+    the slots carried in and the gated carry included."""
     monkeypatch.setattr(feedback_core, "BLOCKED_FROM", 0)
     cuts = sorted(set(data.draw(st.lists(st.integers(1, max(1, steps - 1)), max_size=3))) - {steps})
-    options = {**options, "persistent": 0, "carry": "none", "step": "compiled"}
+    options = {**options, "persistent": 0, "step": "compiled"}
     assert_equal_to_the_reference(options, seed, steps, batch, reset, carried, cuts, torch.float64, dict(atol=1e-10, rtol=1e-10))
 
 
@@ -156,14 +163,14 @@ def test_recording_calls_read_from_blocks_where_their_buffers_are_long():
 @pytest.mark.parametrize("options", [dict(), dict(pre_norm=False, shared_kv=False, dropout=0.3)])
 def test_calls_take_the_path_their_step_says(monkeypatch, options):
     """step "auto" (the default) runs compiled on the CPU in float32 for the default variant and
-    post-norm, per-layer projections, dropout; persistent vectors, the carry and bfloat16 take
+    post-norm, per-layer projections, dropout, the carry; persistent vectors and bfloat16 take
     the Python step, and so does everything under step "python"."""
     monkeypatch.delenv(feedback_compiled.SWITCH, raising=False)
     core = make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, **options).train()
     state = core.initial_state(2, "cpu")
     assert core.open(state, 1).compiled
     assert not make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, persistent=2, **options).open(state, 1).compiled
-    assert not make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, carry="gate", **options).open(state, 1).compiled
+    assert make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, carry="gate", **options).open(state, 1).compiled
     assert not core.to(torch.bfloat16).open(core.initial_state(2, "cpu"), 1).compiled
     assert core.float().open(state, 1).compiled  # each device and dtype chose once: float32 still compiled
     assert not make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, step="python", **options).open(state, 1).compiled
@@ -186,16 +193,15 @@ def test_the_switch_is_read_when_a_core_is_built(monkeypatch):
 
 
 def test_step_compiled_where_it_cannot_run_is_refused_saying_why(monkeypatch):
-    """When the core is built (persistent vectors, the carry, the switch at 0), at a call (another
-    dtype or device), and when a run resolves its step (run_options, as the command lines do)."""
+    """When the core is built (persistent vectors, the carry beside them, the switch at 0), at a
+    call (another dtype or device), and when a run resolves its step (run_options, as the
+    command lines do)."""
     monkeypatch.delenv(feedback_compiled.SWITCH, raising=False)
     refused = r"step 'compiled' cannot run here: "
     with pytest.raises(ValueError, match=refused + r"persistent vectors \(persistent=2\) run on the Python step only; use step=python"):
         make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, persistent=2, step="compiled")
-    with pytest.raises(ValueError, match=refused + r"the gated carry \(carry='gate'\) runs on the Python step only; use step=python"):
-        make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, carry="gate", step="compiled")
-    with pytest.raises(ValueError, match=refused + r"the gated carry \(carry='gate'\) runs on the Python step only"):
-        run_options("feedback", {"step": "compiled", "carry": "gate"}, torch.device("cpu"), torch.float32)
+    with pytest.raises(ValueError, match=refused + r"persistent vectors \(persistent=2\) run on the Python step only"):
+        run_options("feedback", {"step": "compiled", "persistent": 2, "carry": "gate"}, torch.device("cpu"), torch.float32)
     core = make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, step="compiled").to(torch.bfloat16)
     with pytest.raises(ValueError, match=refused + "it computes in float32 or float64 with weights of that dtype, not in bfloat16"):
         core.open(core.initial_state(2, "cpu"), 1)
@@ -212,11 +218,13 @@ def test_step_compiled_where_it_cannot_run_is_refused_saying_why(monkeypatch):
                                                     ("cuda", torch.float32, "python")])
 def test_a_run_resolves_auto_to_the_path_it_takes(monkeypatch, device, dtype, chosen):
     """run_options makes "auto" concrete for the run's device and compute dtype, so its config says
-    which path ran; cores without run choices pass theirs through."""
+    which path ran (the carry's as the paper's model's; persistent vectors' the Python step's);
+    cores without run choices pass theirs through."""
     monkeypatch.delenv(feedback_compiled.SWITCH, raising=False)
     assert run_options("feedback", {"span": 3}, torch.device(device), dtype) == {"span": 3, "step": chosen}
     assert run_options("feedback", {"step": "python"}, torch.device(device), dtype) == {"step": "python"}
-    assert run_options("feedback", {"carry": "gate"}, torch.device(device), dtype) == {"carry": "gate", "step": "python"}  # (the carry: Python only)
+    assert run_options("feedback", {"carry": "gate"}, torch.device(device), dtype) == {"carry": "gate", "step": chosen}
+    assert run_options("feedback", {"persistent": 2}, torch.device(device), dtype) == {"persistent": 2, "step": "python"}
     assert run_options("transformer", {"span": 8}, torch.device(device), dtype) == {"span": 8}
 
 
@@ -239,11 +247,12 @@ def test_gradcheck_through_the_hand_written_backward():
     assert torch.autograd.gradcheck(call, (x, *leaves), fast_mode=True)  # fast mode: random projections of the Jacobian
 
 
-def test_gradcheck_through_the_carry():
-    """The same through the carry's backward (its gates an input of the fused call, m_t reaching
-    m_{t+1} through them): the gate's weights, the embedding's, a key/value projection's, with
-    episode starts cutting the carry mid-call."""
-    core = build(dict(d_model=4, n_heads=2, n_layers=2, span=3, carry="gate"), 0).eval()
+@pytest.mark.parametrize("step", ["compiled", "python"])
+def test_gradcheck_through_the_carry(step):
+    """The same through the carry's backward on each path (its gates an input of the fused call,
+    m_t reaching m_{t+1} through them): the gate's weights, the embedding's, a key/value
+    projection's, with episode starts cutting the carry mid-call."""
+    core = build(dict(d_model=4, n_heads=2, n_layers=2, span=3, carry="gate", step=step), 0).eval()
     first = torch.tensor([[True, False], [False, False], [False, True], [False, False], [False, False]])
     with torch.no_grad():
         _, state = core(torch.randn(3, 2, INPUT_DIM, dtype=torch.float64), core.initial_state(2, "cpu"), torch.zeros(3, 2, dtype=torch.bool))
@@ -302,7 +311,7 @@ def test_the_compiled_path_with_longer_spans_and_calls_equals_the_reference(opti
     calls of 9 to 40 steps (several spans long, so that slots are read by steps far apart and,
     read from blocks, windows cross block boundaries), from the buffers or from blocks of slots:
     equal to the reference to 1e-10."""
-    options = {**options, "span": span, "persistent": 0, "carry": "none", "step": "compiled"}
+    options = {**options, "span": span, "persistent": 0, "step": "compiled"}
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(feedback_core, "BLOCKED_FROM", 0 if blocked else 10**9)
         assert_equal_to_the_reference(options, seed, steps, batch, reset, carried, [], torch.float64, dict(atol=1e-10, rtol=1e-10))

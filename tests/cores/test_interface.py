@@ -23,7 +23,7 @@ ATOL = 1e-5
 GATED_ATOL = 4e-5
 
 
-# The Feedback core's ways of keeping the cue (reference.py): the carry alone on FeedbackCore's Python step, the others on the reference model
+# The Feedback core's ways of keeping the cue (reference.py): the carry alone on FeedbackCore (either step), the others on the reference model
 KEEPING = [{}, {}, {"carry": "gate"}, {"keep_slot": True}, {"memory_write": "tanh", "read_norm": False},
            {"carry": "gate", "keep_slot": True, "memory_write": "tanh", "keep_t_max": 8}]
 

@@ -14,16 +14,16 @@ it builds. (Not -march=native: a cache shared between machines would then crash 
 
 Which path: the Feedback config's `step` (STEPS). "python" is the Python fused step
 (step.py) everywhere. "compiled" is this one, and runs on the CPU computing in float32 or
-float64 (no autocast, weights not cast to a narrow dtype), without persistent vectors or the
-gated carry (carry="gate", which the Python step runs), where the extension builds and
-FEEDBACK_RL_COMPILED is not 0; anything else is refused with the reason.
-Every other variant (pre- or post-norm, shared or per-layer key/value projections, dropout, any
-value_init, d_ff, span, sizes) runs compiled. "auto" takes the compiled step where it can run and
-the Python step elsewhere. A run chooses once, at its start, for its device and precision
-(`choose`, through agents/config/config_cli.py's run_core_options), and its config holds the
-path it chose; a core built with "auto" itself (tests, a checkpoint from before `step`) chooses
-at its first call of each device and dtype. FEEDBACK_RL_COMPILED=0 in the environment keeps
-"auto" on the Python step; it is read when a core is built.
+float64 (no autocast, weights not cast to a narrow dtype), without persistent vectors (which
+the Python step runs), where the extension builds and FEEDBACK_RL_COMPILED is not 0; anything
+else is refused with the reason. Every other variant (pre- or post-norm, shared or per-layer
+key/value projections, dropout, the gated carry carry="gate", any value_init, d_ff, span, sizes)
+runs compiled. "auto" takes the compiled step where it can run and the Python step elsewhere. A
+run chooses once, at its start, for its device and precision (`choose`, through
+agents/config/config_cli.py's run_core_options), and its config holds the path it chose; a core
+built with "auto" itself (tests, a checkpoint from before `step`) chooses at its first call of
+each device and dtype. FEEDBACK_RL_COMPILED=0 in the environment keeps "auto" on the Python
+step; it is read when a core is built.
 """
 
 from __future__ import annotations
@@ -47,9 +47,9 @@ DTYPES = (torch.float32, torch.float64)
 _built: list = []  # [] until the first attempt; then [the module, or None where it failed]
 
 
-def blocker(persistent: int, carry: str = "none") -> str | None:
-    """Why no call of a core with `persistent` vectors and `carry` can take the compiled step, as
-    far as the core alone says (the switch, read here; persistent vectors; the carry), or None."""
+def blocker(persistent: int) -> str | None:
+    """Why no call of a core with `persistent` vectors can take the compiled step, as far as the
+    core alone says (the switch, read here; persistent vectors), or None."""
     value = os.environ.get(SWITCH, "1")
     if value not in ("0", "1"):
         raise ValueError(f"{SWITCH} must be 0 or 1, got {value!r}")
@@ -57,8 +57,6 @@ def blocker(persistent: int, carry: str = "none") -> str | None:
         return f"{SWITCH}=0 in the environment keeps the Python step"
     if persistent:
         return f"persistent vectors (persistent={persistent}) run on the Python step only"
-    if carry != "none":
-        return f"the gated carry (carry={carry!r}) runs on the Python step only"
     return None
 
 

@@ -17,8 +17,8 @@ nature, are kept cheap:
 - the gated carry (carry="gate", reference.py): a call's gates g_t = sigmoid(W_g x_t^0 + b_g)
   are one product over its steps, in autograd, as its embeddings are, and its steps take them
   as inputs: a step blends its u_t with the memory's newest slot, m_{t-1} (while it belongs to
-  the episode), before writing m_t; the backward hands the gates their gradient. The Python
-  step only (compiled.py: blocker);
+  the episode), before writing m_t; the backward hands the gates their gradient. Both steps
+  run it, the Python one and the C++ one (which take the gates as they take the embeddings);
 - at the start of a call the carried memory's keys and values are recomputed with the current
   weights, except when acting (no gradients) with unchanged weights: then the stored ones are
   reused and the call extends the state's buffers in place (append_log.py), so a T = 1 call
@@ -64,7 +64,7 @@ __all__ = ["FeedbackConfig", "FeedbackCore", "FeedbackState", "make_feedback"]
 
 def make_feedback(input_dim: int, config: FeedbackConfig) -> FeedbackReference:
     """The core `--core feedback` builds: FeedbackCore, the paper's model (and its gated carry,
-    carry="gate") run fast; or, with the kept slot or the tanh write on (keep_slot,
+    carry="gate") run fast, on the C++ step or the Python one (compiled.py); or, with the kept slot or the tanh write on (keep_slot,
     memory_write; reference.py), the reference model itself, whose plain autograd runs them
     (slower: no fast step has them yet)."""
     return FeedbackReference(input_dim, config) if reference_only(config) else FeedbackCore(input_dim, config)
@@ -72,7 +72,7 @@ def make_feedback(input_dim: int, config: FeedbackConfig) -> FeedbackReference:
 
 def reference_only(config: FeedbackConfig) -> bool:
     """Whether a way of keeping the cue that only the reference model runs is on: the kept slot
-    or the tanh write (the carry runs on FeedbackCore's Python step)."""
+    or the tanh write (the carry runs on FeedbackCore, on either of its steps)."""
     return config.keep_slot or config.memory_write != "raw"
 
 
@@ -108,7 +108,7 @@ class FeedbackCore(FeedbackReference):
         track_loads(self)
         # Which path the steps take (compiled.py): what stands in the compiled step's way, read
         # once, here; then the path per device and dtype, chosen at the first call of each.
-        self._blocked = None if config.step == "python" else feedback_compiled.blocker(config.persistent, config.carry)
+        self._blocked = None if config.step == "python" else feedback_compiled.blocker(config.persistent)
         self._paths: dict[tuple, str] = {}
         if config.step == "compiled":  # refused now where no call could take it (building the extension)
             feedback_compiled.choose(config.step, self._blocked, torch.device("cpu"), torch.float32, torch.float32)
@@ -218,7 +218,7 @@ class FeedbackCore(FeedbackReference):
         that path's outputs and state exactly (the same operations in the same order;
         tests/cores/test_feedback_acting.py)."""
         dtype = self.layer_logits.dtype
-        if self.carry_gate is not None:  # (the compiled step has no carry: blocker() keeps such a core on the Python step)
+        if self.carry_gate is not None:  # act_steps embeds in C++ and has no carry gate: FeedbackRun takes the call, its steps compiled
             return None
         if (self.training and self.config.dropout > 0) or compute_dtype(x.device, dtype) != dtype or self.step_path(x.device, dtype, dtype) != "compiled":
             return None
@@ -385,12 +385,12 @@ class FeedbackRun(StepwiseRun):
         self.check_step()
         if self.recording:
             self.inputs.append(x)
-        if self.compiled:  # embedding, step and final norm in one call of the compiled step
+        if self.compiled and self.core.carry_gate is None:  # embedding, step and final norm in one call of the compiled step
             y, tops = self.compiled.run_steps(x=x[None], first=first[None], **self.prepared.outer, **self._compiled_arguments())
             self.tops.append(tops[0])
             self.t += 1
             return y[0]
-        with torch.no_grad():
+        with torch.no_grad():  # the Python step; or, with the carry (its gate made here), the compiled one (_advance)
             embedded = self.core.embed(x)
             return self.core.norm_out(self.advance(embedded, first, self.core.carry_gates(embedded)))
 
@@ -410,11 +410,13 @@ class FeedbackRun(StepwiseRun):
                 self.advance(embedded[t], first[t], None if gates is None else gates[t])
             return
         with self.exact():
-            self._compiled_steps(embedded.to(self.dtype), first)
+            self._compiled_steps(embedded.to(self.dtype), first, None if gates is None else gates.to(self.dtype))
 
-    def _compiled_steps(self, embedded: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
-        """Steps from embeddings (n, B, D) and first (n, B) in C++ -> their tops (n, B, D)."""
-        tops = self.compiled.forward_steps(embedded=embedded.detach(), first=first, **self._compiled_arguments())
+    def _compiled_steps(self, embedded: torch.Tensor, first: torch.Tensor, gates: torch.Tensor | None) -> torch.Tensor:
+        """Steps from embeddings (n, B, D), first (n, B) and the carry's gates (n, B, D), or None
+        without the carry, in C++ -> their tops (n, B, D)."""
+        gates = None if gates is None else gates.detach()
+        tops = self.compiled.forward_steps(embedded=embedded.detach(), first=first, gates=gates, **self._compiled_arguments())
         self.tops.extend(tops.unbind(0))
         self.t += first.shape[0]
         return tops
@@ -431,7 +433,7 @@ class FeedbackRun(StepwiseRun):
 
     def _advance(self, embedded: torch.Tensor, first: torch.Tensor, gate: torch.Tensor | None) -> torch.Tensor:
         if self.compiled:
-            return self._compiled_steps(embedded[None], first[None])[0]
+            return self._compiled_steps(embedded[None], first[None], None if gate is None else gate[None])[0]
         c, t = self.core.config, self.t
         span, lo = c.span, self.start + self.t - c.span  # the window: buffer slots [lo, lo + S)
         self.episode_start = torch.where(first, span + t, self.episode_start)
@@ -508,12 +510,12 @@ class FeedbackRun(StepwiseRun):
         # per group (B, 2, H, E, S + T): gradients at every slot's keys ([:, 0]) and values, transposed
         grad_kv = [master_mix.new_zeros(batch, 2, c.n_heads, width // c.n_heads, span + steps) for _ in self.groups]
         d_layers = [LayerWeights(*(None if x is None else torch.zeros_like(x) for x in w)) for w in master_layers]
-        d_gates = None
         if self.compiled:
-            d_embedded, d_mix = self.compiled.backward_steps(
+            d_embedded, d_mix, d_gates = self.compiled.backward_steps(
                 grad_y=grad_y, tops=torch.stack(self.tops), tape=self.tape, mix=self.mix.detach(), layer_weights=self.prepared.layers,
-                group_weights=self.prepared.groups, keys=self.group_keys, values=self.group_values, grad_kv=grad_kv, **self._compiled_masks(),
-                keep_scale=1.0 / (1.0 - c.dropout), pre_norm=c.pre_norm, acc_layers=[self.compiled.LayerWeights(**w._asdict()) for w in d_layers],
+                group_weights=self.prepared.groups, keys=self.group_keys, values=self.group_values, grad_kv=grad_kv, gates=gates,
+                memory=self.memory, **self._compiled_masks(), keep_scale=1.0 / (1.0 - c.dropout), pre_norm=c.pre_norm,
+                acc_layers=[self.compiled.LayerWeights(**w._asdict()) for w in d_layers],
             )
         else:
             d_embedded, d_mix, d_gates = self._backward_steps(grad_y, grad_kv, d_layers, gates)

@@ -5,8 +5,10 @@
 // ~170 tensor operations cost their ATen kernel, not a Python call, an autograd check and a
 // dispatch each. Products go through ATen (BLAS); the tape is kept here, in C++, between the
 // forward and the backward. Variants: pre- or post-norm, shared or per-layer key/value
-// projections, dropout (bool masks drawn in Python, scaled here); no persistent vectors (the
-// Python path runs those). Any floating dtype ATen has (the caller sends float32 and float64).
+// projections, dropout (bool masks drawn in Python, scaled here), the gated carry (its gates
+// computed in Python for the whole call, taken here as inputs, their gradient handed back); no
+// persistent vectors (the Python path runs those). Any floating dtype ATen has (the caller sends
+// float32 and float64).
 //
 // Letters: B envs, D model width, H heads, E head width, S span, F feed-forward width, L
 // layers, G key/value groups, T steps of the call.
@@ -108,6 +110,7 @@ struct LayerTape {
 struct StepTape {
   std::vector<LayerTape> layers;
   Tensor m;  // (B, D) the step's memory vector
+  Tensor u, carried;  // with the carry: u_t (B, D), the paper's m_t, and c_t (B, 1), 1.0 where m_{t-1} was carried; else undefined
   TensorList mean, rstd;  // per group: its norm's statistics of m (pre-norm)
 };
 
@@ -476,14 +479,16 @@ void check_masks(const TensorList& attention_masks, const TensorList& relu_masks
 }  // namespace
 
 // Steps [t0, t0 + n) of a run (FeedbackRun._advance, n times): embedded (n, B, D), first (n, B)
-// bool; episode_start (B,) long, updated in place; the window of step t is buffer slots
-// [start + t - S, start + t), its memory vector and keys and values go to slot start + t; per
-// layer, dropout's bool masks of all the run's steps (attention (T, B, H, S), ReLU (T, B, F)), or
-// none. Returns the tops (n, B, D), before the final norm; appends each step's tape to `tape` when given.
-Tensor forward_steps(const Tensor& embedded, const Tensor& first, const Tensor& episode_start, int64_t t0, int64_t start, const Tensor& mix,
-                     const std::vector<LayerWeights>& layer_weights, const std::vector<GroupWeights>& group_weights, const Tensor& memory,
-                     const TensorList& keys, const TensorList& values, const TensorList& attention_masks, const TensorList& relu_masks,
-                     double keep_scale, bool pre_norm, Tape* tape, bool blocked) {
+// bool; gates (n, B, D) the carry's g_t, or none without the carry; episode_start (B,) long,
+// updated in place; the window of step t is buffer slots [start + t - S, start + t), its memory
+// vector and keys and values go to slot start + t (with the carry, blended with slot start + t - 1,
+// m_{t-1}); per layer, dropout's bool masks of all the run's steps (attention (T, B, H, S), ReLU
+// (T, B, F)), or none. Returns the tops (n, B, D), before the final norm; appends each step's tape
+// to `tape` when given.
+Tensor forward_steps(const Tensor& embedded, const Tensor& first, const std::optional<Tensor>& gates, const Tensor& episode_start, int64_t t0,
+                     int64_t start, const Tensor& mix, const std::vector<LayerWeights>& layer_weights,
+                     const std::vector<GroupWeights>& group_weights, const Tensor& memory, const TensorList& keys, const TensorList& values,
+                     const TensorList& attention_masks, const TensorList& relu_masks, double keep_scale, bool pre_norm, Tape* tape, bool blocked) {
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   const auto layers = layers_of(layer_weights);
   check_masks(attention_masks, relu_masks, layers.size());
@@ -518,6 +523,13 @@ Tensor forward_steps(const Tensor& embedded, const Tensor& first, const Tensor& 
       m = at::addcmul(m, mix[l + 1], h);
     }
     const int64_t at_slot = start + t;
+    Tensor u, carried;
+    if (gates) {  // the carry: m_t = g_t (c_t m_{t-1}) + (1 - g_t) u_t, u_t the sum above
+      carried = episode_start.le(t + span - 1).to(m.scalar_type()).unsqueeze(1);  // (B, 1) c_t: the newest slot, m_{t-1}, is the episode's
+      const Tensor gate = (*gates)[i];
+      u = m;
+      m = at::addcmul(at::rsub(gate, 1) * u, gate, memory.select(1, at_slot - 1) * carried);
+    }
     memory.select(1, at_slot).copy_(m);
     for (int64_t g = 0; g < groups; ++g) {
       const GroupWeights& w = group_weights[g];
@@ -539,6 +551,8 @@ Tensor forward_steps(const Tensor& embedded, const Tensor& first, const Tensor& 
     tops[i].copy_(h);
     if (tape) {
       step.m = m;
+      step.u = u;
+      step.carried = carried;
       tape->steps.push_back(std::move(step));
     }
   }
@@ -546,8 +560,10 @@ Tensor forward_steps(const Tensor& embedded, const Tensor& first, const Tensor& 
 }
 
 // Steps [t0, t0 + n) of a run from their inputs, as FeedbackRun.step takes them: the embedding
-// of x (n, B, input), forward_steps (its other arguments), then the final norm (norm_out_w,
-// norm_out_b; None without one: post-norm) -> the outputs (n, B, D) and the tops (n, B, D).
+// of x (n, B, input), forward_steps (its other arguments; no carry: the carry's gates are made
+// from the embedding in Python, and FeedbackRun.step then calls forward_steps), then the final
+// norm (norm_out_w, norm_out_b; None without one: post-norm) -> the outputs (n, B, D) and the
+// tops (n, B, D).
 std::tuple<Tensor, Tensor> run_steps(const Tensor& x, const Tensor& first, const Tensor& episode_start, int64_t t0, int64_t start,
                                      const Tensor& embed_w, const Tensor& embed_b, const std::optional<Tensor>& norm_out_w,
                                      const std::optional<Tensor>& norm_out_b, const Tensor& mix, const std::vector<LayerWeights>& layer_weights,
@@ -556,8 +572,8 @@ std::tuple<Tensor, Tensor> run_steps(const Tensor& x, const Tensor& first, const
                                      double keep_scale, bool pre_norm, Tape* tape, bool blocked) {
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   at::NoGradGuard no_grad;
-  Tensor tops = forward_steps(at::linear(x, embed_w, embed_b), first, episode_start, t0, start, mix, layer_weights, group_weights, memory,
-                              keys, values, attention_masks, relu_masks, keep_scale, pre_norm, tape, blocked);
+  Tensor tops = forward_steps(at::linear(x, embed_w, embed_b), first, std::nullopt, episode_start, t0, start, mix, layer_weights,
+                              group_weights, memory, keys, values, attention_masks, relu_masks, keep_scale, pre_norm, tape, blocked);
   return {norm_out_w ? std::get<0>(layer_norm(tops, *norm_out_w, *norm_out_b)) : tops, tops};
 }
 
@@ -587,18 +603,22 @@ std::tuple<Tensor, Tensor> act_steps(const Tensor& x, const Tensor& first, const
   return {y, index.unsqueeze(0) >= episode_start.unsqueeze(1)};
 }
 
-// The steps of a recorded run in reverse (FeedbackRun._backward's loop): grad_y (T, B, D) at the
-// tops -> the gradients at the embedded inputs (T, B, D) and at softmax(w) per step (T, L + 1);
-// the weights' gradients are added into acc_layers (shaped like layer_weights), every slot's key
-// and value gradients into grad_kv (per group (B, 2, H, E, S + T)); keys and values (B, H, E,
-// S + T) per group, the buffers the forward wrote (read from the tape's blocks where the forward
-// kept them: gradients then go into blocks of their own, summed into grad_kv at the end); the
-// masks as forward_steps'.
-std::tuple<Tensor, Tensor> backward_steps(const Tensor& grad_y, const Tensor& tops, const Tape& tape, const Tensor& mix,
-                                          const std::vector<LayerWeights>& layer_weights, const std::vector<GroupWeights>& group_weights,
-                                          const TensorList& keys, const TensorList& values, const TensorList& grad_kv,
-                                          const TensorList& attention_masks, const TensorList& relu_masks, double keep_scale, bool pre_norm,
-                                          const std::vector<LayerWeights>& acc_layers) {
+// The steps of a recorded run in reverse (FeedbackRun._backward_steps): grad_y (T, B, D) at the
+// tops -> the gradients at the embedded inputs (T, B, D), at softmax(w) per step (T, L + 1) and
+// at the carry's gates (T, B, D; undefined, None in Python, without the carry); the weights'
+// gradients are added into acc_layers (shaped like layer_weights), every slot's key and value
+// gradients into grad_kv (per group (B, 2, H, E, S + T)); keys and values (B, H, E, S + T) per
+// group, the buffers the forward wrote (read from the tape's blocks where the forward kept them:
+// gradients then go into blocks of their own, summed into grad_kv at the end); gates (T, B, D) the
+// carry's the forward took, or none; memory (B, S + T, D) the memory buffer the forward wrote (the
+// S slots carried in, then the steps': step t's m_{t-1} is slot S + t - 1); the masks as
+// forward_steps'.
+std::tuple<Tensor, Tensor, Tensor> backward_steps(const Tensor& grad_y, const Tensor& tops, const Tape& tape, const Tensor& mix,
+                                                  const std::vector<LayerWeights>& layer_weights,
+                                                  const std::vector<GroupWeights>& group_weights, const TensorList& keys,
+                                                  const TensorList& values, const TensorList& grad_kv, const std::optional<Tensor>& gates,
+                                                  const Tensor& memory, const TensorList& attention_masks, const TensorList& relu_masks,
+                                                  double keep_scale, bool pre_norm, const std::vector<LayerWeights>& acc_layers) {
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   at::NoGradGuard no_grad;
   const auto layers = layers_of(layer_weights), acc = layers_of(acc_layers);
@@ -622,6 +642,8 @@ std::tuple<Tensor, Tensor> backward_steps(const Tensor& grad_y, const Tensor& to
     return j > 0 ? sum + grad_blocks[g][j - 1].select(-1, u - (j - 1) * span) : sum;
   };
   Tensor d_embedded = at::empty_like(grad_y), d_mix = at::empty({steps, n_layers + 1}, grad_y.options());
+  Tensor d_gates = gates ? at::empty_like(grad_y) : Tensor();
+  Tensor onward;  // with the carry: g_{t+1} c_{t+1} dm_{t+1}, the gradient at m_t through the next step's carry
   for (int64_t t = steps - 1; t >= 0; --t) {
     const StepTape& step = tape.steps[t];
     Tensor dm;
@@ -630,6 +652,13 @@ std::tuple<Tensor, Tensor> backward_steps(const Tensor& grad_y, const Tensor& to
       Tensor d_normed = at::mm(slot_grad(g, span + t).reshape({batch, 2 * width}), w.kv_w);  // keys' then values' (B, 2 D)
       Tensor dg = !absent(w.norm_w) ? layer_norm_input_grad(d_normed, step.m, step.mean[g], step.rstd[g], w.norm_w) : d_normed;
       dm = dm.defined() ? dm + dg : dg;
+    }
+    if (gates) {  // dm_t -> du_t, dg_t, and the share onward to m_{t-1}
+      if (onward.defined()) dm = dm + onward;
+      const Tensor gate = (*gates)[t];
+      d_gates[t].copy_(dm * (memory.select(1, span + t - 1) * step.carried - step.u));
+      onward = gate * step.carried * dm;
+      dm = dm - gate * dm;  // du_t = (1 - g_t) dm_t
     }
     TensorList outs;
     for (const auto& layer : step.layers) outs.push_back(layer.h);
@@ -656,7 +685,7 @@ std::tuple<Tensor, Tensor> backward_steps(const Tensor& grad_y, const Tensor& to
       grad_kv[g].narrow(-1, j * span, n).add_(grad_blocks[g][j].narrow(-1, 0, n));
     }
   }
-  return {d_embedded, d_mix};
+  return {d_embedded, d_mix, d_gates};
 }
 
 // Every argument by keyword (py::kw_only): a call names what it passes.
@@ -665,9 +694,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   bind_fields(m, "LayerWeights", LAYER_WEIGHTS, "One layer's weights, by keyword: step.LayerWeights' fields (None for an absent one).");
   bind_fields(m, "GroupWeights", GROUP_WEIGHTS, "A key/value projection's weights, by keyword: step.GroupWeights' fields.");
   m.def("forward_steps", &forward_steps, "steps of a Feedback run", py::kw_only(), py::arg("embedded"), py::arg("first"),
-        py::arg("episode_start"), py::arg("t0"), py::arg("start"), py::arg("mix"), py::arg("layer_weights"), py::arg("group_weights"),
-        py::arg("memory"), py::arg("keys"), py::arg("values"), py::arg("attention_masks"), py::arg("relu_masks"), py::arg("keep_scale"),
-        py::arg("pre_norm"), py::arg("tape").none(true), py::arg("blocked"));
+        py::arg("gates").none(true), py::arg("episode_start"), py::arg("t0"), py::arg("start"), py::arg("mix"), py::arg("layer_weights"),
+        py::arg("group_weights"), py::arg("memory"), py::arg("keys"), py::arg("values"), py::arg("attention_masks"), py::arg("relu_masks"),
+        py::arg("keep_scale"), py::arg("pre_norm"), py::arg("tape").none(true), py::arg("blocked"));
   m.def("run_steps", &run_steps, "steps of a Feedback run from their inputs: embedding, steps, final norm", py::kw_only(), py::arg("x"),
         py::arg("first"), py::arg("episode_start"), py::arg("t0"), py::arg("start"), py::arg("embed_w"), py::arg("embed_b"),
         py::arg("norm_out_w").none(true), py::arg("norm_out_b").none(true), py::arg("mix"), py::arg("layer_weights"),
@@ -679,6 +708,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("keys"), py::arg("values"), py::arg("pre_norm"));
   m.def("backward_steps", &backward_steps, "a recorded Feedback run's steps in reverse", py::kw_only(), py::arg("grad_y"),
         py::arg("tops"), py::arg("tape"), py::arg("mix"), py::arg("layer_weights"), py::arg("group_weights"), py::arg("keys"),
-        py::arg("values"), py::arg("grad_kv"), py::arg("attention_masks"), py::arg("relu_masks"), py::arg("keep_scale"),
-        py::arg("pre_norm"), py::arg("acc_layers"));
+        py::arg("values"), py::arg("grad_kv"), py::arg("gates").none(true), py::arg("memory"), py::arg("attention_masks"),
+        py::arg("relu_masks"), py::arg("keep_scale"), py::arg("pre_norm"), py::arg("acc_layers"));
 }
