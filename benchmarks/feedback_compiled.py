@@ -16,6 +16,7 @@ median round is reported, and ratios come only from this run.
     python benchmarks/feedback_compiled.py --threads 1 --seconds 2 --rounds 3
     python benchmarks/feedback_compiled.py --threads 1 --profile   # then where the learning pass goes
     python benchmarks/feedback_compiled.py --threads 1 --scaling   # then the pass against batch and span
+    python benchmarks/feedback_compiled.py --threads 1 --rounds 5 --recall --json assets/speed/feedback_compiled_carry_epyc.json
 
 --profile adds torch.profiler over 5 learning calls of the compiled Feedback core and of the LSTM:
 each one's ATen operations by self time per step, and the share of the call outside them (on the
@@ -28,6 +29,13 @@ compiled core into its C++ steps and the Python around them.
 at B = 1, 4, 16 and 64 envs, interleaved: B = 1 is about the cost a step has whatever the batch
 (its operations' calls, allocations and Python), and span 64 less span 2 at B 64 the attention's
 share of the preset's step (at span 2 its loops read two slots).
+
+--recall adds the learning call of a whole recall episode (L = 64: T = 65 steps, an episode
+start at the first, from an empty memory, B 64, the preset's sizes) of the gated carry
+(carry=gate) and of the paper's model, each on the compiled step and on the Python one (same
+weights), interleaved, `--rounds` rounds of `--seconds`: the median round, ms a call. --json
+writes the run's medians (and --recall's rounds), the command, the machine and the load average
+to a file.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from __future__ import annotations
 import argparse
 import collections
 import functools
+import os
 import statistics
 import sys
 import time
@@ -49,6 +58,7 @@ from agents.cores.feedback import compiled as feedback_compiled  # noqa: E402
 from agents.cores.append_log import HEADROOM  # noqa: E402
 from agents.cores import make_core  # noqa: E402
 from agents.runtime.freed_memory import keep_freed_memory  # noqa: E402
+from durable.records import write_json  # noqa: E402
 from experiments.frame.machine import cpu_model  # noqa: E402
 from benchmarks.cpp_dispatch import cpp_dispatch_cost  # noqa: E402
 from benchmarks.op_replay import l2_cache_bytes, replayed_floor  # noqa: E402
@@ -58,6 +68,10 @@ INPUT_DIM, BATCH, LEARN_STEPS = 32, 64, 32
 FEEDBACK = dict(d_model=64, n_layers=2, n_heads=4, span=64)
 LSTM = dict(hidden_size=128, n_layers=1)
 PATHS = ("compiled", "fused", "lstm")
+RECALL_LENGTH = 64  # --recall: an episode of L = 64, T = L + 1 steps (the cue, L - 1 steps, the query)
+# --recall's cores: name -> options beside FEEDBACK
+RECALL = {"carry, compiled": dict(carry="gate", step="compiled"), "carry, python": dict(carry="gate", step="python"),
+          "paper, compiled": dict(step="compiled"), "paper, python": dict(step="python")}
 
 
 def main(argv=None) -> None:
@@ -67,7 +81,10 @@ def main(argv=None) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--profile", action="store_true", help="then profile the learning pass (compiled, LSTM)")
     parser.add_argument("--scaling", action="store_true", help="then the learning pass against batch and span")
+    parser.add_argument("--recall", action="store_true", help="then a recall episode's learning call: the carry and the paper's model, each step")
+    parser.add_argument("--json", default=None, help="also write the medians, the command and the machine to this file")
     args = parser.parse_args(argv)
+    load_before = os.getloadavg()
     torch.set_num_threads(args.threads)
     kept = keep_freed_memory()  # as trainers do
     began = time.perf_counter()
@@ -120,6 +137,15 @@ def main(argv=None) -> None:
         split_acting(cores["compiled"], states["compiled"], x[:1], first[:1])
     if args.scaling:
         learning_scaling(args.rounds, min(args.seconds, 0.5))
+    recall = recall_learning_calls(args.rounds, args.seconds) if args.recall else None
+    if args.json:
+        write_json(args.json, {
+            "command": " ".join(["python", "benchmarks/feedback_compiled.py", *(sys.argv[1:] if argv is None else argv)]),
+            "machine": f"{cpu_model()}, {os.cpu_count()} CPUs, torch {torch.__version__}, {args.threads} thread(s)",
+            "load_average_before": list(load_before), "load_average_after": list(os.getloadavg()), "rounds": args.rounds, "seconds": args.seconds,
+            "ms": {f"{path} {mode}": 1e3 * median[path, mode] for path in PATHS for mode in ("learn", "act")},  # (learn: per step; act: per call)
+            "recall": recall,
+        }, indent=1)
 
 
 def full_state(core, batch: int):
@@ -141,6 +167,34 @@ def learning_pass_at(core, batch: int):
     LEARN_STEPS steps of fresh random inputs, from a state holding a full span."""
     x, first = torch.randn(LEARN_STEPS, batch, INPUT_DIM), torch.zeros(LEARN_STEPS, batch, dtype=torch.bool)
     return functools.partial(learning_call, core, x, full_state(core, batch), first)
+
+
+def recall_learning_calls(rounds: int, seconds: float) -> dict:
+    """One learning call over a whole recall episode (T = RECALL_LENGTH + 1 steps, an episode
+    start at the first, from an empty memory, B = BATCH) of each of RECALL's cores, the same
+    weights (the paper's model's are the carry's but its gate), interleaved round by round; prints
+    the median round and the ratios, returns them with every round, in ms a call."""
+    torch.manual_seed(0)
+    cores = {name: make_core("feedback", INPUT_DIM, **FEEDBACK, **options) for name, options in RECALL.items()}
+    weights = cores["carry, compiled"].state_dict()
+    for core in cores.values():
+        core.load_state_dict({k: v for k, v in weights.items() if k in core.state_dict()})
+    steps = RECALL_LENGTH + 1
+    x, first = torch.randn(steps, BATCH, INPUT_DIM), torch.zeros(steps, BATCH, dtype=torch.bool)
+    first[0] = True
+    calls = {name: functools.partial(learning_call, core, x, core.initial_state(BATCH, "cpu"), first) for name, core in cores.items()}
+    times = {name: [] for name in cores}
+    for name in interleaved(list(cores), rounds):
+        times[name].append(1e3 * per_call(calls[name], seconds))
+    median = {name: statistics.median(value) for name, value in times.items()}
+    print(f"a recall episode's learning call (L = {RECALL_LENGTH}: T = {steps}, B = {BATCH}, from an empty memory), ms a call:")
+    print("| core, step | median (ms) | rounds (ms) |")
+    print("|---|---|---|")
+    for name in cores:
+        print(f"| {name} | {median[name]:.0f} | {', '.join(f'{t:.0f}' for t in times[name])} |")
+    print(f"carry compiled / carry python {median['carry, compiled'] / median['carry, python']:.2f}; "
+          f"carry compiled / paper compiled {median['carry, compiled'] / median['paper, compiled']:.2f}")
+    return {"steps": steps, "batch": BATCH, "sizes": FEEDBACK, "median_ms": median, "rounds_ms": times}
 
 
 SCALING_BATCHES = (1, 4, 16, 64)

@@ -2,6 +2,7 @@
 its ratios; where the compiled step is unavailable it stops saying so rather than timing the
 Python step twice."""
 
+import json
 import re
 
 import pytest
@@ -60,6 +61,23 @@ def test_the_scaling_table_times_every_model_at_every_batch(capsys, monkeypatch)
         row = re.search(rf"\| {model} \|((?: [0-9.]+ \|)+)", out)
         assert row and len(row.group(1).split("|")) - 1 == len(benchmark.SCALING_BATCHES), out
     assert re.search(r"a step's cost at B 1 \d+% of the span-64 step; span 64 less span 2 -?[0-9.]+ ms \(-?\d+%\)", out), out
+
+
+def test_the_recall_call_times_the_carry_and_the_papers_model_on_each_step(capsys, monkeypatch, tmp_path):
+    """--recall: a recall episode's learning call of each of RECALL's cores (the carry and the
+    paper's model, each step), a positive median and its rounds in the table, the ratios said;
+    --json writes them with the command and the table's medians."""
+    monkeypatch.setenv(feedback_compiled.SWITCH, "1")
+    written = tmp_path / "speed.json"
+    benchmark.main(["--seconds", "0", "--rounds", "1", "--recall", "--json", str(written)])
+    out = capsys.readouterr().out
+    for name in benchmark.RECALL:
+        assert re.search(rf"\| {name} \| \d+ \| \d+ \|", out), out
+    assert re.search(r"carry compiled / carry python [0-9.]+; carry compiled / paper compiled [0-9.]+", out), out
+    record = json.loads(written.read_text())
+    assert record["command"].endswith(f"--recall --json {written}") and record["recall"]["steps"] == benchmark.RECALL_LENGTH + 1
+    assert set(record["recall"]["median_ms"]) == set(benchmark.RECALL) and all(ms > 0 for ms in record["recall"]["median_ms"].values())
+    assert set(record["ms"]) == {f"{path} {mode}" for path in benchmark.PATHS for mode in ("learn", "act")}
 
 
 def test_the_step_roofline_counts_every_operation_once_at_its_shape_and_adds_the_loops(capsys):
