@@ -70,7 +70,10 @@ MODEL = dict(  # a model and data a CPU trains in minutes
 PAPER_MODEL = dict(preset="paper", eval_every=1000, patience=0)  # Table 9's settings, n_layers 4
 QUICK = dict(d_model=8, n_heads=2, batch_size=4, bptt=8, n_train=16, n_valid=8, n_test=8, eval_every=2, grid_size=3,
              walk_length=4, program_length=8, max_count=3)
-SPANNED = ("feedback", "transformer")  # cores with an attention span; the others are references
+# --cores choices that are a core with options: the Feedback core with its gated carry
+# (agents/cores/feedback/reference.py, keep_t_max at its default, 100), a row of its own
+VARIANTS = {"feedback-carry": ("feedback", "carry=gate")}
+SPANNED = ("feedback", "transformer", "feedback-carry")  # cores with an attention span; the others are references
 ACCURACY_DIGITS = 2
 
 
@@ -80,7 +83,9 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--spans", nargs="+", type=positive_int, action=Distinct, default=None,
                         help="random_walk's span sweep (default: 1 2 4 8 16; the paper preset: 100)")
     parser.add_argument("--task-span", type=positive_int, default=None, help="the other tasks' span (default: 2; the paper preset: 100)")
-    parser.add_argument("--cores", nargs="+", choices=["feedback", "transformer", "lstm"], action=Distinct, default=["feedback", "transformer", "lstm"])
+    parser.add_argument("--cores", nargs="+", choices=["feedback", "transformer", "lstm", *VARIANTS], action=Distinct,
+                        default=["feedback", "transformer", "lstm"],
+                        help="models (default: feedback transformer lstm); feedback-carry: the Feedback core with its gated carry (carry=gate)")
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 per cell (default: 3)")
     parser.add_argument("--updates", type=positive_int, default=None,
                         help="the Feedback Transformer's updates per run (default: 2,000; the paper preset: 100,000)")
@@ -117,14 +122,16 @@ def seq_args(args: argparse.Namespace, task: str, core: str, span: int | None, s
     values = {**(PAPER_MODEL if args.preset == "paper" else MODEL), **(PAPER_TASKS[task] if args.preset == "paper" else TASKS[task][0])}
     if args.quick:
         values.update(QUICK)
-    values.update(core=core, seed=seed)
+    trained, options = VARIANTS.get(core, (core, None))
+    values.update(core=trained, seed=seed)
     if span is not None:
         values["span"] = span
-    return seq_flags(values) + as_published(core)
+    return seq_flags(values) + as_published(trained) + (["--core-opt", options] if options else [])
 
 
 def budget(args: argparse.Namespace, core: str) -> int:
-    return args.updates if core == "feedback" else args.updates * args.fast_factor
+    """Updates of a run: --updates for the Feedback core (with its options), --fast-factor times that for the others."""
+    return args.updates if VARIANTS.get(core, (core,))[0] == "feedback" else args.updates * args.fast_factor
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -215,7 +222,7 @@ def plot(summary: dict, path: Path) -> None:
     rows = summary["tasks"]["random_walk"]["rows"]
     figure, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
     for ax, key, title in zip(axes, ("at_equal_updates", "at_equal_time"), ("equal updates", "equal training time")):
-        for core in ("feedback", "transformer"):
+        for core in SPANNED:
             spanned = sorted((row["span"], row[key]) for row in rows.values() if row["core"] == core)
             if not spanned:
                 continue

@@ -66,6 +66,18 @@ def test_memory_reach_quick_writes_its_table_json_and_figure(tmp_path, monkeypat
     assert json.loads((out / "memory_reach.json").read_text())["tasks"] == summary["tasks"]
 
 
+def test_memory_reach_runs_the_feedback_carry_as_the_feedback_core_with_its_gate_and_budget(tmp_path, monkeypatch):
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    argv = ["--quick", "--tasks", "random_walk", "--spans", "1", "--seeds", "2", "--cores", "feedback-carry", "transformer",
+            "--updates", "2", "--fast-factor", "2", "--no-estimate", "--runs-dir", str(runs), "--out", str(out), "--jobs", "2"]
+    run_main(memory_reach, argv, monkeypatch)
+    walk = json.loads((out / "memory_reach.json").read_text())["tasks"]["random_walk"]["rows"]
+    assert list(walk) == ["feedback-carry span 1", "transformer span 1"] and walk["feedback-carry span 1"]["reach"] == 2
+    assert [run["updates"] for run in walk["feedback-carry span 1"]["per_seed"]] == [2, 2]  # the Feedback core's budget
+    config = json.loads((runs / "random_walk" / "feedback-carry-span1" / "seed1" / "config.json").read_text())
+    assert config["config"]["core"] == "feedback" and config["core_options"]["carry"] == "gate"
+
+
 def test_seq_variants_quick_compares_variants_over_time(tmp_path, monkeypatch):
     out = tmp_path / "out"
     argv = ["persistent", "--quick", "--seeds", "2", "--updates", "4", "--no-estimate", "--runs-dir", str(tmp_path / "runs"),
