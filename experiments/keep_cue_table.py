@@ -12,7 +12,11 @@ is none yet:
   runs at 64 are probed);
 - the recall task, A2C and PPO (frames_to_solve.py's NAME.json): per length from 32, runs
   solved of runs, and the median frames to solve over the solved runs; the longest length most
-  runs solve, of every length run.
+  runs solve, of every length run;
+- what it costs elsewhere, each design beside the paper's model in one sitting: Table 1's random
+  walk at span 1 (experiments/memory_reach.py --cores feedback feedback-carry, TABLE1), the
+  8-cell corridor at span 2 (experiments/corridor_span.py, CORRIDOR), and the learning call of
+  one L = 64 recall episode on the C++ step (benchmarks/feedback_compiled.py --recall, SPEED).
 
 The paper's model's recall row comes from the main frames-to-solve sweep (frames_to_solve.json,
 frames_to_solve_ppo.json), whose runs take the same flags but the keeping option.
@@ -27,7 +31,7 @@ import numpy as np
 
 from durable.records import read_record, write_json, write_text
 from experiments.frame.flags import results_folder
-from experiments.frame.tables import markdown_table
+from experiments.frame.tables import format_interval, markdown_table
 from experiments.keep_cue import DESIGNS
 
 # where each design's recall runs are: (A2C sweeps, PPO sweeps), searched in order
@@ -38,6 +42,11 @@ RECALL = {"a2c": ("frames_to_solve", "keep_cue", "keep_cue_others"), "ppo": ("fr
 PROBES = ("keep_cue", "keep_cue_others", "memory_length_recall_L64_4x")
 PROBED_AT = "64"
 FROM = 32  # recall lengths shown: where the paper's model's reach ends (32) and on
+# the costs elsewhere: (folder, file stem, the design's row name there) of each design run there
+ELSEWHERE_CORE = {"feedback-span16": "feedback", "feedback-span16-carry": "feedback-carry"}
+TABLE1 = ("memory_reach", "memory_reach_carry", "{core} span 1")
+CORRIDOR = ("corridor_span", "corridor_span_carry", "{core}/span2")
+SPEED = ("speed", "feedback_compiled_carry_epyc", {"feedback-span16": "paper, compiled", "feedback-span16-carry": "carry, compiled"})
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -50,15 +59,21 @@ def main(argv: list[str] | None = None) -> None:
         cell = {"fresh": fresh["models"].get(design, {}).get(PROBED_AT, {}).get("median"), "trained": trained_probes(args.out, design)}
         for algo, names in RECALL.items():
             cell[algo] = recall(args.out, names, design)
+        cell["table1"] = elsewhere(args.out.parent, TABLE1, design, lambda summary: summary["tasks"]["random_walk"]["rows"], "test")
+        cell["corridor"] = elsewhere(args.out.parent, CORRIDOR, design, lambda summary: summary["models"], "success")
+        cell["learning_call_ms"] = learning_call_ms(args.out.parent, design)
         cells[design] = cell
         rows.append([design, probe_text(cell["fresh"], cell["trained"], "retention"), probe_text(cell["fresh"], cell["trained"], "gradient_to_cue"),
-                     recall_text(cell["a2c"]), recall_text(cell["ppo"])])
+                     recall_text(cell["a2c"]), recall_text(cell["ppo"]), interval_text(cell["table1"]), interval_text(cell["corridor"]),
+                     "not run" if cell["learning_call_ms"] is None else f"{cell['learning_call_ms']:.0f}"])
     sources = ", ".join(f"{design}: {cell['trained']['source']}" for design, cell in cells.items() if cell["trained"])
     caption = (f"Fresh: median over the seeds of keep_cue_fresh.json (L = {PROBED_AT}); trained: median over the runs probed at L = {PROBED_AT} "
                f"(recall_cliff.py; {sources or 'none yet'}). Recall: runs solved of runs per length from 32 (frames to solve, median of the solved runs); "
-               "reach: the longest length most runs solve, of the lengths run.")
-    table = markdown_table(["design", f"retention a step, fresh -> trained", "gradient to the bit, fresh -> trained",
-                            "recall, A2C", "recall, PPO"], rows, caption)
+               "reach: the longest length most runs solve, of the lengths run. Table 1: the random walk at span 1, test accuracy, "
+               f"IQM [95% CI] ({TABLE1[1]}.json); corridor: 8 cells, span 2, greedy success, IQM [95% CI] ({CORRIDOR[1]}.json); "
+               f"learning call: ms, one L = 64 recall episode on the C++ step, median of interleaved rounds ({SPEED[1]}.json).")
+    table = markdown_table(["design", "retention a step, fresh -> trained", "gradient to the bit, fresh -> trained",
+                            "recall, A2C", "recall, PPO", "Table 1", "corridor", "learning call"], rows, caption)
     write_json(args.out / "keep_cue_table.json", cells, indent=1)
     write_text(args.out / "keep_cue_table.md", table)
     print(table)
@@ -88,6 +103,27 @@ def recall(out: Path, names: tuple[str, ...], design: str) -> dict | None:
                                   "source": f"{name}.json"}
             return result
     return None
+
+
+def elsewhere(assets: Path, where: tuple[str, str, str], design: str, rows_of, key: str) -> dict | None:
+    """The design's IQM interval of `key` in an experiment's JSON that ran it beside the paper's
+    model, or None (not run, or a design that experiment cannot run)."""
+    folder, stem, row = where
+    summary = read_record(assets / folder / f"{stem}.json")
+    if summary is None or design not in ELSEWHERE_CORE:
+        return None
+    found = rows_of(summary).get(row.format(core=ELSEWHERE_CORE[design]))
+    return None if found is None else {**found[key], "seeds": len(found["per_seed"]), "source": f"{stem}.json"}
+
+
+def learning_call_ms(assets: Path, design: str) -> float | None:
+    folder, stem, names = SPEED
+    speed = read_record(assets / folder / f"{stem}.json")
+    return None if speed is None or design not in names else speed["recall"]["median_ms"][names[design]]
+
+
+def interval_text(cell: dict | None) -> str:
+    return "not run" if cell is None else f"{format_interval(cell)} ({cell['seeds']} seeds)"
 
 
 def probe_text(fresh: dict | None, trained: dict | None, key: str) -> str:
