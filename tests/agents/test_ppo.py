@@ -21,7 +21,7 @@ from agents.learners.ppo import PPOTrainer
 from agents.config.ppo_config import PPOConfig
 from agents.learners.train import Trainer
 from tests.float32 import close32
-from tests.trained import assert_same_parameters
+from tests.trained import assert_resume_makes_the_unstopped_updates, assert_same_parameters
 
 SMALL = {
     "feedback": {"d_model": 16, "n_layers": 2, "n_heads": 2, "span": 4},
@@ -136,23 +136,7 @@ def changed_env_zero(r):
 
 
 def test_a_resumed_run_makes_the_updates_of_an_unstopped_one(tmp_path):
-    straight = PPOTrainer(small(tmp_path / "straight", updates=4))
-    try:
-        straight.train()
-    finally:
-        straight.close()
-    first = PPOTrainer(small(tmp_path / "split", updates=2))
-    try:
-        first.train()
-    finally:
-        first.close()
-    resumed = PPOTrainer.from_checkpoint(str(tmp_path / "split"), {"total_steps": 4 * ENVS * STEPS})
-    try:
-        assert resumed.resumed_how.startswith("envs and memory continue")
-        resumed.train()
-    finally:
-        resumed.close()
-    assert_same_parameters(resumed.policy.state_dict(), straight.policy.state_dict())
+    assert_resume_makes_the_unstopped_updates(PPOTrainer, lambda folder, updates: small(tmp_path / folder, updates=updates), ENVS * STEPS)
 
 
 def test_the_command_line_trains_logs_cleanrl_keys_and_evaluate_scores_it(tmp_path, capsys):
