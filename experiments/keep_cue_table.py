@@ -13,10 +13,12 @@ is none yet:
 - the recall task, A2C and PPO (frames_to_solve.py's NAME.json): per length from 32, runs
   solved of runs, and the median frames to solve over the solved runs; the longest length most
   runs solve, of every length run;
-- what it costs elsewhere, each design beside the paper's model in one sitting: Table 1's random
-  walk at span 1 (experiments/memory_reach.py --cores feedback feedback-carry, TABLE1), the
-  8-cell corridor at span 2 (experiments/corridor_span.py, CORRIDOR), and the learning call of
-  one L = 64 recall episode on the C++ step (benchmarks/feedback_compiled.py --recall, SPEED).
+- what it costs elsewhere, each design beside the paper's model in one sitting (ELSEWHERE):
+  Table 1's random walk at span 1 (experiments/memory_reach.py --cores feedback feedback-carry),
+  the 8-cell corridor at span 2 (experiments/corridor_span.py), the maze at 2M frames
+  (experiments/mazes.py, the Feedback core at its maze defaults with and without the option), and
+  the learning call of one L = 64 recall episode on the C++ step (benchmarks/feedback_compiled.py
+  --recall, SPEED).
 
 The paper's model's recall row comes from the main frames-to-solve sweep (frames_to_solve.json,
 frames_to_solve_ppo.json), whose runs take the same flags but the keeping option.
@@ -42,10 +44,18 @@ RECALL = {"a2c": ("frames_to_solve", "keep_cue", "keep_cue_others"), "ppo": ("fr
 PROBES = ("keep_cue", "keep_cue_others", "memory_length_recall_L64_4x")
 PROBED_AT = "64"
 FROM = 32  # recall lengths shown: where the paper's model's reach ends (32) and on
-# the costs elsewhere: (folder, file stem, the design's row name there) of each design run there
-ELSEWHERE_CORE = {"feedback-span16": "feedback", "feedback-span16-carry": "feedback-carry"}
-TABLE1 = ("memory_reach", "memory_reach_carry", "{core} span 1")
-CORRIDOR = ("corridor_span", "corridor_span_carry", "{core}/span2")
+# the costs elsewhere, per column: (folder, {design: (file stem, its row there)}, the rows of
+# that file's summary, the key of the row's IQM interval), for each design run there
+ELSEWHERE = {
+    "table1": ("memory_reach", {"feedback-span16": ("memory_reach_carry", "feedback span 1"),
+                                "feedback-span16-carry": ("memory_reach_carry", "feedback-carry span 1")},
+               lambda summary: summary["tasks"]["random_walk"]["rows"], "test"),
+    "corridor": ("corridor_span", {"feedback-span16": ("corridor_span_carry", "feedback/span2"),
+                                   "feedback-span16-carry": ("corridor_span_carry", "feedback-carry/span2")},
+                 lambda summary: summary["models"], "success"),
+    "maze": ("mazes", {"feedback-span16": ("keep_cue_maze_paper", "feedback"), "feedback-span16-carry": ("keep_cue_maze_carry", "feedback")},
+             lambda summary: summary["envs"]["maze"]["cores"], "eval_return"),
+}
 SPEED = ("speed", "feedback_compiled_carry_epyc", {"feedback-span16": "paper, compiled", "feedback-span16-carry": "carry, compiled"})
 
 
@@ -59,21 +69,24 @@ def main(argv: list[str] | None = None) -> None:
         cell = {"fresh": fresh["models"].get(design, {}).get(PROBED_AT, {}).get("median"), "trained": trained_probes(args.out, design)}
         for algo, names in RECALL.items():
             cell[algo] = recall(args.out, names, design)
-        cell["table1"] = elsewhere(args.out.parent, TABLE1, design, lambda summary: summary["tasks"]["random_walk"]["rows"], "test")
-        cell["corridor"] = elsewhere(args.out.parent, CORRIDOR, design, lambda summary: summary["models"], "success")
+        for column, where in ELSEWHERE.items():
+            cell[column] = elsewhere(args.out.parent, where, design)
         cell["learning_call_ms"] = learning_call_ms(args.out.parent, design)
         cells[design] = cell
         rows.append([design, probe_text(cell["fresh"], cell["trained"], "retention"), probe_text(cell["fresh"], cell["trained"], "gradient_to_cue"),
-                     recall_text(cell["a2c"]), recall_text(cell["ppo"]), interval_text(cell["table1"]), interval_text(cell["corridor"]),
+                     recall_text(cell["a2c"]), recall_text(cell["ppo"]), *(interval_text(cell[column]) for column in ELSEWHERE),
                      "not run" if cell["learning_call_ms"] is None else f"{cell['learning_call_ms']:.0f}"])
     sources = ", ".join(f"{design}: {cell['trained']['source']}" for design, cell in cells.items() if cell["trained"])
+    elsewhere_files = sorted({f"{stem}.json" for _, files, _, _ in ELSEWHERE.values() for stem, _ in files.values()})
     caption = (f"Fresh: median over the seeds of keep_cue_fresh.json (L = {PROBED_AT}); trained: median over the runs probed at L = {PROBED_AT} "
                f"(recall_cliff.py; {sources or 'none yet'}). Recall: runs solved of runs per length from 32 (frames to solve, median of the solved runs); "
                "reach: the longest length most runs solve, of the lengths run. Table 1: the random walk at span 1, test accuracy, "
-               f"IQM [95% CI] ({TABLE1[1]}.json); corridor: 8 cells, span 2, greedy success, IQM [95% CI] ({CORRIDOR[1]}.json); "
+               "IQM [95% CI]; corridor: 8 cells, span 2, greedy success, IQM [95% CI]; maze: 2M frames, the Feedback core at its maze "
+               "defaults with and without the design's option, evaluation return (100 episodes, sampled actions), IQM [95% CI] "
+               f"(from {', '.join(elsewhere_files)}); "
                f"learning call: ms, one L = 64 recall episode on the C++ step, median of interleaved rounds ({SPEED[1]}.json).")
     table = markdown_table(["design", "retention a step, fresh -> trained", "gradient to the bit, fresh -> trained",
-                            "recall, A2C", "recall, PPO", "Table 1", "corridor", "learning call"], rows, caption)
+                            "recall, A2C", "recall, PPO", "Table 1", "corridor", "maze", "learning call"], rows, caption)
     write_json(args.out / "keep_cue_table.json", cells, indent=1)
     write_text(args.out / "keep_cue_table.md", table)
     print(table)
@@ -105,14 +118,15 @@ def recall(out: Path, names: tuple[str, ...], design: str) -> dict | None:
     return None
 
 
-def elsewhere(assets: Path, where: tuple[str, str, str], design: str, rows_of, key: str) -> dict | None:
-    """The design's IQM interval of `key` in an experiment's JSON that ran it beside the paper's
-    model, or None (not run, or a design that experiment cannot run)."""
-    folder, stem, row = where
-    summary = read_record(assets / folder / f"{stem}.json")
-    if summary is None or design not in ELSEWHERE_CORE:
+def elsewhere(assets: Path, where: tuple, design: str) -> dict | None:
+    """The design's IQM interval in an experiment's JSON that ran it beside the paper's model, or
+    None (not run, or a design that experiment does not run)."""
+    folder, rows, rows_of, key = where
+    if design not in rows:
         return None
-    found = rows_of(summary).get(row.format(core=ELSEWHERE_CORE[design]))
+    stem, row = rows[design]
+    summary = read_record(assets / folder / f"{stem}.json")
+    found = None if summary is None else rows_of(summary).get(row)
     return None if found is None else {**found[key], "seeds": len(found["per_seed"]), "source": f"{stem}.json"}
 
 
