@@ -8,8 +8,8 @@ one, even where the kernel does nothing. That cost is part of what the step cann
 below autograd, as the step calls its operations (feedback_step.cpp's guards).
 
 The loop is a small C++ extension built at first use into torch's extension cache (the
-machine's compiler, as the compiled step is built); where it cannot be built the cost is None
-and the roofline says it left it out.
+machine's compiler, as the compiled step is built, and named per torch installation as it is);
+where it cannot be built the cost is None and the roofline says it left it out.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from types import ModuleType
 
 import torch
 
+from agents.cores.feedback.compiled import build_name
 from benchmarks.targets import per_call
 
 SOURCE = r"""
@@ -53,7 +54,7 @@ def _extension() -> ModuleType | None:
         from torch.utils import cpp_extension
 
         try:
-            _built.append(cpp_extension.load_inline("feedback_rl_cpp_dispatch", SOURCE, functions=["alias_calls"],
+            _built.append(cpp_extension.load_inline(build_name("feedback_rl_cpp_dispatch", SOURCE.encode()), SOURCE, functions=["alias_calls"],
                                                     extra_cflags=["-O2"], verbose=False))
         except Exception as error:  # no compiler, no ninja: the roofline goes on without this part
             print(f"the C++ dispatch loop could not be built ({type(error).__name__}); its cost is left out", file=sys.stderr)

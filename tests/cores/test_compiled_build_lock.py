@@ -47,3 +47,13 @@ def test_a_build_under_way_in_another_process_is_waited_for_not_broken(tmp_path)
     finally:
         release.set()
         builder.join(5)
+
+
+def test_each_torch_installation_builds_under_a_name_of_its_own(monkeypatch):
+    """Two virtual environments sharing the extension cache do not rebuild each other's build (its
+    ninja file holds the headers' paths); the same installation and source find the same build."""
+    name = compiled.build_name("feedback_rl_step", b"source")
+    assert name == compiled.build_name("feedback_rl_step", b"source") != compiled.build_name("feedback_rl_step", b"edited")
+    assert name.startswith("feedback_rl_step_")
+    monkeypatch.setattr(compiled.torch, "__file__", "/elsewhere/.venv/lib/python3.11/site-packages/torch/__init__.py")
+    assert compiled.build_name("feedback_rl_step", b"source") != name

@@ -9,7 +9,7 @@ tape).
 
 Built with torch.utils.cpp_extension.load (ninja and the machine's C++ compiler) into a cache
 directory (TORCH_EXTENSIONS_DIR, by default ~/.cache/torch_extensions), once per machine, torch
-version and version of the source (its hash names the build); one line on stderr says so while
+installation and version of the source (their hash names the build); one line on stderr says so while
 it builds. (Not -march=native: a cache shared between machines would then crash on an older CPU.)
 
 Which path: the Feedback config's `step` (STEPS). "python" is the Python fused step
@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import sysconfig
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -94,10 +95,20 @@ def extension() -> ModuleType | None:
     return _built[0]
 
 
+def build_name(stem: str, source: bytes) -> str:
+    """`stem`_HASH: the name of a build of `source` (its code and flags) against this torch and
+    Python. The installation is in the hash because the build folder's ninja file holds the
+    headers' paths: two virtual environments sharing the cache under one name would each find the
+    other's command line there and rebuild (a minute each time), and a process loading while
+    another rebuilt would wait for it."""
+    installation = f"{torch.__version__} {Path(torch.__file__).parent} {sysconfig.get_paths()['include']}"
+    return f"{stem}_{hashlib.sha256(source + installation.encode()).hexdigest()[:12]}"
+
+
 def _build() -> ModuleType | None:
     from torch.utils import cpp_extension
 
-    name = f"feedback_rl_step_{hashlib.sha256(SOURCE.read_bytes() + repr(FLAGS).encode()).hexdigest()[:12]}"  # a build per source
+    name = build_name("feedback_rl_step", SOURCE.read_bytes() + repr(FLAGS).encode())  # a build per source and installation
     built_before = any(Path(cpp_extension._get_build_directory(name, verbose=False)).glob(f"{name}*.so"))
     if not built_before:
         print("building the compiled Feedback step (once, ~1 min)...", file=sys.stderr, flush=True)
