@@ -14,18 +14,25 @@ for SIGTERM, SIGHUP and SIGUSR2 (durable/interrupt.py: STOP_SIGNALS).
 import os
 import signal
 
-import pytest
-import torch
+# Under pytest-xdist (README's `-n 3`) each worker gets its share of the cores (at least one) for
+# torch's own threads and for OpenBLAS's (numpy's and SciPy's, read when each library loads, so
+# set before torch imports numpy; a value already given wins): two workers of two threads each
+# on two cores made every in-process product wait on the other worker's threads. SciPy's
+# L-BFGS-B on a 3-parameter fit took 2 ms a call on two OpenBLAS threads of a busy 2-core machine,
+# 0.2 ms on one: tests/experiments/test_frames_to_solve.py's 1,000 bootstrap fits, 75 s against 7.
+SHARE = max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])) if "PYTEST_XDIST_WORKER_COUNT" in os.environ else None
+if SHARE is not None:
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", str(SHARE))
 
-from durable.interrupt import STOP_SIGNALS
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from durable.interrupt import STOP_SIGNALS  # noqa: E402
 
 pytest_plugins = ["pytester"]  # tests/test_conftest.py runs a small suite under this conftest
 
-# Under pytest-xdist (README's `-n 3`) each worker gets its share of the cores for torch's own
-# threads (at least one): two workers of two threads each on two cores made every in-process
-# product wait on the other worker's threads.
-if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
+if SHARE is not None:
+    torch.set_num_threads(SHARE)
 
 
 def _python_default(signum: int):
