@@ -189,7 +189,7 @@ def test_a_settings_file_for_the_other_trainer_or_with_unknown_fields_is_refused
 def test_a_quick_study_end_to_end_resumes_and_its_settings_train_as_the_flags_do(tmp_path, capsys):
     runs, out = tmp_path / "runs", tmp_path / "out"
     argv = ["--quick", "--algo", "ppo", "--cores", "lstm", "--trials", "1", "--seeds", "2", "--chunks", "2", "--fresh-seeds", "2",
-            "--env-opt", "length=2", "--train-args", "--bptt episode --no-previous-inputs", "--space", "rollout=8,16",
+            "--frames", "1024", "--env-opt", "length=2", "--train-args", "--bptt episode --no-previous-inputs", "--space", "rollout=8,16",
             "--name", "tq", "--runs-dir", str(runs), "--out", str(out), "--jobs", "2"]
     tune.main(argv)
     summary = json.loads((out / "tq.json").read_text())
