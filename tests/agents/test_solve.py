@@ -18,6 +18,7 @@ from agents.learners.ppo import PPOTrainer
 from agents.learners.solve import CHECK_SEED, CONFIRM_SEED, SolveCheck
 from agents.learners.train import Trainer
 from agents.config.ppo_config import PPOConfig
+from tests.launch import wait_until
 from tests.trained import assert_same_parameters
 
 RECALL = {"length": 2, "show_time": False}
@@ -149,12 +150,14 @@ def test_the_record_survives_kill_9_and_resume(tmp_path):
     train_a2c.main(argv(tmp_path / "straight", total))
     killed = tmp_path / "killed"
     process = subprocess.Popen([sys.executable, "train_a2c.py", *argv(killed, total)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def checks_recorded() -> bool:  # a few checks recorded, a checkpoint behind them
+        solve = killed / "solve.json"
+        return solve.exists() and (killed / "checkpoint.pt").exists() and len(json.loads(solve.read_text() or "{}").get("checks", [])) >= 5
+
     try:
-        while process.poll() is None:  # kill -9 once a few checks are recorded, a checkpoint behind them
-            solve = killed / "solve.json"
-            if solve.exists() and (killed / "checkpoint.pt").exists() and len(json.loads(solve.read_text() or "{}").get("checks", [])) >= 5:
-                os.kill(process.pid, signal.SIGKILL)
-                break
+        if wait_until(checks_recorded, process):  # looked at every POLL_SECONDS, not in a loop that takes a core from the run
+            os.kill(process.pid, signal.SIGKILL)
     finally:
         process.wait()
     assert process.returncode == -signal.SIGKILL, "the run ended before it was killed; give it more frames"
