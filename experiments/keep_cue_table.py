@@ -15,8 +15,8 @@ is none yet:
   runs solve, of every length run;
 - what it costs elsewhere, each design beside the paper's model in one sitting (ELSEWHERE):
   Table 1's random walk at span 1 (experiments/memory_reach.py --cores feedback feedback-carry),
-  the 8-cell corridor at span 2 (experiments/corridor_span.py), the maze at 2M frames
-  (experiments/mazes.py, the Feedback core at its maze defaults with and without the option), and
+  the 8-cell corridor at span 2 (experiments/corridor_span.py), the maze and the water maze at 2M
+  frames (experiments/mazes.py, the Feedback core at its defaults with and without the option), and
   the learning call of one L = 64 recall episode on the C++ step (benchmarks/feedback_compiled.py
   --recall, SPEED).
 
@@ -55,6 +55,9 @@ ELSEWHERE = {
                  lambda summary: summary["models"], "success"),
     "maze": ("mazes", {"feedback-span16": ("keep_cue_maze_paper", "feedback"), "feedback-span16-carry": ("keep_cue_maze_carry", "feedback")},
              lambda summary: summary["envs"]["maze"]["cores"], "eval_return"),
+    "water_maze": ("mazes", {"feedback-span16": ("keep_cue_water_maze_paper", "feedback"),
+                             "feedback-span16-carry": ("keep_cue_water_maze_carry", "feedback")},
+                   lambda summary: summary["envs"]["water_maze"]["cores"], "eval_return"),
 }
 SPEED = ("speed", "feedback_compiled_carry_epyc", {"feedback-span16": "paper, compiled", "feedback-span16-carry": "carry, compiled"})
 
@@ -81,12 +84,12 @@ def main(argv: list[str] | None = None) -> None:
     caption = (f"Fresh: median over the seeds of keep_cue_fresh.json (L = {PROBED_AT}); trained: median over the runs probed at L = {PROBED_AT} "
                f"(recall_cliff.py; {sources or 'none yet'}). Recall: runs solved of runs per length from 32 (frames to solve, median of the solved runs); "
                "reach: the longest length most runs solve, of the lengths run. Table 1: the random walk at span 1, test accuracy, "
-               "IQM [95% CI]; corridor: 8 cells, span 2, greedy success, IQM [95% CI]; maze: 2M frames, the Feedback core at its maze "
+               "IQM [95% CI]; corridor: 8 cells, span 2, greedy success, IQM [95% CI]; maze and water maze: 2M frames, the Feedback core at its "
                "defaults with and without the design's option, evaluation return (100 episodes, sampled actions), IQM [95% CI] "
                f"(from {', '.join(elsewhere_files)}); "
                f"learning call: ms, one L = 64 recall episode on the C++ step, median of interleaved rounds ({SPEED[1]}.json).")
     table = markdown_table(["design", "retention a step, fresh -> trained", "gradient to the bit, fresh -> trained",
-                            "recall, A2C", "recall, PPO", "Table 1", "corridor", "maze", "learning call"], rows, caption)
+                            "recall, A2C", "recall, PPO", "Table 1", "corridor", "maze", "water maze", "learning call"], rows, caption)
     write_json(args.out / "keep_cue_table.json", cells, indent=1)
     write_text(args.out / "keep_cue_table.md", table)
     print(table)

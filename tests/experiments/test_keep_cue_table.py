@@ -20,6 +20,8 @@ def test_each_cell_comes_from_its_json_and_what_was_not_run_says_so(tmp_path):
     (assets / "mazes").mkdir()  # the maze: the carry's run only, so the paper's model's cell says "not run"
     (assets / "mazes" / "keep_cue_maze_carry.json").write_text(json.dumps({"envs": {"maze": {"cores": {
         "feedback": {"per_seed": [{}] * 5, "eval_return": {"iqm": 5.5, "ci_low": 5.25, "ci_high": 5.66}}}}}}))
+    (assets / "mazes" / "keep_cue_water_maze_paper.json").write_text(json.dumps({"envs": {"water_maze": {"cores": {  # the paper's only
+        "feedback": {"per_seed": [{}] * 5, "eval_return": {"iqm": 1.23, "ci_low": 0.98, "ci_high": 1.48}}}}}}))
     (assets / "speed").mkdir()
     (assets / "speed" / "feedback_compiled_carry_epyc.json").write_text(json.dumps({"recall": {"median_ms": {
         "carry, compiled": 292.4, "carry, python": 800.0, "paper, compiled": 290.0, "paper, python": 712.0}}}))
@@ -34,9 +36,9 @@ def test_each_cell_comes_from_its_json_and_what_was_not_run_says_so(tmp_path):
     keep_cue_table.main(["--out", str(tmp_path)])
     lines = {line.split(" | ")[0].lstrip("| "): line for line in (tmp_path / "keep_cue_table.md").read_text().splitlines() if line.startswith("| feedback")}
     assert ("| 0.989 -> 1.010 | 3.1e-02 -> 2.0e-01 | L 64: 2/3 (400k); L 128: 1/3 (2.00M); reach 64 (keep_cue.json) | not run "
-            "| 0.99 [0.99, 1.00] (5 seeds) | not run | 5.50 [5.25, 5.66] (5 seeds) | 292 |") in lines["feedback-span16-carry"]
-    assert "| 0.886 -> not run | 1.2e-03 -> not run | not run | not run | 0.87 [0.70, 0.96] (5 seeds) | not run | not run | 290 |" in lines["feedback-span16"]
-    assert "| not run -> not run | not run -> not run | not run | not run | not run | not run | not run | not run |" in lines["feedback-span16-tanh"]
+            "| 0.99 [0.99, 1.00] (5 seeds) | not run | 5.50 [5.25, 5.66] (5 seeds) | not run | 292 |") in lines["feedback-span16-carry"]
+    assert "| 0.886 -> not run | 1.2e-03 -> not run | not run | not run | 0.87 [0.70, 0.96] (5 seeds) | not run | not run | 1.23 [0.98, 1.48] (5 seeds) | 290 |" in lines["feedback-span16"]
+    assert "| not run -> not run | not run -> not run | not run | not run | not run | not run | not run | not run | not run |" in lines["feedback-span16-tanh"]
     cells = json.loads((tmp_path / "keep_cue_table.json").read_text())
     assert cells["feedback-span16-carry"]["a2c"]["64"] == {"solved": 2, "runs": 3, "median_frames": 400_000.0, "source": "keep_cue.json"}
     assert cells["feedback-span16-carry"]["trained"]["source"] == "keep_cue_probes.json"
