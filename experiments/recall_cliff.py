@@ -78,7 +78,8 @@ def main(argv: list[str] | None = None) -> None:
     task = sweep.get("env") or sweep.get("task", "").split(",")[0]  # memory_length's sweeps name the env, frames_to_solve's the task
     if task != "memory_length":
         parser.error(f"{source} is a sweep on {task!r}; the probes walk the memory length task (--env memory_length)")
-    under_way = unfinished(args.out / f"{args.name}_runs.json", sweep)
+    runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / args.name
+    under_way = unfinished(args.out / f"{args.name}_runs.json", sweep, runs_dir)
     known = [*sweep["models"], *(model for model in under_way if model not in sweep["models"])]  # a model's first length may be under way
     models = args.models or known
     unknown = [model for model in models if model not in known]
@@ -86,7 +87,6 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--models: {', '.join(unknown)} not in {source} or its ledger; they have {', '.join(known)}")
     if args.episodes < 2:
         parser.error(f"--episodes must be at least 2 (both bits), got {args.episodes}")
-    runs_dir = args.runs_dir or ROOT / "runs" / "experiments" / args.name
     started = time.time()
     try:
         probed = probed_before(args.out / f"{args.name}_probes.json", args.episodes)
@@ -131,19 +131,26 @@ def probed_before(path: Path, episodes: int) -> dict[tuple[str, str, int], dict]
             for length, cell in cells.items() for run in cell["per_seed"]}
 
 
-def unfinished(ledger: Path, sweep: dict) -> dict[str, dict[str, list[dict]]]:
+def unfinished(ledger: Path, sweep: dict, runs_dir: Path) -> dict[str, dict[str, list[dict]]]:
     """{model: {length: [{"seed", "greedy_success"}, ...]}} of the runs the sweep's ledger keeps
-    evaluated (experiments/frame/ledger.py: "MODEL/LLENGTH/seedSEED" -> its records) at lengths
+    finished (experiments/frame/ledger.py: "MODEL/LLENGTH/seedSEED" -> its records) at lengths
     its JSON does not hold yet: a sweep writes a length into its JSON when all its runs are done,
-    so a model none of whose lengths is done is in the ledger only."""
+    so a model none of whose lengths is done is in the ledger only. A memory-length run is
+    finished when evaluated (its greedy success that evaluation's); a frames-to-solve run when
+    trained, its greedy success its last check's, from the solve record in its folder here."""
     found: dict[str, dict[str, list[dict]]] = {}
     for folder, records in (read_record(ledger) or {}).items():
         model, length, seed = folder.split("/")
         length = length.removeprefix("L")
-        done = sweep["models"].get(model, {"lengths": {}})["lengths"]
-        if length not in done and "evaluate.done.json" in records:
+        if length in sweep["models"].get(model, {"lengths": {}})["lengths"]:
+            continue
+        if "evaluate.done.json" in records:
             success = evaluation_means(records["evaluate.done.json"])["agent"]["success"]
-            found.setdefault(model, {}).setdefault(length, []).append({"seed": int(seed.removeprefix("seed")), "greedy_success": success})
+        elif "train.done.json" in records and (solve := read_record(runs_dir / folder / "solve.json")):
+            success = greedy_success(solve)
+        else:
+            continue
+        found.setdefault(model, {}).setdefault(length, []).append({"seed": int(seed.removeprefix("seed")), "greedy_success": success})
     for lengths in found.values():
         for runs in lengths.values():
             runs.sort(key=lambda run: run["seed"])

@@ -150,6 +150,26 @@ def test_a_length_under_way_is_probed_from_the_ledger_where_its_checkpoints_are(
     assert "under_way" not in again and again["per_seed"][0] == cell["per_seed"][0] and [run["seed"] for run in again["per_seed"]] == [0, 1]
 
 
+def test_a_frames_to_solve_length_under_way_is_probed_from_its_ledger_and_solve_records(tmp_path):
+    """A frames-to-solve ledger keeps a run when it is trained (no evaluation record): at a length
+    its JSON does not hold yet, the run is probed where its folder is, its greedy success its last
+    check's; a run whose folder is elsewhere (no solve record here) is left out."""
+    from train_a2c import main as train
+
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    train(["--env", "memory_length", "--env-opt", "length=5,show_time=false", "--core", "lstm", "--core-opt", "hidden_size=8",
+           "--num-envs", "4", "--rollout", "4", "--total-steps", "16", "--seed", "0", "--run-dir", str(runs / "lstm" / "L5" / "seed0")])
+    (runs / "lstm" / "L5" / "seed0" / "solve.json").write_text(json.dumps({"solved": False, "checks": [{"frames": 8, "score": 0.5}, {"frames": 16, "score": 0.52}]}))
+    trained = {"train.done.json": {"last_line": "checkpoint: ... (step 16)"}}
+    out.mkdir()
+    (out / "fts_runs.json").write_text(json.dumps({"lstm/L5/seed0": trained, "lstm/L5/seed1": trained}))
+    (out / "fts.json").write_text(json.dumps({"task": "memory_length, show_time=False", "models": {}}))
+    recall_cliff.main(["--name", "fts", "--runs-dir", str(runs), "--out", str(out), "--episodes", "8"])
+    cell = json.loads((out / "fts_probes.json").read_text())["models"]["lstm"]["5"]
+    assert cell["under_way"] and [(run["seed"], run["greedy_success"]) for run in cell["per_seed"]] == [(0, 0.52)]
+    assert cell["per_seed"][0]["fresh"]["gradient_to_cue"] > 0
+
+
 def test_the_probes_refuse_what_is_not_a_recall_sweep(tmp_path, capsys):
     with pytest.raises(SystemExit) as exited:
         recall_cliff.main(["--name", "nothing", "--out", str(tmp_path)])
