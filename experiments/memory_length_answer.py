@@ -32,6 +32,7 @@ import numpy as np
 from agents.plot_curves import save_figure
 from durable.records import read_record, write_json, write_text
 from experiments.frame.flags import results_folder
+from experiments.frame.jobs import ROOT
 from experiments.frame.stats import solved_interval
 from experiments.frame.tables import markdown_table
 from experiments.memory_length import FLOOR, NI_TRANSFORMER_SOLVES, reach, score, solved_by_most
@@ -72,7 +73,7 @@ def curve(out: Path, sweeps: dict[str, dict]) -> dict[str, dict[str, dict]]:
     for stem, sweep in sweeps.items():
         for model, record in sweep["models"].items():
             cells.setdefault(model, {}).update(record["lengths"])
-        for model, lengths in unfinished(out / f"{stem}_runs.json", sweep).items():
+        for model, lengths in unfinished(out / f"{stem}_runs.json", sweep, ROOT / "runs" / "experiments" / stem).items():
             for length, runs in lengths.items():
                 cells.setdefault(model, {})[length] = {"per_seed": runs, "under_way": True}
     return {model: dict(sorted(lengths.items(), key=lambda item: int(item[0]))) for model, lengths in cells.items()}
