@@ -13,6 +13,9 @@ Transformer over the episode keeps the span it trained with (L + 1), so its two 
 2 (L + 1) steps back: at 4L and 8L (L >= 2) it cannot see the bit by construction, a check that
 this measurement can fail; at 2L it still can, through both layers.
 
+`--lengths` tries other lengths instead (the trained one among them if asked: a policy that
+answers at L and at 8L but not between keys its answer to the length, not to a held memory).
+
 Only a solved run (RUN/solve.json, agents/learners/solve.py) is tried; an unsolved one prints
 `"solved": false` and nothing else. The last line printed is the JSON the sweep keeps
 (experiments/frames_to_solve.py): {"run", "solved", "trained_length", "success": {length: mean}}.
@@ -45,6 +48,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", help="a recall run's folder (checkpoint.pt and solve.json)")
     parser.add_argument("--episodes", type=positive_int, default=100, help="greedy episodes per length (default: 100)")
+    parser.add_argument("--lengths", type=positive_int, nargs="+", default=None,
+                        help="the lengths to try (default: L/2, 2L, 4L and 8L of the trained length L)")
     args = parser.parse_args(argv)
     run = load_run(args.run, torch.device("cpu"))
     options = dict(run.config.env_options)
@@ -58,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     result = {"run": args.run, "solved": solved, "trained_length": options["length"]}
     if solved:
         success = {}
-        for length in tried_lengths(options["length"]):
+        for length in args.lengths or tried_lengths(options["length"]):
             played = play_episodes(run.policy, run.device, run.config.env, {**options, "length": length}, args.episodes, EVAL_SEED,
                                    args.episodes, greedy=True)
             success[str(length)] = float(played["success"].mean())

@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 
+from agents.learners.solve import RECORD
 from experiments import frames_to_solve, frames_to_solve_answer, memory_length, past_length
 from experiments.frame.train_flags import check_train_flags
 
@@ -127,3 +128,19 @@ def test_past_length_refuses_a_run_trained_with_the_clock(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         past_length.main([str(tmp_path / "run")])
     assert exit_info.value.code == 2 and "show_time=True" in capsys.readouterr().err
+
+
+def test_past_length_tries_the_lengths_asked_for(tmp_path, capsys):
+    """--lengths replaces L/2, 2L, 4L, 8L (a policy that answers at L and 8L but not between is
+    told apart only by the lengths between)."""
+    import train_a2c
+
+    run = tmp_path / "run"
+    train_a2c.main(["--env", "memory_length", "--env-opt", "length=2,show_time=false", "--core", "mlp", "--core-opt", "hidden_size=8",
+                    "--num-envs", "2", "--rollout", "4", "--total-steps", "8", "--threads", "1", "--run-dir", str(run)])
+    (run / RECORD).write_text(json.dumps({"solved": True}))  # as if its criterion had been met
+    capsys.readouterr()
+    past_length.main([str(run), "--lengths", "3", "5", "--episodes", "2"])
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["trained_length"] == 2 and list(result["success"]) == ["3", "5"]
+    assert all(value in (0.0, 0.5, 1.0) for value in result["success"].values())  # 2 episodes each
