@@ -43,21 +43,22 @@ def train_until(core: str, max_frames: int, target: float, tmp_path, trainer_cla
     return float(np.mean(successes))
 
 
-# The seed and frames of each core's run. The LSTM (chrono's gate biases, its default since
-# 2026-11-27) does not solve the corridor from every seed: over seeds 1-10 at 2M frames 8 of 10
-# runs reach 0.95 on an AVX-512 CPU (seeds 1 and 10 stay near 0.5; with torch's biases 9 of 10,
-# seed 6 failing), and seed 4 solves there within 1.5M. On an AVX2-only AMD EPYC, whose float32
-# rounding differs, seed 4 is at 0.77 after 1.5M frames and reaches 0.95 within 2M (as seed 2
-# does): 2M frames, so that the run passes on both (a run that reaches the target stops there, so
-# the AVX-512 run is the same as before).
-SEEDS = {"feedback": 1, "lstm": 4}
+# The seed, frames and core options of each core's run. The LSTM here starts from PyTorch's gate
+# biases: the chrono default (since 2026-11-27) learns this 8-cell corridor with A2C 2-3 times more
+# slowly (measured on the 2-core AVX2 EPYC, success over 300 episodes >= 0.95: chrono seed 4 at
+# 1.59M frames, 170 s; PyTorch's biases seeds 1, 3 and 2 at 637k, 647k and 1.86M, 80-122 s,
+# three runs side by side), and the PPO test below trains the chrono default. An earlier count on
+# an AVX-512 CPU had PyTorch's biases reach 0.95 within 2M frames from 9 of seeds 1-10 (not 6),
+# seed 1 among them: 2M frames, the cap the test had, so that the run passes on both CPU kinds.
+SEEDS = {"feedback": 1, "lstm": 1}
 FRAMES = {"feedback": 1_500_000, "lstm": 2_000_000}
+OPTIONS = {"feedback": SIZES["feedback"], "lstm": {**SIZES["lstm"], "gate_init": "pytorch"}}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("core", ["feedback", "lstm"])
 def test_memory_cores_solve_the_corridor(core, tmp_path):
-    assert train_until(core, max_frames=FRAMES[core], target=0.95, tmp_path=tmp_path, seed=SEEDS[core]) >= 0.9
+    assert train_until(core, max_frames=FRAMES[core], target=0.95, tmp_path=tmp_path, seed=SEEDS[core], core_options=OPTIONS[core]) >= 0.9
 
 
 @pytest.mark.slow
