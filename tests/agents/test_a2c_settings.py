@@ -62,14 +62,15 @@ def rms_gradient_share(trainer: Trainer) -> float:
 @pytest.mark.parametrize("env", sorted(envs.ENV_IDS))
 @pytest.mark.parametrize("core", ["feedback", "lstm"])
 def test_every_preset_takes_steps_set_by_the_gradient_not_by_epsilon(tmp_path, env, core, preset):
-    config = resolve_config(dict(env=env, core=core, preset=preset, run_dir=str(tmp_path), threads=1, seed=1))
-    if config.optimizer != "rmsprop" or (core == "feedback" and preset == "paper"):
+    given = dict(env=env, core=core, preset=preset, run_dir=str(tmp_path), threads=1, seed=1)
+    preset_config = resolve_config(given)
+    if preset_config.optimizer != "rmsprop" or (core == "feedback" and preset == "paper"):
         # Adam's epsilon (1e-8) is far from any of these gradients at any batch; the paper-sized
         # feedback core on 12,800-step batches would take a minute of this test.
-        config = resolve_config(dict(env=env, core=core, preset=preset, run_dir=str(tmp_path), threads=1, seed=1, **CUT_BATCH))
+        cut = CUT_BATCH
     else:
-        config = resolve_config(dict(env=env, core=core, preset=preset, run_dir=str(tmp_path), threads=1, seed=1,
-                                     rollout=config.rollout // RMSPROP_ROLLOUT_CUT))
+        cut = {"rollout": preset_config.rollout // RMSPROP_ROLLOUT_CUT}
+    config = resolve_config({**given, **cut})
     trainer = Trainer(config)
     options = {**core_options(core), **config.core_options}
     deep_chrono = options.get("gate_init") == "chrono" and options.get("n_layers") > 1 and config.optimizer == "adam"
