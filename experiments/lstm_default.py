@@ -2,15 +2,16 @@
 
     python -m experiments.lstm_default      # reads assets/mazes/ and assets/memory_length/, writes lstm_default.md and .json there
 
-The LSTM's default became chrono (`gate_init=chrono`, T_max 100) from the recall task, the
-corridor and the maze; the water maze was never measured. The five measures, each side's IQM over
-its seeds with a 95% stratified-bootstrap interval (rliable):
+From 2026-11-27 to 2026-12-06 the LSTM's default was chrono's (`gate_init=chrono`, T_max 100),
+decided on the recall task, the corridor and the maze, the water maze unmeasured; these five
+measures decided it again. Each side's IQM over its seeds with a 95% stratified-bootstrap
+interval (rliable):
 
 - the corridor, the maze, the easy maze and the water maze: evaluation return after 2M frames
   (experiments/mazes.py: A2C at the cpu preset, 100 episodes with sampled actions), from one
   mazes.py JSON per initialisation (INITS: the same command with `--core-opt gate_init=X`);
 - the recall task without the clock (experiments/frames_to_solve.py, A2C, `lstm` is PyTorch's
-  and `lstm-chrono` chrono's): each seed's reach, the longest length L it solved with every
+  and `lstm-chrono` chrono's, its T_max twice the episode): each seed's reach, the longest length L it solved with every
   shorter length of the sweep solved too. A seed that solved every length run so far has a reach
   of at least its last one: a lower bound.
 
@@ -136,7 +137,8 @@ def answer_table(measures: dict[str, dict | None], answer: dict) -> str:
         digits = 0 if name == "recall" else 2  # a length, a return
         rows.append([name, *(side_text(measure[init], digits) for init in ("pytorch", "chrono")), measure["better"]])
     wins = answer["wins"]
-    caption = ("The LSTM's gate initialisation: PyTorch's against chrono's (T_max 100). Corridor, maze, easy maze, water maze: evaluation return "
+    caption = ("The LSTM's gate initialisation: PyTorch's against chrono's (T_max 100 on the four envs, twice the episode on the recall task, "
+               "as frames_to_solve.py's lstm-chrono builds it). Corridor (16 cells), maze, easy maze, water maze: evaluation return "
                f"after 2M frames, A2C ({', '.join(f'{stem}.json' for stem in INITS.values())}); recall: each seed's reach, the longest L "
                "solved with every shorter one (frames_to_solve.json, A2C, no clock; >= a lower bound while the seed has solved every "
                "length run). IQM [95% CI], then each seed. Better: the side whose interval lies wholly above the other's.")

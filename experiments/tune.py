@@ -154,8 +154,8 @@ def base_settings(parser: argparse.ArgumentParser, args: argparse.Namespace, tra
 def model_settings(base: dict[str, Any], model: Model, core_opt: list[str], quick: bool) -> dict[str, Any]:
     """One core's settings: the shared ones, the core and its options (with --quick, its tiny size),
     with every default that has changed named, so that the settings files train the study's core
-    after the next change of default (a best-settings file of an LSTM without `gate_init` trained
-    torch's biases before 2026-11-27 and chrono's after)."""
+    after the next change of default (a best-settings file of an LSTM without `gate_init` would
+    have trained torch's biases before 2026-11-27, chrono's until 2026-12-06, torch's since)."""
     options = {**parse_core_options(model.core, core_opt), **model.options}
     if quick:
         options = {**parse_core_options(model.core, [QUICK_CORE[model.core]]), **options}

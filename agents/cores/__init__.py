@@ -65,9 +65,9 @@ def make_core(name: str, input_dim: int, **options: Any) -> nn.Module:
 def with_changed_defaults(name: str, options: dict[str, Any], saved: bool = False) -> dict[str, Any]:
     """Core `name`'s `options` with every default that has changed named, so that what they build
     does not change with the next default: the LSTM's and GRU's `gate_init` and `t_max` (the
-    LSTM's default became "chrono" on 2026-11-27). `saved`: the options come from a checkpoint,
-    and one without `gate_init` was made before that day, when every recurrent core started from
-    torch's biases: "pytorch"."""
+    LSTM's default was "chrono" from 2026-11-27 to 2026-12-06, "pytorch" before and after).
+    `saved`: the options come from a checkpoint, and one without `gate_init` was made before
+    2026-11-27, when every recurrent core started from torch's biases: "pytorch"."""
     config_class, _ = _lookup(name)
     if not issubclass(config_class, RecurrentConfig):
         return options

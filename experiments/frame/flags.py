@@ -26,9 +26,9 @@ QUICK_CORE = {"feedback": "d_model=16,n_heads=2", "transformer": "d_model=16,n_h
               "gru": "hidden_size=16", "ffm": "d_model=16,memory_size=4", "lru": "d_model=16,state_size=8",
               "mamba": "d_model=16,d_state=4,n_layers=1", "mlp": "hidden_size=16"}
 
-# The LSTM starts from chrono gate biases since 2026-11-27 (agents/cores/lstm.py: LSTMConfig). The
-# experiments whose results were made before train it as they did then, with torch's
-# initialisation, which their JSON and pages name; flags given after these (--train-args) win.
+# The experiments whose results were made before 2026-11-27 train the LSTM as they did then, with
+# torch's initialisation, named (agents/cores/lstm.py: its default was chrono's from 2026-11-27 to
+# 2026-12-06), which their JSON and pages name; flags given after these (--train-args) win.
 PUBLISHED_INIT = {"lstm": ["--core-opt", "gate_init=pytorch"]}
 
 

@@ -30,9 +30,10 @@ def test_the_recurrent_gate_init_options_are_parsed_and_reach_the_core():
 
 
 def test_a_run_records_its_recurrent_initialisation_and_a_checkpoint_from_before_the_lstms_new_default_reads_as_torchs():
-    """Every new LSTM or GRU run saves gate_init and t_max (the LSTM's default changed on
-    2026-11-27); a saved config without them was made when both started from torch's biases."""
-    assert run_core_options("lstm", {"hidden_size": 8}, "cpu", "fp32") == {"hidden_size": 8, "gate_init": "chrono", "t_max": 100}
+    """Every new LSTM or GRU run saves gate_init and t_max (the LSTM's default was chrono from
+    2026-11-27 to 2026-12-06); a saved config without them was made when both started from
+    torch's biases."""
+    assert run_core_options("lstm", {"hidden_size": 8}, "cpu", "fp32") == {"hidden_size": 8, "gate_init": "pytorch", "t_max": 100}
     assert run_core_options("gru", {}, "cpu", "fp32") == {"gate_init": "pytorch", "t_max": 100}
     assert run_core_options("lstm", {"gate_init": "forget_bias"}, "cpu", "fp32")["gate_init"] == "forget_bias"
     before = dataclasses.asdict(A2CConfig(core="lstm", core_options={"hidden_size": 8}))

@@ -47,8 +47,8 @@ def torchs(name, seed=0):
     return build(name, seed, gate_init="pytorch")
 
 
-@pytest.mark.parametrize("name, default", [("lstm", "chrono"), ("gru", "pytorch")])
-def test_the_lstm_starts_chrono_and_the_gru_from_torchs_biases_by_default(name, default):
+@pytest.mark.parametrize("name, default", [("lstm", "pytorch"), ("gru", "pytorch")])
+def test_the_lstm_and_the_gru_start_from_torchs_biases_by_default(name, default):
     assert core_options(name)["gate_init"] == default and core_options(name)["t_max"] == 100
     built, given = build(name), build(name, gate_init=default, t_max=100)
     assert all(torch.equal(p, q) for p, q in zip(built.parameters(), given.parameters(), strict=True))

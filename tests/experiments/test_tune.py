@@ -269,8 +269,8 @@ def test_the_estimate_times_the_preset_and_the_slowest_corner(tmp_path, monkeypa
 
 def test_the_settings_name_every_default_that_has_changed():
     """A study's settings (what its files train) name the recurrent cores' initialisation, given
-    or not: a best-settings file of an LSTM without it trained torch's biases before 2026-11-27
-    and chrono's after. Other cores' options are as given."""
+    or not: a best-settings file of an LSTM without it trained torch's biases before 2026-11-27,
+    chrono's until 2026-12-06 and torch's since. Other cores' options are as given."""
     settings = lambda text: tune.model_settings({}, tune.model_of(text), [], quick=False)["core_options"]  # noqa: E731
     assert settings("lstm") == {"gate_init": LSTMConfig.gate_init, "t_max": LSTMConfig.t_max}
     assert settings("gru:gate_init=chrono") == {"gate_init": "chrono", "t_max": RecurrentConfig.t_max}
