@@ -34,12 +34,11 @@ import math
 import time
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
 import torch
-from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 import envs
@@ -66,6 +65,9 @@ from agents.learners.run_size import check_run_fits
 from agents.learners.solve import RECORD, SolveCheck
 from agents.runtime.seeding import env_seeds, rng_states, seed_everything, set_rng_states
 from agents.learners.window import GradientWindow
+
+if TYPE_CHECKING:  # imported where a run opens its log: evaluate.py and the runners' other steps import this module and write none
+    from torch.utils.tensorboard import SummaryWriter
 
 KIND = "a2c"
 RECENT_EPISODES = 100  # the progress bar's mean return is over this many last episodes
@@ -432,6 +434,8 @@ class Trainer:
         write_json(run_dir / "config.json", c.to_dict(), indent=2)
         # A checkpoint is written after its update's logs, so a resumed run drops only what was
         # logged after it: steps beyond global_step (the last saved update logged at it).
+        from torch.utils.tensorboard import SummaryWriter  # 0.2 s of import (the TYPE_CHECKING note above)
+
         writer = SummaryWriter(str(run_dir), purge_step=self.global_step + 1 if self.global_step else None)
         if self.global_step == 0:
             writer.add_text("config", "```\n" + json.dumps(c.to_dict(), indent=2) + "\n```")
