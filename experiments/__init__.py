@@ -37,6 +37,7 @@ Analysers of runs, and the probes they share:
     past_length.py          a solved recall run tried at L/2, 2L, 4L and 8L, without training
     keep_cue.py             the Feedback memory's ways of keeping the cue, probed fresh: the policies the recall runs start from
     keep_cue_table.py       their table on the memory-length page: probes fresh and trained, recall with A2C and PPO, from the JSON
+    lstm_default.py         the LSTM's gate initialisation on five measures (four envs, the recall reach) and the default rule's answer
     memory_trace.py         a corridor training run that probes its agent's memory as it trains
 
 Peers (ppo_peers.py's other side):
