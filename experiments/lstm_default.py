@@ -107,8 +107,7 @@ def better(pytorch: dict, chrono: dict) -> str:
     """"pytorch", "chrono", "tie", or "open": a side is better when its interval lies wholly above
     the other's and the other's is no lower bound; "open" when only a rising lower bound could
     still decide it."""
-    for side, other in (("pytorch", chrono), ("chrono", pytorch)):
-        this = pytorch if side == "pytorch" else chrono
+    for side, this, other in (("pytorch", pytorch, chrono), ("chrono", chrono, pytorch)):
         if this["ci_low"] > other["ci_high"] and not other["lower_bound"]:
             return side
     return "open" if pytorch["lower_bound"] or chrono["lower_bound"] else "tie"
