@@ -18,7 +18,11 @@ frames_to_solve.json, PPO's frames_to_solve_ppo.json), each model gets:
   are about 10% apart, so frames to solve are read to about that). The interval is the 2.5 and
   97.5 percentiles of the slopes refitted to 1,000 resamples of the runs within each length;
 - whether its solved runs hold at 2L: of the solved runs at its longest solved length, how many
-  keep greedy success >= 0.95 at twice the length (experiments/past_length.py).
+  keep greedy success >= 0.95 at twice the length (experiments/past_length.py);
+- where its curve stops, why: at the first length most seeds did not solve, the probes of its
+  runs there (experiments/recall_cliff.py --name SWEEP, whose SWEEP_probes.json this reads where
+  it exists), medians over seeds, fresh -> trained: the gradient to the bit (fading or growing
+  as it trained) and, for the Feedback cores, the memory's retention a step.
 
 Writes OUT/frames_to_solve_answer.json, .md and .png (frames to solve against L, log-log, a
 panel per learner: every run a point, censored ones as open triangles at their cap, the
@@ -37,9 +41,10 @@ from agents.plot_curves import save_figure
 from durable.records import read_record, write_json, write_text
 from experiments.frame.flags import results_folder
 from experiments.frame.tables import markdown_table
+from experiments.memory_length_answer import probes_at
 
 NAME = "frames_to_solve_answer"
-SWEEPS = {"a2c": "frames_to_solve", "ppo": "frames_to_solve_ppo"}
+SWEEPS = {"a2c": "frames_to_solve", "ppo": "frames_to_solve_ppo"}  # the probes of each: STEM_probes.json
 HOLDS = 0.95  # greedy success at 2L that counts as holding
 LEAST_SPREAD = 0.02  # log10 units: the checks' resolution, about 10%
 RESAMPLES = 1_000
@@ -117,9 +122,10 @@ def median_frames(cell: list[tuple[float, bool]]) -> float | None:
     return float(np.median(ordered))
 
 
-def answer(model: dict) -> dict:
+def answer(model: dict, probes: dict[str, dict] | None = None) -> dict:
     """One model's row: its longest length solved by most seeds (every shorter length run too),
-    the median frames there, the slope, and whether its solved runs hold at 2L."""
+    the median frames there, the slope, whether its solved runs hold at 2L, and the probes at its
+    first unsolved length where `probes` ({length: medians}) has them."""
     runs = runs_by_length(model)
     longest, frames = None, None
     for length, cell in runs.items():
@@ -132,8 +138,9 @@ def answer(model: dict) -> dict:
         tried = [run["success_at_length"] for run in model["lengths"][str(longest)]["per_seed"] if run["solved"] and run["success_at_length"]]
         holds = {"runs": len(tried), "hold": sum(success[str(2 * longest)] >= HOLDS for success in tried)}
     stops = [length for length, cell in runs.items() if longest is None or length > longest]
+    first_unsolved = stops[0] if stops else None
     return {"longest_solved": longest, "median_frames": frames, "slope": slope(runs), "holds_at_2L": holds,
-            "first_unsolved": stops[0] if stops else None, "lengths_run": list(runs)}
+            "first_unsolved": first_unsolved, "probes_there": (probes or {}).get(str(first_unsolved)), "lengths_run": list(runs)}
 
 
 def draw(sweeps: dict[str, dict], out: Path) -> None:
@@ -165,6 +172,19 @@ def draw(sweeps: dict[str, dict], out: Path) -> None:
         save_figure(figure, axes, out, fontsize=7, loc="upper left")
 
 
+def probes_text(row: dict) -> str:
+    """"1e-03 -> 4e-07; 0.88 -> 0.80": at the first unsolved length, the gradient to the bit and
+    (Feedback cores) the retention a step, fresh -> trained; "not probed"; "-" with no such length."""
+    probes = row["probes_there"]
+    if row["first_unsolved"] is None:
+        return "-"
+    if probes is None:
+        return "not probed"
+    fresh, trained = probes["fresh"], probes["trained"]
+    text = f"{fresh['gradient_to_cue']:.0e} -> {trained['gradient_to_cue']:.0e}"
+    return text + (f"; {fresh['retention']:.2f} -> {trained['retention']:.2f}" if "retention" in fresh else "")
+
+
 def table(answers: dict[str, dict[str, dict]]) -> str:
     rows = []
     for algo, models in answers.items():
@@ -174,12 +194,14 @@ def table(answers: dict[str, dict[str, dict]]) -> str:
             rows.append([algo.upper(), name, row["longest_solved"] or "none",
                          f"{row['median_frames']:,.0f}" if row["median_frames"] else "-",
                          f"{fit['slope']:.2f} [{fit['ci_low']:.2f}, {fit['ci_high']:.2f}] (L {fit['lengths'][0]}-{fit['lengths'][-1]})" if fit else "-",
-                         f"{holds['hold']} of {holds['runs']}" if holds else "-", row["first_unsolved"] or "-"])
+                         f"{holds['hold']} of {holds['runs']}" if holds else "-", row["first_unsolved"] or "-", probes_text(row)])
     caption = ("Per core and learner: the longest L that most seeds solve (every shorter one too) and their median frames there; "
                "the slope of log frames against log L with its 95% bootstrap interval (a censored regression: unsolved runs as "
                "lower bounds; over the lengths it names); the solved runs at the longest L that keep greedy success >= 0.95 at 2L; "
-               "the first length most seeds did not solve.")
-    return markdown_table(["learner", "model", "longest solved", "median frames there", "slope [95% CI]", "hold at 2L", "first unsolved"],
+               "the first length most seeds did not solve, and there the probes of its runs (experiments/recall_cliff.py; medians "
+               "over seeds, fresh -> trained): the gradient to the bit, and for the Feedback cores the memory's retention a step.")
+    return markdown_table(["learner", "model", "longest solved", "median frames there", "slope [95% CI]", "hold at 2L", "first unsolved",
+                           "there: gradient to the bit; retention"],
                           rows, caption)
 
 
@@ -189,8 +211,12 @@ def main(argv: list[str] | None = None) -> None:
     sweeps = {algo: sweep for algo, sweep in sweeps.items() if isinstance(sweep, dict)}
     if not sweeps:
         raise SystemExit(f"no sweep in {args.out}: run python -m experiments.frames_to_solve first")
-    answers = {algo: {name: answer(model) for name, model in sweep["models"].items()} for algo, sweep in sweeps.items()}
-    summary = {"sources": {algo: f"{SWEEPS[algo]}.json" for algo in sweeps}, "complete": {algo: sweep["complete"] for algo, sweep in sweeps.items()},
+    probes = {algo: probes_at(args.out, [f"{SWEEPS[algo]}_probes"]) if (args.out / f"{SWEEPS[algo]}_probes.json").exists() else {}
+              for algo in sweeps}
+    answers = {algo: {name: answer(model, {length: cell for (probed, length), cell in probes[algo].items() if probed == name})
+                      for name, model in sweep["models"].items()} for algo, sweep in sweeps.items()}
+    summary = {"sources": {algo: f"{SWEEPS[algo]}.json" for algo in sweeps},
+               "probes": {algo: f"{SWEEPS[algo]}_probes.json" for algo in sweeps if probes[algo]}, "complete": {algo: sweep["complete"] for algo, sweep in sweeps.items()},
                "holds_at": HOLDS, "least_spread_log10": LEAST_SPREAD, "resamples": RESAMPLES, "models": answers}
     write_json(args.out / f"{NAME}.json", summary, indent=1)
     write_text(args.out / f"{NAME}.md", table(answers))

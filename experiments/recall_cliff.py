@@ -2,6 +2,7 @@
 
     python -m experiments.recall_cliff                                  # the recall headline's runs
     python -m experiments.recall_cliff --name NAME --models feedback-span16 transformer-span16
+    python -m experiments.recall_cliff --name frames_to_solve --models lstm --lengths 32 64   # where a sweep stopped
 
 For every run of a memory length sweep on the recall task (experiments/memory_length.py --env
 memory_length, or experiments/frames_to_solve.py: its NAME.json and run folders), two policies,
@@ -29,6 +30,8 @@ machine and wall time) and NAME_probes.md. A run already in NAME_probes.json is 
 not probed again: a sweep resumed on another machine (experiments/frame/ledger.py) has no run
 folder, no checkpoint, for the runs it trained before, so each sitting probes the runs it
 trained (the sweep's JSON is written after each length). Delete the file to probe them all again.
+`--models` and `--lengths` narrow what a call probes; the file keeps what earlier calls probed
+outside them, so a narrow call adds to it.
 The runs of a length the JSON does not hold yet (a sweep stopped in the middle of one) are probed
 too where their checkpoints are here, found with their greedy success in the sweep's ledger
 (NAME_runs.json), and marked in the table as a length under way.
@@ -47,7 +50,8 @@ import torch
 
 from durable.records import read_record, write_json, write_text
 from experiments.cue_memory import EPISODES, trained_and_fresh, walk_to_query
-from experiments.frame.flags import results_folder
+from envs.cli import positive_int
+from experiments.frame.flags import Distinct, results_folder
 from experiments.frame.jobs import ROOT, evaluation_means, machine
 from experiments.frame.tables import markdown_table
 from experiments.memory_probes import probe
@@ -60,6 +64,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--name", default=NAME, help=f"the sweep: OUT/NAME.json and its run folders (default {NAME})")
     parser.add_argument("--models", nargs="+", default=None, help="the sweep's models to probe (default: all of them)")
+    parser.add_argument("--lengths", nargs="+", type=positive_int, action=Distinct, default=None,
+                        help="the lengths to probe (default: every length of the sweep)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="the sweep's run folders (default: runs/experiments/NAME)")
     parser.add_argument("--out", type=Path, default=results_folder("memory_length"),
                         help="where NAME.json is and the probes go (default: assets/memory_length/)")
@@ -89,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--episodes must be at least 2 (both bits), got {args.episodes}")
     started = time.time()
     try:
-        probed = probed_before(args.out / f"{args.name}_probes.json", args.episodes)
+        probed, before = probed_before(args.out / f"{args.name}_probes.json", args.episodes)
     except ValueError as error:
         parser.error(str(error))
     kept = 0
@@ -97,6 +103,16 @@ def main(argv: list[str] | None = None) -> None:
               "source": source.name, "episodes": args.episodes, "models": {}}
     cells = [(model, length, cell["per_seed"], False) for model in models for length, cell in sweep["models"].get(model, {"lengths": {}})["lengths"].items()]
     cells += [(model, length, runs, True) for model, lengths in under_way.items() if model in models for length, runs in lengths.items()]
+    missing = sorted(set(args.lengths or ()) - {int(length) for _, length, _, _ in cells})
+    if missing:
+        parser.error(f"--lengths: {', '.join(map(str, missing))} not run for {', '.join(models)} in {source} or its ledger; "
+                     f"they have {', '.join(sorted({length for _, length, _, _ in cells}, key=int))}")
+    cells = [cell for cell in cells if args.lengths is None or int(cell[1]) in args.lengths]
+    selected = {(model, length) for model, length, _, _ in cells}
+    for model, lengths in before.items():  # what earlier calls probed outside this call's models and lengths stays as it was
+        for length, cell in lengths.items():
+            if (model, length) not in selected:
+                result["models"].setdefault(model, {})[length] = cell
     for model, length, runs, partial in cells:
         per_seed = []
         for run in runs:
@@ -110,6 +126,7 @@ def main(argv: list[str] | None = None) -> None:
                     f"{key} {per_seed[-1]['fresh'][key]:.2e} -> {per_seed[-1]['trained'][key]:.2e}" for key in ("gradient_to_cue", "cue_separation")), flush=True)
         if per_seed:
             result["models"].setdefault(model, {})[length] = {"per_seed": per_seed, "median": medians(per_seed), **({"under_way": True} if partial else {})}
+    result["models"] = {model: dict(sorted(lengths.items(), key=lambda item: int(item[0]))) for model, lengths in result["models"].items()}
     result["runs_kept_from_before"] = kept
     result["wall_seconds"] = round(time.time() - started, 1)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -118,17 +135,19 @@ def main(argv: list[str] | None = None) -> None:
     print(table(result))
 
 
-def probed_before(path: Path, episodes: int) -> dict[tuple[str, str, int], dict]:
-    """The runs an earlier call probed, by (model, length, seed), from its NAME_probes.json
-    (none where there is no such file); ValueError for a file probed with another --episodes."""
+def probed_before(path: Path, episodes: int) -> tuple[dict[tuple[str, str, int], dict], dict[str, dict[str, dict]]]:
+    """The runs an earlier call probed, by (model, length, seed), and its cells, {model: {length:
+    cell}}, from its NAME_probes.json (none where there is no such file); ValueError for a file
+    probed with another --episodes."""
     before = read_record(path)
     if before is None:
-        return {}
+        return {}, {}
     if before.get("episodes") != episodes:
         raise ValueError(f"{path} was probed with --episodes {before.get('episodes')}, not {episodes}; "
                          "give the same, or delete it to probe every run again")
-    return {(model, length, run["seed"]): run for model, cells in before["models"].items()
+    runs = {(model, length, run["seed"]): run for model, cells in before["models"].items()
             for length, cell in cells.items() for run in cell["per_seed"]}
+    return runs, before["models"]
 
 
 def unfinished(ledger: Path, sweep: dict, runs_dir: Path) -> dict[str, dict[str, list[dict]]]:

@@ -76,6 +76,33 @@ def test_a_slope_needs_two_solved_lengths():
     assert frames_to_solve_answer.median_frames([(1e4, True), (1e6, False), (1e6, False)]) is None
 
 
+def test_the_answer_says_where_a_curve_stops_with_the_probes_there(tmp_path):
+    """At the first length most seeds did not solve, the answer takes the probes of the sweep's
+    runs there (recall_cliff.py's NAME_probes.json): the gradient to the bit and the retention,
+    fresh -> trained; "not probed" where the file lacks that length, "-" where nothing stopped."""
+    def run(seed: int, solved: bool) -> dict:
+        return {"seed": seed, "solved": solved, "frames_to_solve": 1e4 * (seed + 1) if solved else None,
+                "censored_at": None if solved else 1e6, "success_at_length": {"2": 1.0, "4": 0.5} if solved else None}
+
+    stops = {"1": {"per_seed": [run(0, True), run(1, True), run(2, False)]}, "2": {"per_seed": [run(0, False), run(1, False), run(2, False)]}}
+    sweep = {"complete": False, "models": {"fades": {"lengths": stops}, "unprobed": {"lengths": stops},
+                                           "holds": {"lengths": {"1": stops["1"]}}}}
+    medians = {"fresh": {"gradient_to_cue": 1e-3, "cue_separation": 0.1, "retention": 0.88},
+               "trained": {"gradient_to_cue": 4e-7, "cue_separation": 1e-4, "retention": 0.80}}
+    probes = {"models": {"fades": {"1": {"per_seed": [], "median": medians}, "2": {"per_seed": [], "median": medians}}}}
+    (tmp_path / "frames_to_solve.json").write_text(json.dumps(sweep))
+    (tmp_path / "frames_to_solve_probes.json").write_text(json.dumps(probes))
+    frames_to_solve_answer.main(["--out", str(tmp_path)])
+    answer = json.loads((tmp_path / "frames_to_solve_answer.json").read_text())
+    rows = answer["models"]["a2c"]
+    assert rows["fades"]["first_unsolved"] == 2 and rows["fades"]["probes_there"]["trained"] == medians["trained"]
+    assert rows["unprobed"]["probes_there"] is None and rows["holds"]["first_unsolved"] is None
+    assert answer["probes"] == {"a2c": "frames_to_solve_probes.json"}
+    text = (tmp_path / "frames_to_solve_answer.md").read_text()
+    assert "| A2C | fades | 1 |" in text and text.count("1e-03 -> 4e-07; 0.88 -> 0.80") == 1
+    assert "| 2 | not probed |" in text and "| - | - |" in text
+
+
 def test_a_quick_sweep_records_each_runs_cost_and_resumes_from_its_ledger(tmp_path, monkeypatch):
     out, runs = tmp_path / "out", tmp_path / "runs"
     argv = ["--quick", "--lengths", "1", "2", "--models", "gru", "mlp", "--seeds", "2", "--runs-dir", str(runs), "--out", str(out), "--jobs", "2"]

@@ -94,6 +94,36 @@ def test_a_sweeps_runs_are_probed_fresh_and_trained(tmp_path, capsys):
     assert exited.value.code == 2 and "was probed with --episodes 8, not 16" in capsys.readouterr().err
 
 
+def test_a_narrow_call_adds_to_the_probes_and_keeps_what_earlier_calls_probed(tmp_path, capsys):
+    """--models and --lengths choose what a call probes; the runs earlier calls probed outside them
+    stay in the file as they were, and a length the sweep never ran is refused by name."""
+    from train_a2c import main as train
+
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    train(["--env", "memory_length", "--env-opt", "length=3", "--core", "lstm", "--core-opt", "hidden_size=8",
+           "--num-envs", "4", "--rollout", "4", "--total-steps", "16", "--seed", "0", "--run-dir", str(runs / "lstm" / "L3" / "seed0")])
+    for model, length in (("lstm", "5"), ("gru-stand-in", "3")):  # stand-ins: the same run's folder
+        shutil.copytree(runs / "lstm" / "L3", runs / model / f"L{length}")
+    cell = {"per_seed": [{"seed": 0, "greedy_success": 0.5}]}
+    out.mkdir()
+    (out / "sweep.json").write_text(json.dumps({"env": "memory_length", "models": {
+        "lstm": {"lengths": {"3": cell, "5": cell}}, "gru-stand-in": {"lengths": {"3": cell}}}}))
+    call = lambda *flags: recall_cliff.main(["--name", "sweep", "--runs-dir", str(runs), "--out", str(out), "--episodes", "8", *flags])  # noqa: E731
+    call("--models", "lstm", "--lengths", "5")
+    first = json.loads((out / "sweep_probes.json").read_text())["models"]
+    assert list(first) == ["lstm"] and list(first["lstm"]) == ["5"]
+    call("--models", "gru-stand-in")
+    second = json.loads((out / "sweep_probes.json").read_text())["models"]
+    assert second["lstm"] == first["lstm"] and list(second["gru-stand-in"]) == ["3"]
+    call("--lengths", "3")
+    third = json.loads((out / "sweep_probes.json").read_text())
+    assert third["models"]["lstm"]["5"] == first["lstm"]["5"] and list(third["models"]["lstm"]) == ["3", "5"]
+    assert third["runs_kept_from_before"] == 1  # gru-stand-in's L = 3, not probed again
+    with pytest.raises(SystemExit) as exited:
+        call("--models", "gru-stand-in", "--lengths", "3", "7")
+    assert exited.value.code == 2 and "--lengths: 7 not run for gru-stand-in" in capsys.readouterr().err
+
+
 def test_a_frames_to_solve_sweeps_runs_are_probed_with_the_kept_slots_retention(tmp_path):
     """A frames-to-solve sweep's JSON names the task, not the env, and gives each run its checks,
     not a greedy success: the run's is its last check's (the confirmation where it solved). A
