@@ -32,8 +32,8 @@ share of the preset's step (at span 2 its loops read two slots).
 
 --recall adds the learning call of a whole recall episode (L = 64: T = 65 steps, an episode
 start at the first, from an empty memory, B 64, the preset's sizes) of the gated carry
-(carry=gate) and of the paper's model, each on the compiled step and on the Python one (same
-weights), interleaved, `--rounds` rounds of `--seconds`: the median round, ms a call. --json
+(carry=gate), the tanh write (memory_write=tanh, read raw, the orthogonal value path) and the
+paper's model, each on the compiled step and on the Python one (the weights they share the same), interleaved, `--rounds` rounds of `--seconds`: the median round, ms a call. --json
 writes the run's medians (and --recall's rounds), the command, the machine and the load average
 to a file.
 """
@@ -70,7 +70,9 @@ LSTM = dict(hidden_size=128, n_layers=1)
 PATHS = ("compiled", "fused", "lstm")
 RECALL_LENGTH = 64  # --recall: an episode of L = 64, T = L + 1 steps (the cue, L - 1 steps, the query)
 # --recall's cores: name -> options beside FEEDBACK
+TANH = dict(memory_write="tanh", read_norm=False, value_init="orthogonal")  # the tanh write as the recall runs train it
 RECALL = {"carry, compiled": dict(carry="gate", step="compiled"), "carry, python": dict(carry="gate", step="python"),
+          "tanh, compiled": dict(TANH, step="compiled"), "tanh, python": dict(TANH, step="python"),
           "paper, compiled": dict(step="compiled"), "paper, python": dict(step="python")}
 
 
@@ -172,7 +174,8 @@ def learning_pass_at(core, batch: int):
 def recall_learning_calls(rounds: int, seconds: float) -> dict:
     """One learning call over a whole recall episode (T = RECALL_LENGTH + 1 steps, an episode
     start at the first, from an empty memory, B = BATCH) of each of RECALL's cores, the same
-    weights (the paper's model's are the carry's but its gate), interleaved round by round; prints
+    weights (the paper's model's are the carry's but its gate; the tanh write's but the gate and
+    the read's norm), interleaved round by round; prints
     the median round and the ratios, returns them with every round, in ms a call."""
     torch.manual_seed(0)
     cores = {name: make_core("feedback", INPUT_DIM, **FEEDBACK, **options) for name, options in RECALL.items()}
@@ -193,7 +196,9 @@ def recall_learning_calls(rounds: int, seconds: float) -> dict:
     for name in cores:
         print(f"| {name} | {median[name]:.0f} | {', '.join(f'{t:.0f}' for t in times[name])} |")
     print(f"carry compiled / carry python {median['carry, compiled'] / median['carry, python']:.2f}; "
-          f"carry compiled / paper compiled {median['carry, compiled'] / median['paper, compiled']:.2f}")
+          f"carry compiled / paper compiled {median['carry, compiled'] / median['paper, compiled']:.2f}; "
+          f"tanh compiled / tanh python {median['tanh, compiled'] / median['tanh, python']:.2f}; "
+          f"tanh compiled / paper compiled {median['tanh, compiled'] / median['paper, compiled']:.2f}")
     return {"steps": steps, "batch": BATCH, "sizes": FEEDBACK, "median_ms": median, "rounds_ms": times}
 
 

@@ -63,9 +63,9 @@ def test_the_scaling_table_times_every_model_at_every_batch(capsys, monkeypatch)
     assert re.search(r"a step's cost at B 1 \d+% of the span-64 step; span 64 less span 2 -?[0-9.]+ ms \(-?\d+%\)", out), out
 
 
-def test_the_recall_call_times_the_carry_and_the_papers_model_on_each_step(capsys, monkeypatch, tmp_path):
-    """--recall: a recall episode's learning call of each of RECALL's cores (the carry and the
-    paper's model, each step), a positive median and its rounds in the table, the ratios said;
+def test_the_recall_call_times_the_carry_the_tanh_write_and_the_papers_model_on_each_step(capsys, monkeypatch, tmp_path):
+    """--recall: a recall episode's learning call of each of RECALL's cores (the carry, the tanh
+    write and the paper's model, each step), a positive median and its rounds in the table, the ratios said;
     --json writes them with the command and the table's medians."""
     monkeypatch.setenv(feedback_compiled.SWITCH, "1")
     written = tmp_path / "speed.json"
@@ -73,7 +73,8 @@ def test_the_recall_call_times_the_carry_and_the_papers_model_on_each_step(capsy
     out = capsys.readouterr().out
     for name in benchmark.RECALL:
         assert re.search(rf"\| {name} \| \d+ \| \d+ \|", out), out
-    assert re.search(r"carry compiled / carry python [0-9.]+; carry compiled / paper compiled [0-9.]+", out), out
+    assert re.search(r"carry compiled / carry python [0-9.]+; carry compiled / paper compiled [0-9.]+; "
+                     r"tanh compiled / tanh python [0-9.]+; tanh compiled / paper compiled [0-9.]+", out), out
     record = json.loads(written.read_text())
     assert record["command"].endswith(f"--recall --json {written}") and record["recall"]["steps"] == benchmark.RECALL_LENGTH + 1
     assert set(record["recall"]["median_ms"]) == set(benchmark.RECALL) and all(ms > 0 for ms in record["recall"]["median_ms"].values())

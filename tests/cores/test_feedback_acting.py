@@ -62,7 +62,8 @@ def assert_identical(fast: list, run: list) -> None:
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("options", [dict(), dict(pre_norm=False, shared_kv=False), dict(n_layers=3, read_norm=False)])
+@pytest.mark.parametrize("options", [dict(), dict(pre_norm=False, shared_kv=False), dict(n_layers=3, read_norm=False),
+                                     dict(memory_write="tanh", read_norm=False, value_init="orthogonal")])
 def test_acting_in_one_call_equals_the_run_it_replaces(monkeypatch, act_calls, options, dtype):
     steps = [1] * (2 * HEADROOM + 10) + [2, 3, 1, 5]  # past two refills of the buffers, then calls of several steps
     fast = act(core_of(options, dtype), steps, dtype)

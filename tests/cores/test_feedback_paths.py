@@ -1,8 +1,8 @@
 """The Feedback core's fast paths against the reference model (feedback/reference.py): the
 Python fused step (steps outside autograd, backward by hand: feedback/step.py) and the compiled
 one (C++: feedback/compiled.py). Outputs, the carried state and every gradient (the inputs' and
-each parameter's) agree for every variant, the gated carry (carry="gate", on both paths)
-included, with memory carried in from earlier calls, episode starts anywhere, calls cut into
+each parameter's) agree for every variant, the gated carry (carry="gate") and the tanh write
+(memory_write="tanh"), alone and together, on both paths included, with memory carried in from earlier calls, episode starts anywhere, calls cut into
 chunks and dropout; and the step code traces whole under torch.compile."""
 
 import pytest
@@ -52,6 +52,7 @@ def configurations(draw):
         "dropout": draw(st.sampled_from([0.0, 0.0, 0.3])),
         "value_init": draw(st.sampled_from(["pytorch", "orthogonal"])),
         "carry": draw(st.sampled_from(["none", "none", "gate"])),  # the gated carry (reference.py)
+        "memory_write": draw(st.sampled_from(["raw", "raw", "tanh"])),  # the tanh write (reference.py)
     }
 
 
@@ -118,6 +119,17 @@ def test_each_fast_path_equals_the_reference_in_float64(path, options, seed, ste
     projections, pre- or post-norm."""
     cuts = sorted(set(data.draw(st.lists(st.integers(1, max(1, steps - 1)), max_size=3))) - {steps})
     options = {**options, "step": step_of(path, options)}
+    assert_equal_to_the_reference(options, seed, steps, batch, reset, carried, cuts, torch.float64, dict(atol=1e-10, rtol=1e-10))
+
+
+@settings(derandomize=True, max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # (the path stays)
+@given(options=configurations(), seed=st.integers(0, 2**16), steps=st.integers(2, 9), batch=st.integers(1, 3),
+       reset=st.sampled_from([0.0, 0.2]), carried=st.integers(1, 8), data=st.data())
+def test_the_tanh_write_on_each_fast_path_equals_the_reference_in_float64(path, options, seed, steps, batch, reset, carried, data):
+    """The same with the tanh write always on (the draws above may not reach it): its forward and
+    the 1 - tanh^2 of its backward, alone and with the carry, on both paths."""
+    cuts = sorted(set(data.draw(st.lists(st.integers(1, steps - 1), max_size=2))) - {steps})
+    options = {**options, "memory_write": "tanh", "step": step_of(path, options)}
     assert_equal_to_the_reference(options, seed, steps, batch, reset, carried, cuts, torch.float64, dict(atol=1e-10, rtol=1e-10))
 
 
@@ -247,12 +259,13 @@ def test_gradcheck_through_the_hand_written_backward():
     assert torch.autograd.gradcheck(call, (x, *leaves), fast_mode=True)  # fast mode: random projections of the Jacobian
 
 
+@pytest.mark.parametrize("write", ["raw", "tanh"])
 @pytest.mark.parametrize("step", ["compiled", "python"])
-def test_gradcheck_through_the_carry(step):
+def test_gradcheck_through_the_carry(step, write):
     """The same through the carry's backward on each path (its gates an input of the fused call,
-    m_t reaching m_{t+1} through them): the gate's weights, the embedding's, a key/value
-    projection's, with episode starts cutting the carry mid-call."""
-    core = build(dict(d_model=4, n_heads=2, n_layers=2, span=3, carry="gate", step=step), 0).eval()
+    m_t reaching m_{t+1} through them), with the paper's write and the tanh one: the gate's
+    weights, the embedding's, a key/value projection's, with episode starts cutting the carry mid-call."""
+    core = build(dict(d_model=4, n_heads=2, n_layers=2, span=3, carry="gate", memory_write=write, step=step), 0).eval()
     first = torch.tensor([[True, False], [False, False], [False, True], [False, False], [False, False]])
     with torch.no_grad():
         _, state = core(torch.randn(3, 2, INPUT_DIM, dtype=torch.float64), core.initial_state(2, "cpu"), torch.zeros(3, 2, dtype=torch.bool))

@@ -12,7 +12,8 @@ from agents.cores import make_core
 from agents.cores.feedback.ring import FeedbackRing
 
 INPUT_DIM, BATCH, SPAN = 5, 3, 4
-VARIANTS = [dict(), dict(pre_norm=False, shared_kv=False), dict(n_layers=3, read_norm=False), dict(persistent=2)]
+VARIANTS = [dict(), dict(pre_norm=False, shared_kv=False), dict(n_layers=3, read_norm=False), dict(persistent=2),
+            dict(memory_write="tanh", read_norm=False), dict(memory_write="tanh", carry="gate")]
 
 
 def core_of(options: dict, step: str = "python", dtype=torch.float64):

@@ -19,6 +19,10 @@ nature, are kept cheap:
   as inputs: a step blends its u_t with the memory's newest slot, m_{t-1} (while it belongs to
   the episode), before writing m_t; the backward hands the gates their gradient. Both steps
   run it, the Python one and the C++ one (which take the gates as they take the embeddings);
+- the tanh write (memory_write="tanh", reference.py): a step writes tanh of its layers' sum,
+  before the carry's blend where both are on; the backward multiplies the gradient at the
+  written vector by 1 - tanh^2, read back from what was written. Both steps, the acting call
+  and the ring run it;
 - at the start of a call the carried memory's keys and values are recomputed with the current
   weights, except when acting (no gradients) with unchanged weights: then the stored ones are
   reused and the call extends the state's buffers in place (append_log.py), so a T = 1 call
@@ -64,16 +68,16 @@ __all__ = ["FeedbackConfig", "FeedbackCore", "FeedbackState", "make_feedback"]
 
 def make_feedback(input_dim: int, config: FeedbackConfig) -> FeedbackReference:
     """The core `--core feedback` builds: FeedbackCore, the paper's model (and its gated carry,
-    carry="gate") run fast, on the C++ step or the Python one (compiled.py); or, with the kept slot or the tanh write on (keep_slot,
-    memory_write; reference.py), the reference model itself, whose plain autograd runs them
-    (slower: no fast step has them yet)."""
+    carry="gate", and its tanh write, memory_write="tanh") run fast, on the C++ step or the Python
+    one (compiled.py); or, with the kept slot on (keep_slot; reference.py), the reference model
+    itself, whose plain autograd runs it (slower: no fast step has it)."""
     return FeedbackReference(input_dim, config) if reference_only(config) else FeedbackCore(input_dim, config)
 
 
 def reference_only(config: FeedbackConfig) -> bool:
     """Whether a way of keeping the cue that only the reference model runs is on: the kept slot
-    or the tanh write (the carry runs on FeedbackCore, on either of its steps)."""
-    return config.keep_slot or config.memory_write != "raw"
+    (the carry and the tanh write run on FeedbackCore, on either of its steps)."""
+    return config.keep_slot
 
 
 @register_state
@@ -102,8 +106,8 @@ class FeedbackCore(FeedbackReference):
 
     def __init__(self, input_dim: int, config: FeedbackConfig):
         if reference_only(config):
-            raise ValueError(f"FeedbackCore runs the paper's model and its carry only, got keep_slot={config.keep_slot}, "
-                             f"memory_write={config.memory_write!r}: make_feedback builds the reference model for those")
+            raise ValueError(f"FeedbackCore runs the paper's model, its carry and its tanh write, not the kept slot (keep_slot="
+                             f"{config.keep_slot}): make_feedback builds the reference model for it")
         super().__init__(input_dim, config)
         track_loads(self)
         # Which path the steps take (compiled.py): what stands in the compiled step's way, read
@@ -231,7 +235,7 @@ class FeedbackCore(FeedbackReference):
         compiled = feedback_compiled.extension()
         prepared = self.compiled_weights(compiled, master, layers, groups)  # ... and so these
         y, valid = compiled.act_steps(
-            x=x, first=first, valid=state.valid, end=end, **prepared.outer, mix=mix, layer_weights=prepared.layers,
+            x=x, first=first, tanh_write=self.config.memory_write == "tanh", valid=state.valid, end=end, **prepared.outer, mix=mix, layer_weights=prepared.layers,
             group_weights=prepared.groups, memory=memory, keys=keys, values=values, pre_norm=self.config.pre_norm,
         )
         end = log.end = end + first.shape[0]
@@ -281,7 +285,9 @@ class StepTape(NamedTuple):
 
     layers: list[LayerTape]
     m: torch.Tensor  # (B, D) the step's memory vector
-    carry: tuple | None  # with the carry: u_t (B, D), the paper's m_t, and c_t (B, 1), 1.0 where m_{t-1} was carried; else None
+    # with the carry: u_t (B, D), the paper's m_t (tanh(u_t) with the tanh write), and c_t (B, 1),
+    # 1.0 where m_{t-1} was carried; else None
+    carry: tuple | None
     stats: list  # per key/value group: its norm's (mean, rstd) of m, or None
     seen: torch.Tensor  # (B, 1, 1) 1.0 where some window slot was visible
     masks: list  # per layer: this step's dropout masks, bool (kept), or None
@@ -426,7 +432,7 @@ class FeedbackRun(StepwiseRun):
         begin, its weights and buffers, dropout's masks, its tape."""
         c = self.core.config
         return dict(
-            episode_start=self.episode_start, t0=self.t, start=self.start, mix=self.mix.detach(), layer_weights=self.prepared.layers,
+            tanh_write=c.memory_write == "tanh", episode_start=self.episode_start, t0=self.t, start=self.start, mix=self.mix.detach(), layer_weights=self.prepared.layers,
             group_weights=self.prepared.groups, memory=self.memory, keys=self.group_keys, values=self.group_values,
             **self._compiled_masks(), keep_scale=1.0 / (1.0 - c.dropout), pre_norm=c.pre_norm, tape=self.tape, blocked=self.blocked,
         )
@@ -449,6 +455,8 @@ class FeedbackRun(StepwiseRun):
             m = torch.addcmul(m, self.mix[layer + 1], h)
             tapes.append(tape)
         slot, carry = self.start + t, None
+        if c.memory_write == "tanh":  # the memory bounded as it is written
+            m = torch.tanh(m)
         if gate is not None:  # the carry: m_t = g_t (c_t m_{t-1}) + (1 - g_t) u_t, u_t the sum above
             carried = visible[:, -1:].to(m.dtype)  # (B, 1) c_t: the newest slot, m_{t-1}, is this episode's
             carry, m = (m, carried), torch.addcmul((1 - gate) * m, gate, self.memory[:, slot - 1] * carried)
@@ -495,8 +503,10 @@ class FeedbackRun(StepwiseRun):
         m_t, which joins the gradients flowing down step t's layers. With the carry, m_t also
         reaches m_{t+1} = g_{t+1} (c_{t+1} m_t) + (1 - g_{t+1}) u_{t+1}, which the walk passed
         just before: dm_t gains g_{t+1} c_{t+1} dm_{t+1}; then du_t = (1 - g_t) dm_t goes down the
-        layers where the paper's dm_t goes, and dg_t = dm_t (c_t m_{t-1} - u_t). (The carried
-        state is detached: the first step's m_{t-1} takes no gradient.)
+        layers where the paper's dm_t goes, and dg_t = dm_t (c_t m_{t-1} - u_t). With the tanh
+        write, what was written is tanh of the layers' sum, so the gradient at the sum is (1 -
+        tanh^2) times that at the written vector (read back from it). (The carried state is
+        detached: the first step's m_{t-1} takes no gradient.)
 
         In the call's dtype, but the weights' gradients and the gradients at every slot's keys
         and values (each a sum over many steps) accumulate in the weights' own dtype."""
@@ -514,7 +524,7 @@ class FeedbackRun(StepwiseRun):
             d_embedded, d_mix, d_gates = self.compiled.backward_steps(
                 grad_y=grad_y, tops=torch.stack(self.tops), tape=self.tape, mix=self.mix.detach(), layer_weights=self.prepared.layers,
                 group_weights=self.prepared.groups, keys=self.group_keys, values=self.group_values, grad_kv=grad_kv, gates=gates,
-                memory=self.memory, **self._compiled_masks(), keep_scale=1.0 / (1.0 - c.dropout), pre_norm=c.pre_norm,
+                tanh_write=c.memory_write == "tanh", memory=self.memory, **self._compiled_masks(), keep_scale=1.0 / (1.0 - c.dropout), pre_norm=c.pre_norm,
                 acc_layers=[self.compiled.LayerWeights(**w._asdict()) for w in d_layers],
             )
         else:
@@ -551,6 +561,9 @@ class FeedbackRun(StepwiseRun):
                 d_gates[t] = dm * (self.memory[:, self.start + t - 1] * carried - u)
                 onward = gate * carried * dm
                 dm = dm - gate * dm  # du_t = (1 - g_t) dm_t
+            if c.memory_write == "tanh":  # written = tanh(u_t): du_t = (1 - written^2) d written
+                written = tape.m if tape.carry is None else tape.carry[0]
+                dm = dm * (1 - written * written)
             dm_flat = dm.view(-1)
             d_mix.append(torch.stack([torch.dot(dm_flat, layer.h.view(-1)) for layer in tape.layers] + [torch.dot(dm_flat, self.tops[t].view(-1))]))
             dh = torch.addcmul(grad_y[t], dm, mix[-1])

@@ -15,7 +15,8 @@ Here the memory is a ring of S slots instead, on tensors made once:
   their own by `load`, once per rollout, so a replay reads the weights of the last `load`;
 - with the carry (carry="gate"), the step's gate comes from its embedded input, as the
   embedding does (the gate's weights read where they are), and m_{t-1} is the slot before `head`,
-  carried while the episode has a slot (count > 0).
+  carried while the episode has a slot (count > 0); with the tanh write (memory_write="tanh")
+  the step writes tanh of its layers' sum, before the carry's blend, as FeedbackRun does.
 
 `load(state)` copies a FeedbackState's window in and recomputes its keys and values with the
 current weights (as every first acting call after an update does); `state()` hands the ring back
@@ -117,6 +118,8 @@ class FeedbackRing:
             w = w._replace(positions=w.positions.index_select(0, window_slot))
             h, _ = layer_forward(h, self.keys[:, :, g], self.values[:, :, g].transpose(-1, -2), bias, seen, w, None, c.pre_norm)
             m = torch.addcmul(m, mix[layer + 1], h)
+        if c.memory_write == "tanh":
+            m = torch.tanh(m)
         if gate is not None:  # the carry: m_t = g_t (c_t m_{t-1}) + (1 - g_t) u_t, as FeedbackRun writes it
             previous = self.memory.index_select(1, (self.head - 1).remainder(span)[None])[:, 0]  # (B, D) m_{t-1}: the newest slot
             m = torch.addcmul((1 - gate) * m, gate, previous * seen[:, 0])  # seen (B, 1): c_t, m_{t-1} is this episode's

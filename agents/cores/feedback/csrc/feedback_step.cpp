@@ -114,7 +114,7 @@ struct LayerTape {
 struct StepTape {
   std::vector<LayerTape> layers;
   Tensor m;  // (B, D) the step's memory vector
-  Tensor u, carried;  // with the carry: u_t (B, D), the paper's m_t, and c_t (B, 1), 1.0 where m_{t-1} was carried; else undefined
+  Tensor u, carried;  // with the carry: u_t (B, D), the paper's m_t (tanh(u_t) with the tanh write), and c_t (B, 1), 1.0 where m_{t-1} was carried; else undefined
   TensorList mean, rstd;  // per group: its norm's statistics of m (pre-norm)
 };
 
@@ -483,14 +483,15 @@ void check_masks(const TensorList& attention_masks, const TensorList& relu_masks
 }  // namespace
 
 // Steps [t0, t0 + n) of a run (FeedbackRun._advance, n times): embedded (n, B, D), first (n, B)
-// bool; gates (n, B, D) the carry's g_t, or none without the carry; episode_start (B,) long,
+// bool; gates (n, B, D) the carry's g_t, or none without the carry; tanh_write: m_t written as
+// tanh of the layers' sum (memory_write="tanh"), before the carry blends it; episode_start (B,) long,
 // updated in place; the window of step t is buffer slots [start + t - S, start + t), its memory
 // vector and keys and values go to slot start + t (with the carry, blended with slot start + t - 1,
 // m_{t-1}); per layer, dropout's bool masks of all the run's steps (attention (T, B, H, S), ReLU
 // (T, B, F)), or none. Returns the tops (n, B, D), before the final norm; appends each step's tape
 // to `tape` when given.
-Tensor forward_steps(const Tensor& embedded, const Tensor& first, const std::optional<Tensor>& gates, const Tensor& episode_start, int64_t t0,
-                     int64_t start, const Tensor& mix, const std::vector<LayerWeights>& layer_weights,
+Tensor forward_steps(const Tensor& embedded, const Tensor& first, const std::optional<Tensor>& gates, bool tanh_write,
+                     const Tensor& episode_start, int64_t t0, int64_t start, const Tensor& mix, const std::vector<LayerWeights>& layer_weights,
                      const std::vector<GroupWeights>& group_weights, const Tensor& memory, const TensorList& keys, const TensorList& values,
                      const TensorList& attention_masks, const TensorList& relu_masks, double keep_scale, bool pre_norm, Tape* tape, bool blocked) {
   at::AutoDispatchBelowADInplaceOrView below_autograd;
@@ -527,6 +528,7 @@ Tensor forward_steps(const Tensor& embedded, const Tensor& first, const std::opt
       m = at::addcmul(m, mix[l + 1], h);
     }
     const int64_t at_slot = start + t;
+    if (tanh_write) m = at::tanh(m);  // the memory bounded as it is written
     Tensor u, carried;
     if (gates) {  // the carry: m_t = g_t (c_t m_{t-1}) + (1 - g_t) u_t, u_t the sum above
       carried = episode_start.le(t + span - 1).to(m.scalar_type()).unsqueeze(1);  // (B, 1) c_t: the newest slot, m_{t-1}, is the episode's
@@ -564,11 +566,11 @@ Tensor forward_steps(const Tensor& embedded, const Tensor& first, const std::opt
 }
 
 // Steps [t0, t0 + n) of a run from their inputs, as FeedbackRun.step takes them: the embedding
-// of x (n, B, input), forward_steps (its other arguments; no carry: the carry's gates are made
+// of x (n, B, input), forward_steps (its other arguments, tanh_write among them; no carry: the carry's gates are made
 // from the embedding in Python, and FeedbackRun.step then calls forward_steps), then the final
 // norm (norm_out_w, norm_out_b; None without one: post-norm) -> the outputs (n, B, D) and the
 // tops (n, B, D).
-std::tuple<Tensor, Tensor> run_steps(const Tensor& x, const Tensor& first, const Tensor& episode_start, int64_t t0, int64_t start,
+std::tuple<Tensor, Tensor> run_steps(const Tensor& x, const Tensor& first, bool tanh_write, const Tensor& episode_start, int64_t t0, int64_t start,
                                      const Tensor& embed_w, const Tensor& embed_b, const std::optional<Tensor>& norm_out_w,
                                      const std::optional<Tensor>& norm_out_b, const Tensor& mix, const std::vector<LayerWeights>& layer_weights,
                                      const std::vector<GroupWeights>& group_weights, const Tensor& memory, const TensorList& keys,
@@ -576,17 +578,17 @@ std::tuple<Tensor, Tensor> run_steps(const Tensor& x, const Tensor& first, const
                                      double keep_scale, bool pre_norm, Tape* tape, bool blocked) {
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   at::NoGradGuard no_grad;
-  Tensor tops = forward_steps(at::linear(x, embed_w, embed_b), first, std::nullopt, episode_start, t0, start, mix, layer_weights,
+  Tensor tops = forward_steps(at::linear(x, embed_w, embed_b), first, std::nullopt, tanh_write, episode_start, t0, start, mix, layer_weights,
                               group_weights, memory, keys, values, attention_masks, relu_masks, keep_scale, pre_norm, tape, blocked);
   return {norm_out_w ? std::get<0>(layer_norm(tops, *norm_out_w, *norm_out_b)) : tops, tops};
 }
 
 // An acting call (no gradients, no dropout) whole, as FeedbackCore._act takes it: run_steps from
-// a state, extending its buffers in place. x (T, B, input), first (T, B) bool; valid (B, S) bool,
+// a state, extending its buffers in place. x (T, B, input), first (T, B) bool; tanh_write as forward_steps'; valid (B, S) bool,
 // the state's; end: the buffer slot after its last; memory (B, capacity, D), keys (B, H, G, E,
 // capacity) and values (the same) the state's buffers, written at slots [end, end +
 // T) -> the outputs (T, B, D) and the new state's valid (B, S).
-std::tuple<Tensor, Tensor> act_steps(const Tensor& x, const Tensor& first, const Tensor& valid, int64_t end, const Tensor& embed_w,
+std::tuple<Tensor, Tensor> act_steps(const Tensor& x, const Tensor& first, bool tanh_write, const Tensor& valid, int64_t end, const Tensor& embed_w,
                                      const Tensor& embed_b, const std::optional<Tensor>& norm_out_w, const std::optional<Tensor>& norm_out_b,
                                      const Tensor& mix, const std::vector<LayerWeights>& layer_weights,
                                      const std::vector<GroupWeights>& group_weights, const Tensor& memory, const Tensor& keys,
@@ -601,7 +603,7 @@ std::tuple<Tensor, Tensor> act_steps(const Tensor& x, const Tensor& first, const
     group_keys.push_back(keys.select(2, g));
     group_values.push_back(values.select(2, g));
   }
-  Tensor y = std::get<0>(run_steps(x, first, episode_start, 0, end, embed_w, embed_b, norm_out_w, norm_out_b, mix, layer_weights,
+  Tensor y = std::get<0>(run_steps(x, first, tanh_write, episode_start, 0, end, embed_w, embed_b, norm_out_w, norm_out_b, mix, layer_weights,
                                    group_weights, memory, group_keys, group_values, {}, {}, 1.0, pre_norm, nullptr, false));
   Tensor index = at::arange(steps, steps + span, episode_start.options());  // the new window's slots, counted as episode_start
   return {y, index.unsqueeze(0) >= episode_start.unsqueeze(1)};
@@ -615,13 +617,13 @@ std::tuple<Tensor, Tensor> act_steps(const Tensor& x, const Tensor& first, const
 // group, the buffers the forward wrote (read from the tape's blocks where the forward kept them:
 // gradients then go into blocks of their own, summed into grad_kv at the end); gates (T, B, D) the
 // carry's the forward took, or none; memory (B, S + T, D) the memory buffer the forward wrote (the
-// S slots carried in, then the steps': step t's m_{t-1} is slot S + t - 1); the masks as
-// forward_steps'.
+// S slots carried in, then the steps': step t's m_{t-1} is slot S + t - 1); tanh_write and the
+// masks as forward_steps'.
 std::tuple<Tensor, Tensor, Tensor> backward_steps(const Tensor& grad_y, const Tensor& tops, const Tape& tape, const Tensor& mix,
                                                   const std::vector<LayerWeights>& layer_weights,
                                                   const std::vector<GroupWeights>& group_weights, const TensorList& keys,
                                                   const TensorList& values, const TensorList& grad_kv, const std::optional<Tensor>& gates,
-                                                  const Tensor& memory, const TensorList& attention_masks, const TensorList& relu_masks,
+                                                  bool tanh_write, const Tensor& memory, const TensorList& attention_masks, const TensorList& relu_masks,
                                                   double keep_scale, bool pre_norm, const std::vector<LayerWeights>& acc_layers) {
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   at::NoGradGuard no_grad;
@@ -664,6 +666,10 @@ std::tuple<Tensor, Tensor, Tensor> backward_steps(const Tensor& grad_y, const Te
       onward = gate * step.carried * dm;
       dm = dm - gate * dm;  // du_t = (1 - g_t) dm_t
     }
+    if (tanh_write) {  // written = tanh(u_t): du_t = (1 - written^2) d written
+      const Tensor& written = gates ? step.u : step.m;
+      dm = dm * (1 - written * written);
+    }
     TensorList outs;
     for (const auto& layer : step.layers) outs.push_back(layer.h);
     outs.push_back(tops[t]);
@@ -698,20 +704,21 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   bind_fields(m, "LayerWeights", LAYER_WEIGHTS, "One layer's weights, by keyword: step.LayerWeights' fields (None for an absent one).");
   bind_fields(m, "GroupWeights", GROUP_WEIGHTS, "A key/value projection's weights, by keyword: step.GroupWeights' fields.");
   m.def("forward_steps", &forward_steps, "steps of a Feedback run", py::kw_only(), py::arg("embedded"), py::arg("first"),
-        py::arg("gates").none(true), py::arg("episode_start"), py::arg("t0"), py::arg("start"), py::arg("mix"), py::arg("layer_weights"),
-        py::arg("group_weights"), py::arg("memory"), py::arg("keys"), py::arg("values"), py::arg("attention_masks"), py::arg("relu_masks"),
-        py::arg("keep_scale"), py::arg("pre_norm"), py::arg("tape").none(true), py::arg("blocked"));
+        py::arg("gates").none(true), py::arg("tanh_write"), py::arg("episode_start"), py::arg("t0"), py::arg("start"), py::arg("mix"),
+        py::arg("layer_weights"), py::arg("group_weights"), py::arg("memory"), py::arg("keys"), py::arg("values"),
+        py::arg("attention_masks"), py::arg("relu_masks"), py::arg("keep_scale"), py::arg("pre_norm"), py::arg("tape").none(true),
+        py::arg("blocked"));
   m.def("run_steps", &run_steps, "steps of a Feedback run from their inputs: embedding, steps, final norm", py::kw_only(), py::arg("x"),
-        py::arg("first"), py::arg("episode_start"), py::arg("t0"), py::arg("start"), py::arg("embed_w"), py::arg("embed_b"),
+        py::arg("first"), py::arg("tanh_write"), py::arg("episode_start"), py::arg("t0"), py::arg("start"), py::arg("embed_w"), py::arg("embed_b"),
         py::arg("norm_out_w").none(true), py::arg("norm_out_b").none(true), py::arg("mix"), py::arg("layer_weights"),
         py::arg("group_weights"), py::arg("memory"), py::arg("keys"), py::arg("values"), py::arg("attention_masks"),
         py::arg("relu_masks"), py::arg("keep_scale"), py::arg("pre_norm"), py::arg("tape").none(true), py::arg("blocked"));
   m.def("act_steps", &act_steps, "an acting call whole: embedding, steps, final norm", py::kw_only(), py::arg("x"), py::arg("first"),
-        py::arg("valid"), py::arg("end"), py::arg("embed_w"), py::arg("embed_b"), py::arg("norm_out_w").none(true),
+        py::arg("tanh_write"), py::arg("valid"), py::arg("end"), py::arg("embed_w"), py::arg("embed_b"), py::arg("norm_out_w").none(true),
         py::arg("norm_out_b").none(true), py::arg("mix"), py::arg("layer_weights"), py::arg("group_weights"), py::arg("memory"),
         py::arg("keys"), py::arg("values"), py::arg("pre_norm"));
   m.def("backward_steps", &backward_steps, "a recorded Feedback run's steps in reverse", py::kw_only(), py::arg("grad_y"),
         py::arg("tops"), py::arg("tape"), py::arg("mix"), py::arg("layer_weights"), py::arg("group_weights"), py::arg("keys"),
-        py::arg("values"), py::arg("grad_kv"), py::arg("gates").none(true), py::arg("memory"), py::arg("attention_masks"),
+        py::arg("values"), py::arg("grad_kv"), py::arg("gates").none(true), py::arg("tanh_write"), py::arg("memory"), py::arg("attention_masks"),
         py::arg("relu_masks"), py::arg("keep_scale"), py::arg("pre_norm"), py::arg("acc_layers"));
 }
