@@ -37,7 +37,7 @@ from experiments.frame.tables import format_interval, markdown_table
 from experiments.keep_cue import DESIGNS
 
 # where each design's recall runs are: (A2C sweeps, PPO sweeps), searched in order
-RECALL = {"a2c": ("frames_to_solve", "keep_cue", "keep_cue_others"), "ppo": ("frames_to_solve_ppo", "keep_cue_ppo")}
+RECALL = {"a2c": ("frames_to_solve", "keep_cue", "keep_cue_others"), "ppo": ("frames_to_solve_ppo", "keep_cue_ppo", "keep_cue_others_ppo")}
 # where each design's trained probes are, searched in order: the last, the paper's model at L = 64
 # with 4x bsuite's frames (2.6M, the frames-to-solve cap) and the clock shown, until its
 # frames-to-solve runs at 64 are probed
@@ -48,18 +48,25 @@ FROM = 32  # recall lengths shown: where the paper's model's reach ends (32) and
 # that file's summary, the key of the row's IQM interval), for each design run there
 ELSEWHERE = {
     "table1": ("memory_reach", {"feedback-span16": ("memory_reach_carry", "feedback span 1"),
-                                "feedback-span16-carry": ("memory_reach_carry", "feedback-carry span 1")},
+                                "feedback-span16-carry": ("memory_reach_carry", "feedback-carry span 1"),
+                                "feedback-span16-tanh": ("memory_reach_tanh", "feedback-tanh span 1")},
                lambda summary: summary["tasks"]["random_walk"]["rows"], "test"),
     "corridor": ("corridor_span", {"feedback-span16": ("corridor_span_carry", "feedback/span2"),
-                                   "feedback-span16-carry": ("corridor_span_carry", "feedback-carry/span2")},
+                                   "feedback-span16-carry": ("corridor_span_carry", "feedback-carry/span2"),
+                                   "feedback-span16-tanh": ("corridor_span_tanh", "feedback-tanh/span2")},
                  lambda summary: summary["models"], "success"),
-    "maze": ("mazes", {"feedback-span16": ("keep_cue_maze_paper", "feedback"), "feedback-span16-carry": ("keep_cue_maze_carry", "feedback")},
+    "maze": ("mazes", {"feedback-span16": ("keep_cue_maze_paper", "feedback"), "feedback-span16-carry": ("keep_cue_maze_carry", "feedback"),
+                       "feedback-span16-tanh": ("keep_cue_maze_tanh", "feedback")},
              lambda summary: summary["envs"]["maze"]["cores"], "eval_return"),
     "water_maze": ("mazes", {"feedback-span16": ("keep_cue_water_maze_paper", "feedback"),
-                             "feedback-span16-carry": ("keep_cue_water_maze_carry", "feedback")},
+                             "feedback-span16-carry": ("keep_cue_water_maze_carry", "feedback"),
+                             "feedback-span16-tanh": ("keep_cue_water_maze_tanh", "feedback")},
                    lambda summary: summary["envs"]["water_maze"]["cores"], "eval_return"),
 }
-SPEED = ("speed", "feedback_compiled_carry_epyc", {"feedback-span16": "paper, compiled", "feedback-span16-carry": "carry, compiled"})
+# the learning call, per design: (the benchmark's JSON, its row); the paper's model is timed in each
+SPEED = {"feedback-span16": ("feedback_compiled_carry_epyc", "paper, compiled"), "feedback-span16-carry": ("feedback_compiled_carry_epyc", "carry, compiled"),
+         "feedback-span16-tanh": ("feedback_compiled_tanh_epyc", "tanh, compiled")}
+PAPER_SPEED_ROW = "paper, compiled"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -78,7 +85,7 @@ def main(argv: list[str] | None = None) -> None:
         cells[design] = cell
         rows.append([design, probe_text(cell["fresh"], cell["trained"], "retention"), probe_text(cell["fresh"], cell["trained"], "gradient_to_cue"),
                      recall_text(cell["a2c"]), recall_text(cell["ppo"]), *(interval_text(cell[column]) for column in ELSEWHERE),
-                     "not run" if cell["learning_call_ms"] is None else f"{cell['learning_call_ms']:.0f}"])
+                     speed_text(cell["learning_call_ms"], design)])
     sources = ", ".join(f"{design}: {cell['trained']['source']}" for design, cell in cells.items() if cell["trained"])
     elsewhere_files = sorted({f"{stem}.json" for _, files, _, _ in ELSEWHERE.values() for stem, _ in files.values()})
     caption = (f"Fresh: median over the seeds of keep_cue_fresh.json (L = {PROBED_AT}); trained: median over the runs probed at L = {PROBED_AT} "
@@ -87,7 +94,8 @@ def main(argv: list[str] | None = None) -> None:
                "IQM [95% CI]; corridor: 8 cells, span 2, greedy success, IQM [95% CI]; maze and water maze: 2M frames, the Feedback core at its "
                "defaults with and without the design's option, evaluation return (100 episodes, sampled actions), IQM [95% CI] "
                f"(from {', '.join(elsewhere_files)}); "
-               f"learning call: ms, one L = 64 recall episode on the C++ step, median of interleaved rounds ({SPEED[1]}.json).")
+               "learning call: ms, one L = 64 recall episode on the C++ step, median of interleaved rounds, the paper's model's "
+               f"in the same run beside it ({', '.join(sorted({f'{stem}.json' for stem, _ in SPEED.values()}))}).")
     table = markdown_table(["design", "retention a step, fresh -> trained", "gradient to the bit, fresh -> trained",
                             "recall, A2C", "recall, PPO", "Table 1", "corridor", "maze", "water maze", "learning call"], rows, caption)
     write_json(args.out / "keep_cue_table.json", cells, indent=1)
@@ -133,10 +141,24 @@ def elsewhere(assets: Path, where: tuple, design: str) -> dict | None:
     return None if found is None else {**found[key], "seeds": len(found["per_seed"]), "source": f"{stem}.json"}
 
 
-def learning_call_ms(assets: Path, design: str) -> float | None:
-    folder, stem, names = SPEED
-    speed = read_record(assets / folder / f"{stem}.json")
-    return None if speed is None or design not in names else speed["recall"]["median_ms"][names[design]]
+def learning_call_ms(assets: Path, design: str) -> dict | None:
+    """{"ms", "paper_ms" (the paper's model's in the same run), "source"} of the design's learning
+    call, or None (not timed)."""
+    if design not in SPEED:
+        return None
+    stem, row = SPEED[design]
+    speed = read_record(assets / "speed" / f"{stem}.json")
+    if speed is None:
+        return None
+    median = speed["recall"]["median_ms"]
+    return {"ms": median[row], "paper_ms": median[PAPER_SPEED_ROW], "source": f"{stem}.json"}
+
+
+def speed_text(cell: dict | None, design: str) -> str:
+    """"292 (paper 290)": the design's ms beside the paper's model's in the same run; the paper's own alone."""
+    if cell is None:
+        return "not run"
+    return f"{cell['ms']:.0f}" if design == "feedback-span16" else f"{cell['ms']:.0f} (paper {cell['paper_ms']:.0f})"
 
 
 def interval_text(cell: dict | None) -> str:

@@ -70,10 +70,11 @@ MODEL = dict(  # a model and data a CPU trains in minutes
 PAPER_MODEL = dict(preset="paper", eval_every=1000, patience=0)  # Table 9's settings, n_layers 4
 QUICK = dict(d_model=8, n_heads=2, batch_size=4, bptt=8, n_train=16, n_valid=8, n_test=8, eval_every=2, grid_size=3,
              walk_length=4, program_length=8, max_count=3)
-# --cores choices that are a core with options: the Feedback core with its gated carry
-# (agents/cores/feedback/reference.py, keep_t_max at its default, 100), a row of its own
-VARIANTS = {"feedback-carry": ("feedback", "carry=gate")}
-SPANNED = ("feedback", "transformer", "feedback-carry")  # cores with an attention span; the others are references
+# --cores choices that are a core with options, each a row of its own: the Feedback core with its
+# gated carry (agents/cores/feedback/reference.py, keep_t_max at its default, 100) or its tanh
+# write read raw (with the orthogonal value path, as the memory-length runner's feedback-span16-tanh)
+VARIANTS = {"feedback-carry": ("feedback", "carry=gate"), "feedback-tanh": ("feedback", "memory_write=tanh,read_norm=False,value_init=orthogonal")}
+SPANNED = ("feedback", "transformer", *VARIANTS)  # cores with an attention span; the others are references
 ACCURACY_DIGITS = 2
 
 
@@ -85,7 +86,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--task-span", type=positive_int, default=None, help="the other tasks' span (default: 2; the paper preset: 100)")
     parser.add_argument("--cores", nargs="+", choices=["feedback", "transformer", "lstm", *VARIANTS], action=Distinct,
                         default=["feedback", "transformer", "lstm"],
-                        help="models (default: feedback transformer lstm); feedback-carry: the Feedback core with its gated carry (carry=gate)")
+                        help="models (default: feedback transformer lstm); feedback-carry: the Feedback core with its gated carry (carry=gate); "
+                             "feedback-tanh: with its tanh write read raw")
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 per cell (default: 3)")
     parser.add_argument("--updates", type=positive_int, default=None,
                         help="the Feedback Transformer's updates per run (default: 2,000; the paper preset: 100,000)")

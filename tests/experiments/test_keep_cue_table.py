@@ -25,6 +25,8 @@ def test_each_cell_comes_from_its_json_and_what_was_not_run_says_so(tmp_path):
     (assets / "speed").mkdir()
     (assets / "speed" / "feedback_compiled_carry_epyc.json").write_text(json.dumps({"recall": {"median_ms": {
         "carry, compiled": 292.4, "carry, python": 800.0, "paper, compiled": 290.0, "paper, python": 712.0}}}))
+    (assets / "speed" / "feedback_compiled_tanh_epyc.json").write_text(json.dumps({"recall": {"median_ms": {  # its own run: the paper's again
+        "tanh, compiled": 325.2, "paper, compiled": 385.1}}}))
     (tmp_path / "keep_cue_fresh.json").write_text(json.dumps({"models": {
         "feedback-span16": {"64": {"median": {"retention": 0.886, "gradient_to_cue": 1.2e-3}}},
         "feedback-span16-carry": {"64": {"median": {"retention": 0.989, "gradient_to_cue": 3.1e-2}}}}}))
@@ -36,9 +38,10 @@ def test_each_cell_comes_from_its_json_and_what_was_not_run_says_so(tmp_path):
     keep_cue_table.main(["--out", str(tmp_path)])
     lines = {line.split(" | ")[0].lstrip("| "): line for line in (tmp_path / "keep_cue_table.md").read_text().splitlines() if line.startswith("| feedback")}
     assert ("| 0.989 -> 1.010 | 3.1e-02 -> 2.0e-01 | L 64: 2/3 (400k); L 128: 1/3 (2.00M); reach 64 (keep_cue.json) | not run "
-            "| 0.99 [0.99, 1.00] (5 seeds) | not run | 5.50 [5.25, 5.66] (5 seeds) | not run | 292 |") in lines["feedback-span16-carry"]
+            "| 0.99 [0.99, 1.00] (5 seeds) | not run | 5.50 [5.25, 5.66] (5 seeds) | not run | 292 (paper 290) |") in lines["feedback-span16-carry"]
     assert "| 0.886 -> not run | 1.2e-03 -> not run | not run | not run | 0.87 [0.70, 0.96] (5 seeds) | not run | not run | 1.23 [0.98, 1.48] (5 seeds) | 290 |" in lines["feedback-span16"]
-    assert "| not run -> not run | not run -> not run | not run | not run | not run | not run | not run | not run | not run |" in lines["feedback-span16-tanh"]
+    assert "| not run -> not run | not run -> not run | not run | not run | not run | not run | not run | not run | 325 (paper 385) |" in lines["feedback-span16-tanh"]
+    assert "| not run -> not run | not run -> not run | not run | not run | not run | not run | not run | not run | not run |" in lines["feedback-span16-kept"]
     cells = json.loads((tmp_path / "keep_cue_table.json").read_text())
     assert cells["feedback-span16-carry"]["a2c"]["64"] == {"solved": 2, "runs": 3, "median_frames": 400_000.0, "source": "keep_cue.json"}
     assert cells["feedback-span16-carry"]["trained"]["source"] == "keep_cue_probes.json"
