@@ -38,10 +38,10 @@ from experiments.keep_cue import DESIGNS
 
 # where each design's recall runs are: (A2C sweeps, PPO sweeps), searched in order
 RECALL = {"a2c": ("frames_to_solve", "keep_cue", "keep_cue_others"), "ppo": ("frames_to_solve_ppo", "keep_cue_ppo", "keep_cue_others_ppo")}
-# where each design's trained probes are, searched in order: the last, the paper's model at L = 64
-# with 4x bsuite's frames (2.6M, the frames-to-solve cap) and the clock shown, until its
-# frames-to-solve runs at 64 are probed
-PROBES = ("keep_cue", "keep_cue_others", "memory_length_recall_L64_4x")
+# where each design's trained probes are, searched in order: the paper's model's in the
+# frames-to-solve sweep at L = 64 (its runs there, probed), and the last, the same model at L = 64
+# with 4x bsuite's frames (2.6M, the frames-to-solve cap) and the clock shown, before they were
+PROBES = ("keep_cue", "keep_cue_others", "frames_to_solve", "memory_length_recall_L64_4x")
 PROBED_AT = "64"
 FROM = 32  # recall lengths shown: where the paper's model's reach ends (32) and on
 # the costs elsewhere, per column: (folder, {design: (file stem, its row there)}, the rows of
