@@ -99,8 +99,10 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as error:
         parser.error(str(error))
     kept = 0
-    result = {"command": "python -m experiments.recall_cliff " + shlex.join(sys.argv[1:]), "machine": machine(1),
-              "source": source.name, "episodes": args.episodes, "models": {}}
+    command = "python -m experiments.recall_cliff " + shlex.join(sys.argv[1:] if argv is None else argv)
+    earlier = before.get("commands") or ([before["command"]] if "command" in before else [])
+    result = {"command": command, "commands": [*(c for c in earlier if c != command), command],  # every call whose probes the file holds
+              "machine": machine(1), "source": source.name, "episodes": args.episodes, "models": {}}
     cells = [(model, length, cell["per_seed"], False) for model in models for length, cell in sweep["models"].get(model, {"lengths": {}})["lengths"].items()]
     cells += [(model, length, runs, True) for model, lengths in under_way.items() if model in models for length, runs in lengths.items()]
     missing = sorted(set(args.lengths or ()) - {int(length) for _, length, _, _ in cells})
@@ -109,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
                      f"they have {', '.join(sorted({length for _, length, _, _ in cells}, key=int))}")
     cells = [cell for cell in cells if args.lengths is None or int(cell[1]) in args.lengths]
     selected = {(model, length) for model, length, _, _ in cells}
-    for model, lengths in before.items():  # what earlier calls probed outside this call's models and lengths stays as it was
+    for model, lengths in before.get("models", {}).items():  # what earlier calls probed outside this call's models and lengths stays as it was
         for length, cell in lengths.items():
             if (model, length) not in selected:
                 result["models"].setdefault(model, {})[length] = cell
@@ -135,10 +137,10 @@ def main(argv: list[str] | None = None) -> None:
     print(table(result))
 
 
-def probed_before(path: Path, episodes: int) -> tuple[dict[tuple[str, str, int], dict], dict[str, dict[str, dict]]]:
-    """The runs an earlier call probed, by (model, length, seed), and its cells, {model: {length:
-    cell}}, from its NAME_probes.json (none where there is no such file); ValueError for a file
-    probed with another --episodes."""
+def probed_before(path: Path, episodes: int) -> tuple[dict[tuple[str, str, int], dict], dict]:
+    """The runs earlier calls probed, by (model, length, seed), and their NAME_probes.json
+    itself (none, {}, where there is no such file); ValueError for a file probed with another
+    --episodes."""
     before = read_record(path)
     if before is None:
         return {}, {}
@@ -147,7 +149,7 @@ def probed_before(path: Path, episodes: int) -> tuple[dict[tuple[str, str, int],
                          "give the same, or delete it to probe every run again")
     runs = {(model, length, run["seed"]): run for model, cells in before["models"].items()
             for length, cell in cells.items() for run in cell["per_seed"]}
-    return runs, before["models"]
+    return runs, before
 
 
 def unfinished(ledger: Path, sweep: dict, runs_dir: Path) -> dict[str, dict[str, list[dict]]]:

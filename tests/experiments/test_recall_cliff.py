@@ -119,6 +119,7 @@ def test_a_narrow_call_adds_to_the_probes_and_keeps_what_earlier_calls_probed(tm
     third = json.loads((out / "sweep_probes.json").read_text())
     assert third["models"]["lstm"]["5"] == first["lstm"]["5"] and list(third["models"]["lstm"]) == ["3", "5"]
     assert third["runs_kept_from_before"] == 1  # gru-stand-in's L = 3, not probed again
+    assert [command.split("--episodes 8")[-1] for command in third["commands"]] == [" --models lstm --lengths 5", " --models gru-stand-in", " --lengths 3"]
     with pytest.raises(SystemExit) as exited:
         call("--models", "gru-stand-in", "--lengths", "3", "7")
     assert exited.value.code == 2 and "--lengths: 7 not run for gru-stand-in" in capsys.readouterr().err
