@@ -195,10 +195,12 @@ def test_the_carry_acts_on_the_ring_as_the_core_does(step):
     assert torch.equal(ring_state.valid, state.valid)
 
 
-def test_the_carry_fed_a_step_at_a_time_equals_forward():
-    """core.open (the acting-graph learner's run) with the carry: the steps' outputs, the outputs
-    handed over (their gates recomputed from the stacked inputs) and every gradient, as forward."""
-    core = built(carry="gate").train()
+@pytest.mark.parametrize("options", [{"carry": "gate"}, {"carry": "gate", "memory_write": "tanh"}, {"memory_write": "tanh", "read_norm": False}])
+def test_the_carry_and_the_tanh_write_fed_a_step_at_a_time_equal_forward(options):
+    """core.open (the acting-graph learner's run) with the carry, the tanh write or both: the
+    steps' outputs, the outputs handed over (the carry's gates recomputed from the stacked inputs)
+    and every gradient, as forward."""
+    core = built(**options).train()
     x, first = inputs()
     with torch.no_grad():
         _, state = core(x[:4], core.initial_state(BATCH, "cpu"), first[:4])
@@ -216,7 +218,7 @@ def test_the_carry_fed_a_step_at_a_time_equals_forward():
     torch.testing.assert_close(core.memory_window(run.finish())[0], core.memory_window(after)[0], atol=TOL, rtol=0)
     for n, p in core.named_parameters():
         torch.testing.assert_close(p.grad, expected[n], atol=TOL, rtol=0, msg=n)
-    assert float(core.carry_gate.weight.grad.abs().max()) > 0
+    assert core.carry_gate is None or float(core.carry_gate.weight.grad.abs().max()) > 0
 
 
 def test_the_fast_core_with_the_carry_goes_on_from_a_reference_state():
