@@ -235,7 +235,7 @@ class FeedbackCore(FeedbackReference):
         compiled = feedback_compiled.extension()
         prepared = self.compiled_weights(compiled, master, layers, groups)  # ... and so these
         y, valid = compiled.act_steps(
-            x=x, first=first, tanh_write=self.config.memory_write == "tanh", valid=state.valid, end=end, **prepared.outer, mix=mix, layer_weights=prepared.layers,
+            x=x, first=first, tanh_write=self.config.tanh_write, valid=state.valid, end=end, **prepared.outer, mix=mix, layer_weights=prepared.layers,
             group_weights=prepared.groups, memory=memory, keys=keys, values=values, pre_norm=self.config.pre_norm,
         )
         end = log.end = end + first.shape[0]
@@ -432,7 +432,7 @@ class FeedbackRun(StepwiseRun):
         begin, its weights and buffers, dropout's masks, its tape."""
         c = self.core.config
         return dict(
-            tanh_write=c.memory_write == "tanh", episode_start=self.episode_start, t0=self.t, start=self.start, mix=self.mix.detach(), layer_weights=self.prepared.layers,
+            tanh_write=c.tanh_write, episode_start=self.episode_start, t0=self.t, start=self.start, mix=self.mix.detach(), layer_weights=self.prepared.layers,
             group_weights=self.prepared.groups, memory=self.memory, keys=self.group_keys, values=self.group_values,
             **self._compiled_masks(), keep_scale=1.0 / (1.0 - c.dropout), pre_norm=c.pre_norm, tape=self.tape, blocked=self.blocked,
         )
@@ -455,7 +455,7 @@ class FeedbackRun(StepwiseRun):
             m = torch.addcmul(m, self.mix[layer + 1], h)
             tapes.append(tape)
         slot, carry = self.start + t, None
-        if c.memory_write == "tanh":  # the memory bounded as it is written
+        if c.tanh_write:  # the memory bounded as it is written
             m = torch.tanh(m)
         if gate is not None:  # the carry: m_t = g_t (c_t m_{t-1}) + (1 - g_t) u_t, u_t the sum above
             carried = visible[:, -1:].to(m.dtype)  # (B, 1) c_t: the newest slot, m_{t-1}, is this episode's
@@ -524,7 +524,7 @@ class FeedbackRun(StepwiseRun):
             d_embedded, d_mix, d_gates = self.compiled.backward_steps(
                 grad_y=grad_y, tops=torch.stack(self.tops), tape=self.tape, mix=self.mix.detach(), layer_weights=self.prepared.layers,
                 group_weights=self.prepared.groups, keys=self.group_keys, values=self.group_values, grad_kv=grad_kv, gates=gates,
-                tanh_write=c.memory_write == "tanh", memory=self.memory, **self._compiled_masks(), keep_scale=1.0 / (1.0 - c.dropout), pre_norm=c.pre_norm,
+                tanh_write=c.tanh_write, memory=self.memory, **self._compiled_masks(), keep_scale=1.0 / (1.0 - c.dropout), pre_norm=c.pre_norm,
                 acc_layers=[self.compiled.LayerWeights(**w._asdict()) for w in d_layers],
             )
         else:
@@ -561,7 +561,7 @@ class FeedbackRun(StepwiseRun):
                 d_gates[t] = dm * (self.memory[:, self.start + t - 1] * carried - u)
                 onward = gate * carried * dm
                 dm = dm - gate * dm  # du_t = (1 - g_t) dm_t
-            if c.memory_write == "tanh":  # written = tanh(u_t): du_t = (1 - written^2) d written
+            if c.tanh_write:  # written = tanh(u_t): du_t = (1 - written^2) d written
                 written = tape.m if tape.carry is None else tape.carry[0]
                 dm = dm * (1 - written * written)
             dm_flat = dm.view(-1)

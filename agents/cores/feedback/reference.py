@@ -113,7 +113,12 @@ class FeedbackConfig(TransformerConfig):
     @property
     def keeps(self) -> bool:
         """Whether one of the ways of keeping the cue is on (make_feedback says which model runs it)."""
-        return self.carry != "none" or self.keep_slot or self.memory_write != "raw"
+        return self.carry != "none" or self.keep_slot or self.tanh_write
+
+    @property
+    def tanh_write(self) -> bool:
+        """Whether a step writes tanh of its layers' sum (memory_write="tanh") rather than the sum itself."""
+        return self.memory_write == "tanh"
 
 
 CARRIES = ("none", "gate")
@@ -202,7 +207,7 @@ class FeedbackReference(nn.Module):
     def write(self, u: torch.Tensor, embedded: torch.Tensor, previous: torch.Tensor) -> torch.Tensor:
         """m_t from the paper's u_t = sum_l softmax(w)_l x_t^l, the step's embedded input x_t^0
         and m_{t-1} (zero at an episode start), (B, 1, D) each: u_t itself in the paper's model."""
-        if self.config.memory_write == "tanh":
+        if self.config.tanh_write:
             u = torch.tanh(u)
         if self.carry_gate is not None:
             u = blend(self.carry_gate(embedded), previous, u)

@@ -118,7 +118,7 @@ class FeedbackRing:
             w = w._replace(positions=w.positions.index_select(0, window_slot))
             h, _ = layer_forward(h, self.keys[:, :, g], self.values[:, :, g].transpose(-1, -2), bias, seen, w, None, c.pre_norm)
             m = torch.addcmul(m, mix[layer + 1], h)
-        if c.memory_write == "tanh":
+        if c.tanh_write:
             m = torch.tanh(m)
         if gate is not None:  # the carry: m_t = g_t (c_t m_{t-1}) + (1 - g_t) u_t, as FeedbackRun writes it
             previous = self.memory.index_select(1, (self.head - 1).remainder(span)[None])[:, 0]  # (B, D) m_{t-1}: the newest slot
