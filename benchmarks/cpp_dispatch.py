@@ -21,7 +21,7 @@ from types import ModuleType
 import torch
 
 from agents.cores.feedback.compiled import build_name
-from benchmarks.targets import per_call
+from benchmarks.targets import floor_per_call
 
 SOURCE = r"""
 #include <ATen/ATen.h>
@@ -45,13 +45,13 @@ _built: list[ModuleType | None] = []
 
 
 def cpp_dispatch_cost(seconds: float = 0.2) -> float | None:
-    """Seconds one ATen operation takes to dispatch from C++ (a view, timed over `seconds`), or
-    None where the loop could not be built."""
+    """Seconds one ATen operation takes to dispatch from C++ (a view, timed over `seconds`; the
+    floor of five timings, as op_replay's are), or None where the loop could not be built."""
     module = _extension()
     if module is None:
         return None
     tensor = torch.zeros(4, 4)
-    return per_call(lambda: module.alias_calls(tensor, CALLS), seconds) / CALLS
+    return floor_per_call(lambda: module.alias_calls(tensor, CALLS), seconds) / CALLS
 
 
 def _extension() -> ModuleType | None:

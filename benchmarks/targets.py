@@ -70,3 +70,9 @@ def per_call(call: Callable[[], Any], seconds: float) -> float:
         call()
         calls += 1
     return (time.perf_counter() - start) / calls
+
+
+def floor_per_call(call: Callable[[], Any], seconds: float, repeats: int = 5) -> float:
+    """The least of `repeats` per_call timings, `seconds` in all: a floor that a pause by the
+    scheduler does not raise, so two floors taken under the same load compare."""
+    return min(per_call(call, seconds / repeats) for _ in range(repeats))

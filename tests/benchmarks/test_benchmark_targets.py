@@ -1,6 +1,8 @@
 """The benchmarks' targets on fixed numbers (no timing): every target is a ratio of two speeds
-from the same run, a missing side is skipped rather than failed, and `--check`'s exit status."""
+from the same run, a missing side is skipped rather than failed, and `--check`'s exit status;
+and the floor of a call's time, which a pause leaves out (timed, with a 30 ms pause planted)."""
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -9,7 +11,7 @@ import pytest
 from benchmarks import a2c, cores, ffattn, seqtasks
 from benchmarks import distributed as distributed_benchmark
 from benchmarks import envs as envs_benchmark
-from benchmarks.targets import Verdict, interleaved, ratio_target, report
+from benchmarks.targets import Verdict, floor_per_call, interleaved, per_call, ratio_target, report
 
 
 def test_ratio_target_passes_at_the_bound_and_fails_below():
@@ -184,3 +186,18 @@ def test_recurrent_ppo_env_reports_truncation_as_sb3_expects():
     for info in infos:
         assert info["TimeLimit.truncated"] is True
         assert info["terminal_observation"].shape == obs.shape[1:]
+
+
+def test_a_floor_per_call_leaves_out_a_pause_that_the_mean_holds():
+    """A pause in one of the timed windows (here a 30 ms sleep in one call, as a scheduler's pause
+    would be) raises per_call's mean but not floor_per_call's least window."""
+    calls = []
+
+    def paused_once():
+        calls.append(None)
+        if len(calls) == 3:  # the second timed call of the first window
+            time.sleep(0.03)
+
+    assert per_call(paused_once, 0.01) >= 0.03 / 2  # the window ends after its pause: two calls at most
+    calls.clear()
+    assert floor_per_call(paused_once, 0.05, repeats=5) < 0.03 / 100
