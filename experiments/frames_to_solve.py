@@ -111,6 +111,7 @@ def make_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     parser = make_parser()
     args = parser.parse_args(argv)
+    args.command = "python -m experiments.frames_to_solve " + shlex.join(sys.argv[1:] if argv is None else argv)
     minibatches = minibatch_args(parser, args)
     if args.estimate_only and args.algo == "dqn":
         parser.error("--estimate-only times A2C and PPO runs; a timed DQN update before --learning-starts acts and does not learn")
@@ -227,7 +228,7 @@ class Sweep:
         print_expected(seconds, f"{models} models timed, {self.args.jobs} runs at once, 1 thread each; every run to its cap")
         self.args.out.mkdir(parents=True, exist_ok=True)
         write_json(self.args.out / f"{self.args.name}_estimate.json",
-                   {"command": "python -m experiments.frames_to_solve " + shlex.join(sys.argv[1:]), "machine": launcher_description(self.args),
+                   {"command": self.args.command, "machine": launcher_description(self.args),
                     "runs": runs, "models_timed": models, "jobs_at_once": self.args.jobs,
                     "expected_seconds_every_run_to_its_cap": round(seconds)}, indent=1)
 
@@ -256,9 +257,17 @@ class Sweep:
     def write(self, stopped: dict[str, int], complete: bool) -> None:
         """NAME.json and NAME.md of the cells run so far."""
         a = self.args
+        # A call with fewer models (one core run ahead, say) adds to the file: the cells, stops and
+        # commands of the models it did not run stay as earlier calls wrote them.
+        before = read_record(a.out / f"{a.name}.json") or {"models": {}}
+        command = a.command
+        earlier = before.get("commands") or ([before["command"]] if "command" in before else [])
+        stopped = {**{model: length for model, length in before.get("stopped", {}).items() if model not in a.models}, **stopped}
+        complete = complete and set(before["models"]) <= set(a.models)  # not while a model of the file was left out
         summary = {
-            "command": "python -m experiments.frames_to_solve " + shlex.join(sys.argv[1:]), "machine": launcher_description(a),
-            "task": "memory_length, show_time=False", "algo": a.algo, "train_args": a.train_args, "lengths": self.lengths,
+            "command": command, "commands": [*(c for c in earlier if c != command), command], "machine": launcher_description(a),
+            "task": "memory_length, show_time=False", "algo": a.algo, "train_args": a.train_args,
+            "lengths": sorted({*before.get("lengths", ()), *self.lengths}),
             "seeds": a.seeds, "fewer_seeds": {"from_length": a.fewer_seeds[0], "seeds": a.fewer_seeds[1]}, "solved_at": SOLVED,
             "check": {"episodes": a.eval_episodes, "least_gap_episodes": CHECK_EPISODES, "growth": CHECK_GROWTH, "confirmed": True},
             "cap": {"episodes_until_256": EPISODE_CAP, "frames_from_512": FRAME_CAP, "beyond_1024": f"{BEYOND_SCALE}x the median at L/2"},
@@ -267,7 +276,6 @@ class Sweep:
         }
         # A resumed sweep reaches its later lengths again only after its earlier ones: until then the
         # cells an earlier invocation wrote stand as they were, so the JSON never shows less than before
-        before = read_record(a.out / f"{a.name}.json") or {"models": {}}
         for model, entry in before["models"].items():
             summary["models"][model] = {**entry, "lengths": {length: cell for length, cell in entry["lengths"].items()
                                                              if (model, int(length)) not in self.cells}}

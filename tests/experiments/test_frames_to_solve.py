@@ -2,6 +2,7 @@
 (experiments/past_length.py) and its answer (experiments/frames_to_solve_answer.py)."""
 
 import json
+import shlex
 import shutil
 import sys
 
@@ -103,10 +104,9 @@ def test_the_answer_says_where_a_curve_stops_with_the_probes_there(tmp_path):
     assert "| 2 | not probed |" in text and "| - | - |" in text
 
 
-def test_a_quick_sweep_records_each_runs_cost_and_resumes_from_its_ledger(tmp_path, monkeypatch):
+def test_a_quick_sweep_records_each_runs_cost_and_resumes_from_its_ledger(tmp_path):
     out, runs = tmp_path / "out", tmp_path / "runs"
     argv = ["--quick", "--lengths", "1", "2", "--models", "gru", "mlp", "--seeds", "2", "--runs-dir", str(runs), "--out", str(out), "--jobs", "2"]
-    monkeypatch.setattr(sys, "argv", ["frames_to_solve", *argv])
     frames_to_solve.main(argv)
     summary = json.loads((out / "frames_to_solve.json").read_text())
     assert summary["complete"] and summary["task"] == "memory_length, show_time=False" and list(summary["models"]) == ["gru", "mlp"]
@@ -136,6 +136,20 @@ def test_a_quick_sweep_records_each_runs_cost_and_resumes_from_its_ledger(tmp_pa
     del resumed[argv.index("--lengths") + 2]  # --lengths 1
     frames_to_solve.main(resumed)
     assert json.loads((out / "frames_to_solve.json").read_text())["models"] == summary["models"]
+
+    # A call with fewer models (one core run ahead) adds to the file: the others' cells, stops and commands stay.
+    written = json.loads((out / "frames_to_solve.json").read_text())
+    (out / "frames_to_solve.json").write_text(json.dumps({**written, "stopped": {"mlp": 2}}))
+    narrow = [*argv[:argv.index("--models") + 1], "gru", *argv[argv.index("--models") + 3:]]
+    frames_to_solve.main(narrow)
+    after = json.loads((out / "frames_to_solve.json").read_text())
+    assert after["models"] == summary["models"] and after["stopped"] == {"mlp": 2} and not after["complete"] and after["lengths"] == [1, 2]
+    command = {name: "python -m experiments.frames_to_solve " + shlex.join(call) for name, call in (("full", argv), ("resumed", resumed), ("narrow", narrow))}
+    assert after["command"] == command["narrow"]
+    assert after["commands"] == [command["full"], command["resumed"], command["narrow"]]  # each call once, however often it ran
+    frames_to_solve.main(argv)  # every model again: the file's stops are this call's, and it is complete
+    after = json.loads((out / "frames_to_solve.json").read_text())
+    assert after["stopped"] == {} and after["complete"] and after["commands"] == [command["resumed"], command["narrow"], command["full"]]
 
     shutil.rmtree(runs)  # another machine: the ledger alone
     frames_to_solve.main(argv)
