@@ -52,6 +52,7 @@ The frame below them all (experiments/frame/, which imports no experiment):
     frame/jobs.py           running training / evaluation commands in parallel, resumable, one progress bar
     frame/launch.py         where the jobs run: here or on Slurm, and the stages every experiment runs
     frame/ledger.py         a sweep's finished runs kept in one committed file, so that it resumes on another machine
+    frame/calls.py          the commands of every call whose work a results file holds
     frame/train_flags.py    an experiment's training flags checked by the trainer's own parser before anything is written
     frame/slurm.py          the jobs as Slurm jobs, through submitit
     frame/study.py          an Optuna study kept in its folder, run to a fixed number of trials, resumed after any stop

@@ -48,6 +48,7 @@ import numpy as np
 from agents.learners.solve import RECORD
 from durable.records import read_record, write_json, write_text
 from envs.cli import positive_int
+from experiments.frame.calls import every_call
 from experiments.frame.estimate import expected_seconds, print_expected, print_expected_time
 from experiments.frame.flags import Distinct, QUICK_ALGO, add_experiment_arguments, minibatch_args, output_name, runs_folder
 from experiments.frame.jobs import ROOT, Job, train_job
@@ -260,12 +261,10 @@ class Sweep:
         # A call with fewer models (one core run ahead, say) adds to the file: the cells, stops and
         # commands of the models it did not run stay as earlier calls wrote them.
         before = read_record(a.out / f"{a.name}.json") or {"models": {}}
-        command = a.command
-        earlier = before.get("commands") or ([before["command"]] if "command" in before else [])
         stopped = {**{model: length for model, length in before.get("stopped", {}).items() if model not in a.models}, **stopped}
         complete = complete and set(before["models"]) <= set(a.models)  # not while a model of the file was left out
         summary = {
-            "command": command, "commands": [*(c for c in earlier if c != command), command], "machine": launcher_description(a),
+            "command": a.command, "commands": every_call(before, a.command), "machine": launcher_description(a),
             "task": "memory_length, show_time=False", "algo": a.algo, "train_args": a.train_args,
             "lengths": sorted({*before.get("lengths", ()), *self.lengths}),
             "seeds": a.seeds, "fewer_seeds": {"from_length": a.fewer_seeds[0], "seeds": a.fewer_seeds[1]}, "solved_at": SOLVED,

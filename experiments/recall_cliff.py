@@ -51,6 +51,7 @@ import torch
 from durable.records import read_record, write_json, write_text
 from experiments.cue_memory import EPISODES, trained_and_fresh, walk_to_query
 from envs.cli import positive_int
+from experiments.frame.calls import every_call
 from experiments.frame.flags import Distinct, results_folder
 from experiments.frame.jobs import ROOT, evaluation_means, machine
 from experiments.frame.tables import markdown_table
@@ -100,8 +101,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(str(error))
     kept = 0
     command = "python -m experiments.recall_cliff " + shlex.join(sys.argv[1:] if argv is None else argv)
-    earlier = before.get("commands") or ([before["command"]] if "command" in before else [])
-    result = {"command": command, "commands": [*(c for c in earlier if c != command), command],  # every call whose probes the file holds
+    result = {"command": command, "commands": every_call(before, command),  # every call whose probes the file holds
               "machine": machine(1), "source": source.name, "episodes": args.episodes, "models": {}}
     cells = [(model, length, cell["per_seed"], False) for model in models for length, cell in sweep["models"].get(model, {"lengths": {}})["lengths"].items()]
     cells += [(model, length, runs, True) for model, lengths in under_way.items() if model in models for length, runs in lengths.items()]

@@ -1,14 +1,14 @@
 """The benchmarks' targets on fixed numbers (no timing): every target is a ratio of two speeds
 from the same run, a missing side is skipped rather than failed, and `--check`'s exit status;
-and the floor of a call's time, which a pause leaves out (timed, with a 30 ms pause planted)."""
+and the floor of a call's time, which a pause leaves out (on a planted clock)."""
 
-import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from benchmarks import a2c, cores, ffattn, seqtasks
+from benchmarks import a2c, cores, ffattn, seqtasks, targets
 from benchmarks import distributed as distributed_benchmark
 from benchmarks import envs as envs_benchmark
 from benchmarks.targets import Verdict, floor_per_call, interleaved, per_call, ratio_target, report
@@ -188,16 +188,19 @@ def test_recurrent_ppo_env_reports_truncation_as_sb3_expects():
         assert info["terminal_observation"].shape == obs.shape[1:]
 
 
-def test_a_floor_per_call_leaves_out_a_pause_that_the_mean_holds():
-    """A pause in one of the timed windows (here a 30 ms sleep in one call, as a scheduler's pause
-    would be) raises per_call's mean but not floor_per_call's least window."""
-    calls = []
+def test_a_floor_per_call_leaves_out_a_pause_that_the_mean_holds(monkeypatch):
+    """A pause in one of the timed windows (here 30 ms in one call, as a scheduler's pause would
+    be, on a clock the calls advance: no machine's speed enters) raises per_call's mean but not
+    floor_per_call's least window."""
+    clock = {"now": 0.0, "calls": 0}
+    monkeypatch.setattr(targets, "time", SimpleNamespace(perf_counter=lambda: clock["now"]))
 
     def paused_once():
-        calls.append(None)
-        if len(calls) == 3:  # the second timed call of the first window
-            time.sleep(0.03)
+        clock["calls"] += 1
+        clock["now"] += 0.03 if clock["calls"] == 3 else 1e-6  # the second timed call of the first window pauses
 
     assert per_call(paused_once, 0.01) >= 0.03 / 2  # the window ends after its pause: two calls at most
-    calls.clear()
-    assert floor_per_call(paused_once, 0.05, repeats=5) < 0.03 / 100
+    clock["calls"] = 0
+    floor = floor_per_call(paused_once, 0.05, repeats=5)
+    assert floor < 0.03 / 100
+    assert floor == pytest.approx(1e-6, rel=1e-3)  # a window without the pause; one mean over 0.05 s would hold it (2.5e-6)
