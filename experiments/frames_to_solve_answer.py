@@ -26,16 +26,21 @@ frames_to_solve.json, PPO's frames_to_solve_ppo.json), each model gets:
 
 Writes OUT/frames_to_solve_answer.json, .md and .png (frames to solve against L, log-log, a
 panel per learner: every run a point, censored ones as open triangles at their cap, the
-medians joined where most runs solved).
+medians joined where most runs solved). Each row keeps the runs it was computed from (`runs`:
+{L: [[frames, solved], ...]}), and a row whose runs are those of the answer already written takes
+that answer's slope instead of refitting its 1,000 resamples (the bootstrap is seeded, so the refit
+would give the same numbers); `--refit` refits every row, as after a change to the fit itself.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import numpy as np
 from scipy import optimize, special
+from threadpoolctl import threadpool_limits
 
 from agents.plot_curves import save_figure
 from durable.records import read_record, write_json, write_text
@@ -54,6 +59,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=results_folder("memory_length"),
                         help="where the sweeps' JSON is and the results go (default: assets/memory_length/)")
+    parser.add_argument("--refit", action="store_true",
+                        help="refit every row's slope, even where its runs are those of the answer already written")
     return parser
 
 
@@ -122,11 +129,13 @@ def median_frames(cell: list[tuple[float, bool]]) -> float | None:
     return float(np.median(ordered))
 
 
-def answer(model: dict, probes: dict[str, dict] | None = None) -> dict:
+def answer(model: dict, probes: dict[str, dict] | None = None, before: dict | None = None) -> dict:
     """One model's row: its longest length solved by most seeds (every shorter length run too),
-    the median frames there, the slope, whether its solved runs hold at 2L, and the probes at its
-    first unsolved length where `probes` ({length: medians}) has them."""
+    the median frames there, the slope, whether its solved runs hold at 2L, the probes at its
+    first unsolved length where `probes` ({length: medians}) has them, and the runs it was made
+    from; the slope of `before` (the same row as last written) where its runs are these."""
     runs = runs_by_length(model)
+    runs_kept = json.loads(json.dumps({str(length): cell for length, cell in runs.items()}))  # as the JSON holds them
     longest, frames = None, None
     for length, cell in runs.items():
         median = median_frames(cell)
@@ -139,8 +148,10 @@ def answer(model: dict, probes: dict[str, dict] | None = None) -> dict:
         holds = {"runs": len(tried), "hold": sum(success[str(2 * longest)] >= HOLDS for success in tried)}
     stops = [length for length, cell in runs.items() if longest is None or length > longest]
     first_unsolved = stops[0] if stops else None
-    return {"longest_solved": longest, "median_frames": frames, "slope": slope(runs), "holds_at_2L": holds,
-            "first_unsolved": first_unsolved, "probes_there": (probes or {}).get(str(first_unsolved)), "lengths_run": list(runs)}
+    fit = before["slope"] if before and before.get("runs") == runs_kept else slope(runs)
+    return {"longest_solved": longest, "median_frames": frames, "slope": fit, "holds_at_2L": holds,
+            "first_unsolved": first_unsolved, "probes_there": (probes or {}).get(str(first_unsolved)), "lengths_run": list(runs),
+            "runs": runs_kept}
 
 
 def draw(sweeps: dict[str, dict], out: Path) -> None:
@@ -213,8 +224,12 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"no sweep in {args.out}: run python -m experiments.frames_to_solve first")
     probes = {algo: probes_at(args.out, [f"{SWEEPS[algo]}_probes"]) if (args.out / f"{SWEEPS[algo]}_probes.json").exists() else {}
               for algo in sweeps}
-    answers = {algo: {name: answer(model, {length: cell for (probed, length), cell in probes[algo].items() if probed == name})
-                      for name, model in sweep["models"].items()} for algo, sweep in sweeps.items()}
+    written = read_record(args.out / f"{NAME}.json")
+    before = {} if args.refit or not isinstance(written, dict) else written["models"]
+    with threadpool_limits(limits=1, user_api="blas"):  # 3-parameter fits: a second BLAS thread only waits (pyproject.toml)
+        answers = {algo: {name: answer(model, {length: cell for (probed, length), cell in probes[algo].items() if probed == name},
+                                       before.get(algo, {}).get(name))
+                          for name, model in sweep["models"].items()} for algo, sweep in sweeps.items()}
     summary = {"sources": {algo: f"{SWEEPS[algo]}.json" for algo in sweeps},
                "probes": {algo: f"{SWEEPS[algo]}_probes.json" for algo in sweeps if probes[algo]}, "complete": {algo: sweep["complete"] for algo, sweep in sweeps.items()},
                "holds_at": HOLDS, "least_spread_log10": LEAST_SPREAD, "resamples": RESAMPLES, "models": answers}

@@ -104,6 +104,37 @@ def test_the_answer_says_where_a_curve_stops_with_the_probes_there(tmp_path):
     assert "| 2 | not probed |" in text and "| - | - |" in text
 
 
+def test_a_row_whose_runs_are_unchanged_keeps_its_slope_and_one_with_a_new_run_is_refitted(tmp_path, monkeypatch):
+    """The answer's JSON keeps each row's runs; called again, a row with the same runs takes the
+    written slope (planted here, so only reuse can give it back), a row with a run more is refitted,
+    and --refit refits every row."""
+    monkeypatch.setattr(frames_to_solve_answer, "RESAMPLES", 50)  # reuse does not depend on how many
+    def cell(frames: list[float]) -> dict:
+        return {"per_seed": [{"seed": seed, "solved": True, "frames_to_solve": f, "censored_at": None, "success_at_length": None}
+                             for seed, f in enumerate(frames)]}
+
+    lengths = {"1": cell([1e4, 2e4, 3e4]), "2": cell([4e4, 5e4, 6e4]), "4": cell([1e5, 2e5, 3e5])}
+    sweep = {"complete": False, "models": {"same": {"lengths": lengths}, "grown": {"lengths": dict(lengths)}}}
+    (tmp_path / "frames_to_solve.json").write_text(json.dumps(sweep))
+    frames_to_solve_answer.main(["--out", str(tmp_path)])
+    path = tmp_path / "frames_to_solve_answer.json"
+    written = json.loads(path.read_text())
+    fitted = written["models"]["a2c"]["same"]["slope"]
+    assert written["models"]["a2c"]["same"]["runs"]["2"] == [[4e4, True], [5e4, True], [6e4, True]]
+    planted = {**fitted, "slope": 9.99}
+    for name in ("same", "grown"):
+        written["models"]["a2c"][name]["slope"] = planted
+    path.write_text(json.dumps(written))
+    sweep["models"]["grown"]["lengths"]["8"] = cell([6e5, 7e5, 8e5])
+    (tmp_path / "frames_to_solve.json").write_text(json.dumps(sweep))
+    frames_to_solve_answer.main(["--out", str(tmp_path)])
+    rows = json.loads(path.read_text())["models"]["a2c"]
+    assert rows["same"]["slope"] == planted
+    assert rows["grown"]["slope"]["slope"] != 9.99 and rows["grown"]["slope"]["lengths"] == [1, 2, 4, 8]
+    frames_to_solve_answer.main(["--out", str(tmp_path), "--refit"])
+    assert json.loads(path.read_text())["models"]["a2c"]["same"]["slope"] == fitted
+
+
 def test_a_quick_sweep_records_each_runs_cost_and_resumes_from_its_ledger(tmp_path):
     out, runs = tmp_path / "out", tmp_path / "runs"
     argv = ["--quick", "--lengths", "1", "2", "--models", "gru", "mlp", "--seeds", "2", "--runs-dir", str(runs), "--out", str(out), "--jobs", "2"]
