@@ -29,7 +29,8 @@ panel per learner: every run a point, censored ones as open triangles at their c
 medians joined where most runs solved). Each row keeps the runs it was computed from (`runs`:
 {L: [[frames, solved], ...]}), and a row whose runs are those of the answer already written takes
 that answer's slope instead of refitting its 1,000 resamples (the bootstrap is seeded, so the refit
-would give the same numbers); `--refit` refits every row, as after a change to the fit itself.
+would give the same numbers), unless that answer was fitted with other resamples or least spread;
+`--refit` refits every row, as after a change to the fit itself.
 """
 
 from __future__ import annotations
@@ -225,7 +226,8 @@ def main(argv: list[str] | None = None) -> None:
     probes = {algo: probes_at(args.out, [f"{SWEEPS[algo]}_probes"]) if (args.out / f"{SWEEPS[algo]}_probes.json").exists() else {}
               for algo in sweeps}
     written = read_record(args.out / f"{NAME}.json")
-    before = {} if args.refit or not isinstance(written, dict) else written["models"]
+    same_fit = isinstance(written, dict) and (written.get("resamples"), written.get("least_spread_log10")) == (RESAMPLES, LEAST_SPREAD)
+    before = written["models"] if same_fit and not args.refit else {}
     with threadpool_limits(limits=1, user_api="blas"):  # 3-parameter fits: a second BLAS thread only waits (pyproject.toml)
         answers = {algo: {name: answer(model, {length: cell for (probed, length), cell in probes[algo].items() if probed == name},
                                        before.get(algo, {}).get(name))

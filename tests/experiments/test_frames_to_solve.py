@@ -133,6 +133,12 @@ def test_a_row_whose_runs_are_unchanged_keeps_its_slope_and_one_with_a_new_run_i
     assert rows["grown"]["slope"]["slope"] != 9.99 and rows["grown"]["slope"]["lengths"] == [1, 2, 4, 8]
     frames_to_solve_answer.main(["--out", str(tmp_path), "--refit"])
     assert json.loads(path.read_text())["models"]["a2c"]["same"]["slope"] == fitted
+    monkeypatch.setattr(frames_to_solve_answer, "RESAMPLES", 60)  # an answer fitted otherwise is refitted
+    written = json.loads(path.read_text())
+    written["models"]["a2c"]["same"]["slope"] = planted
+    path.write_text(json.dumps(written))
+    frames_to_solve_answer.main(["--out", str(tmp_path)])
+    assert json.loads(path.read_text())["models"]["a2c"]["same"]["slope"]["resamples"] == 60
 
 
 def test_a_quick_sweep_records_each_runs_cost_and_resumes_from_its_ledger(tmp_path):
