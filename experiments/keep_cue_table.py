@@ -49,7 +49,8 @@ FROM = 32  # recall lengths shown: where the paper's model's reach ends (32) and
 ELSEWHERE = {
     "table1": ("memory_reach", {"feedback-span16": ("memory_reach_carry", "feedback span 1"),
                                 "feedback-span16-carry": ("memory_reach_carry", "feedback-carry span 1"),
-                                "feedback-span16-tanh": ("memory_reach_tanh", "feedback-tanh span 1")},
+                                "feedback-span16-tanh": ("memory_reach_tanh", "feedback-tanh span 1"),
+                                "feedback-span16-kept": ("memory_reach_kept", "feedback-kept span 1")},
                lambda summary: summary["tasks"]["random_walk"]["rows"], "test"),
     "corridor": ("corridor_span", {"feedback-span16": ("corridor_span_carry", "feedback/span2"),
                                    "feedback-span16-carry": ("corridor_span_carry", "feedback-carry/span2"),

@@ -73,7 +73,8 @@ QUICK = dict(d_model=8, n_heads=2, batch_size=4, bptt=8, n_train=16, n_valid=8, 
 # --cores choices that are a core with options, each a row of its own: the Feedback core with its
 # gated carry (agents/cores/feedback/reference.py, keep_t_max at its default, 100) or its tanh
 # write read raw (with the orthogonal value path, as the memory-length runner's feedback-span16-tanh)
-VARIANTS = {"feedback-carry": ("feedback", "carry=gate"), "feedback-tanh": ("feedback", "memory_write=tanh,read_norm=False,value_init=orthogonal")}
+VARIANTS = {"feedback-carry": ("feedback", "carry=gate"), "feedback-tanh": ("feedback", "memory_write=tanh,read_norm=False,value_init=orthogonal"),
+            "feedback-kept": ("feedback", "keep_slot=True")}
 SPANNED = ("feedback", "transformer", *VARIANTS)  # cores with an attention span; the others are references
 ACCURACY_DIGITS = 2
 
@@ -87,7 +88,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cores", nargs="+", choices=["feedback", "transformer", "lstm", *VARIANTS], action=Distinct,
                         default=["feedback", "transformer", "lstm"],
                         help="models (default: feedback transformer lstm); feedback-carry: the Feedback core with its gated carry (carry=gate); "
-                             "feedback-tanh: with its tanh write read raw")
+                             "feedback-tanh: with its tanh write read raw; feedback-kept: with its kept vector (keep_slot=True)")
     parser.add_argument("--seeds", type=seed_count, default=3, help="seeds 0 .. N-1 per cell (default: 3)")
     parser.add_argument("--updates", type=positive_int, default=None,
                         help="the Feedback Transformer's updates per run (default: 2,000; the paper preset: 100,000)")

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from agents.config.config_cli import parse_core_options
 from experiments import ffattn_diagnostics, long_sequences, memory_reach, seq_variants
 from experiments.frame.seq_history import aucc, seconds_to_reach, time_curve, value_at
 
@@ -76,6 +77,19 @@ def test_memory_reach_runs_the_feedback_carry_as_the_feedback_core_with_its_gate
     assert [run["updates"] for run in walk["feedback-carry span 1"]["per_seed"]] == [2, 2]  # the Feedback core's budget
     config = json.loads((runs / "random_walk" / "feedback-carry-span1" / "seed1" / "config.json").read_text())
     assert config["config"]["core"] == "feedback" and config["core_options"]["carry"] == "gate"
+
+
+@pytest.mark.parametrize("variant, options", [("feedback-carry", {"carry": "gate"}), ("feedback-kept", {"keep_slot": True}),
+                                              ("feedback-tanh", {"memory_write": "tanh", "read_norm": False, "value_init": "orthogonal"})])
+def test_memory_reach_trains_each_feedback_variant_as_the_feedback_core_with_its_option(variant, options):
+    """A variant's runs are the Feedback core's at the same sizes and budget, with its keeping option
+    and nothing else changed (the paper's model is the row beside it)."""
+    args = memory_reach.make_parser().parse_args(["--cores", "feedback", variant])
+    memory_reach.resolve_defaults(args)
+    paper, flags = (memory_reach.seq_args(args, "random_walk", core, 1, seed=3) for core in ("feedback", variant))
+    assert flags[:len(paper)] == paper and flags[len(paper):-1] == ["--core-opt"]
+    assert parse_core_options("feedback", [flags[-1]]) == options
+    assert memory_reach.budget(args, variant) == memory_reach.budget(args, "feedback")
 
 
 def test_seq_variants_quick_compares_variants_over_time(tmp_path, monkeypatch):
