@@ -15,8 +15,9 @@ the cue where it is needed, whatever the policy does with it). The LSTM and the 
 are reference lines (and the other recurrent cores, --references). `--cores gtrxl` is the Transformer
 with GTrXL's gated layers (`--core-opt gating=gru`, agents/cores/gtrxl.py), in a run folder and row
 of its own; `--cores feedback-carry` the Feedback core with its gated carry (`--core-opt
-carry=gate`, agents/cores/feedback/reference.py: a memory that keeps its cue) and `--cores
-feedback-tanh` the one with its tanh write read raw, likewise. The agents
+carry=gate`, agents/cores/feedback/reference.py: a memory that keeps its cue), `--cores
+feedback-tanh` the one with its tanh write read raw and `--cores feedback-kept` the one with its
+kept vector (`keep_slot=True`, on the reference model), likewise. The agents
 see the observation only (`--no-previous-inputs`): an agent fed its own last action can carry the
 cue in its behaviour, which attention of any reach can read (`--previous-inputs` gives them that
 input, as the other experiments do). The entropy cost is 0.01, 20 times the presets': once a small-
@@ -54,7 +55,8 @@ SOLVED = 0.95  # greedy success at which a run counts as having solved the corri
 QUICK_TRAIN = ["--num-envs", "4"]
 # --cores choice -> (train_a2c.py --core, its options beside span and n_layers)
 ATTENTION = {"feedback": ("feedback", ""), "transformer": ("transformer", ""), "gtrxl": ("transformer", ",gating=gru"),
-             "feedback-carry": ("feedback", ",carry=gate"), "feedback-tanh": ("feedback", ",memory_write=tanh,read_norm=False,value_init=orthogonal")}
+             "feedback-carry": ("feedback", ",carry=gate"), "feedback-tanh": ("feedback", ",memory_write=tanh,read_norm=False,value_init=orthogonal"),
+             "feedback-kept": ("feedback", ",keep_slot=True")}
 
 
 def trained_core(core: str) -> str:
@@ -67,7 +69,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--spans", nargs="+", type=positive_int, action=Distinct, default=[1, 2, 4, 8])
     parser.add_argument("--cores", nargs="*", choices=list(ATTENTION), action=Distinct, default=["feedback", "transformer"],
                         help="attention cores run at each span; gtrxl: the transformer with gating=gru; feedback-carry: the Feedback core with its gated "
-                             "carry (carry=gate, keep_t_max at its default, 100); feedback-tanh: with its tanh write read raw "
+                             "carry (carry=gate, keep_t_max at its default, 100); feedback-tanh: with its tanh write read raw; feedback-kept: with its kept vector "
                              "(default: feedback transformer; none: the references alone)")
     parser.add_argument("--references", nargs="*", choices=["lstm", "gru", "ffm", "lru", "mamba", "mlp"], action=Distinct, default=["lstm", "mlp"],
                         help="cores without a span, run once each (default: lstm mlp)")

@@ -54,14 +54,16 @@ ELSEWHERE = {
                lambda summary: summary["tasks"]["random_walk"]["rows"], "test"),
     "corridor": ("corridor_span", {"feedback-span16": ("corridor_span_carry", "feedback/span2"),
                                    "feedback-span16-carry": ("corridor_span_carry", "feedback-carry/span2"),
-                                   "feedback-span16-tanh": ("corridor_span_tanh", "feedback-tanh/span2")},
+                                   "feedback-span16-tanh": ("corridor_span_tanh", "feedback-tanh/span2"),
+                                   "feedback-span16-kept": ("corridor_span_kept", "feedback-kept/span2")},
                  lambda summary: summary["models"], "success"),
     "maze": ("mazes", {"feedback-span16": ("keep_cue_maze_paper", "feedback"), "feedback-span16-carry": ("keep_cue_maze_carry", "feedback"),
-                       "feedback-span16-tanh": ("keep_cue_maze_tanh", "feedback")},
+                       "feedback-span16-tanh": ("keep_cue_maze_tanh", "feedback"), "feedback-span16-kept": ("keep_cue_maze_kept", "feedback")},
              lambda summary: summary["envs"]["maze"]["cores"], "eval_return"),
     "water_maze": ("mazes", {"feedback-span16": ("keep_cue_water_maze_paper", "feedback"),
                              "feedback-span16-carry": ("keep_cue_water_maze_carry", "feedback"),
-                             "feedback-span16-tanh": ("keep_cue_water_maze_tanh", "feedback")},
+                             "feedback-span16-tanh": ("keep_cue_water_maze_tanh", "feedback"),
+                             "feedback-span16-kept": ("keep_cue_water_maze_kept", "feedback")},
                    lambda summary: summary["envs"]["water_maze"]["cores"], "eval_return"),
 }
 # the learning call, per design: (the benchmark's JSON, its row); the paper's model is timed in each
@@ -88,7 +90,8 @@ def main(argv: list[str] | None = None) -> None:
                      recall_text(cell["a2c"]), recall_text(cell["ppo"]), *(interval_text(cell[column]) for column in ELSEWHERE),
                      speed_text(cell["learning_call_ms"], design)])
     sources = ", ".join(f"{design}: {cell['trained']['source']}" for design, cell in cells.items() if cell["trained"])
-    elsewhere_files = sorted({f"{stem}.json" for _, files, _, _ in ELSEWHERE.values() for stem, _ in files.values()})
+    elsewhere_files = sorted({f"{stem}.json" for folder, files, _, _ in ELSEWHERE.values() for stem, _ in files.values()  # those there are
+                              if (args.out.parent / folder / f"{stem}.json").exists()})
     caption = (f"Fresh: median over the seeds of keep_cue_fresh.json (L = {PROBED_AT}); trained: median over the runs probed at L = {PROBED_AT} "
                f"(recall_cliff.py; {sources or 'none yet'}). Recall: runs solved of runs per length from 32 (frames to solve, median of the solved runs); "
                "reach: the longest length most runs solve, of the lengths run. Table 1: the random walk at span 1, test accuracy, "

@@ -198,19 +198,22 @@ def test_the_corridor_runs_gtrxl_as_the_gated_transformer_and_mamba_as_a_referen
     assert "| gtrxl | 1 | 2 |" in (out / "corridor_span.md").read_text()
 
 
-def test_the_corridors_feedback_carry_row_is_the_feedback_core_with_its_gated_carry(monkeypatch):
-    """--cores feedback-carry: carry=gate on the Feedback core at each span, in a folder of its own,
-    its reach unbounded as the Feedback core's; its flags pass train_a2c.py's checks (on the
-    Python step: checking flags need not wait for the C++ step's first build)."""
+@pytest.mark.parametrize("variant, option", [("feedback-carry", "carry=gate"), ("feedback-kept", "keep_slot=True"),
+                                             ("feedback-tanh", "memory_write=tanh,read_norm=False,value_init=orthogonal")])
+def test_the_corridors_feedback_variant_rows_are_the_feedback_core_with_their_option(variant, option, monkeypatch):
+    """--cores feedback-carry (or -kept, -tanh): its keeping option on the Feedback core at each
+    span, in a folder of its own, its reach unbounded as the Feedback core's; its flags pass
+    train_a2c.py's checks (on the Python step: checking flags need not wait for the C++ step's
+    first build)."""
     from experiments import corridor_span
     from experiments.frame.train_flags import check_train_flags
 
     monkeypatch.setenv("FEEDBACK_RL_COMPILED", "0")
 
-    assert corridor_span.trained_core("feedback-carry") == "feedback"
-    core, options = corridor_span.ATTENTION["feedback-carry"]
+    assert corridor_span.trained_core(variant) == "feedback"
+    core, options = corridor_span.ATTENTION[variant]
     check_train_flags(corridor_span.make_parser(), "a2c", ["--env", "corridor", "--core", core, "--core-opt", f"span=2,n_layers=2{options}"])
-    assert "carry=gate" in options
+    assert options == f",{option}"
 
 
 @pytest.mark.parametrize("argv, message", [

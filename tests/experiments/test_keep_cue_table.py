@@ -42,6 +42,8 @@ def test_each_cell_comes_from_its_json_and_what_was_not_run_says_so(tmp_path):
     assert "| 0.886 -> not run | 1.2e-03 -> not run | not run | not run | 0.87 [0.70, 0.96] (5 seeds) | not run | not run | 1.23 [0.98, 1.48] (5 seeds) | 290 |" in lines["feedback-span16"]
     assert "| not run -> not run | not run -> not run | not run | not run | not run | not run | not run | not run | 325 (paper 385) |" in lines["feedback-span16-tanh"]
     assert "| not run -> not run | not run -> not run | not run | not run | not run | not run | not run | not run | not run |" in lines["feedback-span16-kept"]
+    caption = (tmp_path / "keep_cue_table.md").read_text().splitlines()[0]  # names the files the cells came from, no others
+    assert "(from keep_cue_maze_carry.json, keep_cue_water_maze_paper.json, memory_reach_carry.json);" in caption
     cells = json.loads((tmp_path / "keep_cue_table.json").read_text())
     assert cells["feedback-span16-carry"]["a2c"]["64"] == {"solved": 2, "runs": 3, "median_frames": 400_000.0, "source": "keep_cue.json"}
     assert cells["feedback-span16-carry"]["trained"]["source"] == "keep_cue_probes.json"
