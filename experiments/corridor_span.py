@@ -41,7 +41,7 @@ from agents.plot_curves import save_figure
 from agents.config.ppo_config import PPOConfig
 from durable.records import write_json, write_text
 from envs.cli import non_negative_float, positive_int
-from experiments.frame.flags import Distinct, QUICK_ALGO, QUICK_CORE, QUICK_FRAMES, add_experiment_arguments, as_published, minibatch_args, output_name, run_frames, runs_folder
+from experiments.frame.flags import KEEPING_OPTIONS, Distinct, QUICK_ALGO, QUICK_CORE, QUICK_FRAMES, add_experiment_arguments, as_published, minibatch_args, output_name, run_frames, runs_folder
 from experiments.cue_memory import run_cue_separation
 from experiments.frame.curves import training_seconds
 from experiments.frame.estimate import print_expected_time
@@ -55,8 +55,7 @@ SOLVED = 0.95  # greedy success at which a run counts as having solved the corri
 QUICK_TRAIN = ["--num-envs", "4"]
 # --cores choice -> (train_a2c.py --core, its options beside span and n_layers)
 ATTENTION = {"feedback": ("feedback", ""), "transformer": ("transformer", ""), "gtrxl": ("transformer", ",gating=gru"),
-             "feedback-carry": ("feedback", ",carry=gate"), "feedback-tanh": ("feedback", ",memory_write=tanh,read_norm=False,value_init=orthogonal"),
-             "feedback-kept": ("feedback", ",keep_slot=True")}
+             **{f"feedback-{name}": ("feedback", f",{keep}") for name, keep in KEEPING_OPTIONS.items()}}
 
 
 def trained_core(core: str) -> str:

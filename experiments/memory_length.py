@@ -77,7 +77,7 @@ from agents.config.a2c_config import preset_values
 from agents.plot_curves import save_figure
 from durable.records import write_json, write_text
 from envs.cli import non_negative_float, non_negative_int, positive_float, positive_int
-from experiments.frame.flags import Distinct, QUICK_ALGO, QUICK_CORE, add_experiment_arguments, minibatch_args, output_name, run_frames, runs_folder
+from experiments.frame.flags import KEEPING_OPTIONS, Distinct, QUICK_ALGO, QUICK_CORE, add_experiment_arguments, minibatch_args, output_name, run_frames, runs_folder
 from experiments.frame.estimate import print_expected_time
 from experiments.frame.jobs import ROOT, Job, evaluate_job, evaluation, run_seconds, train_job
 from experiments.frame.ledger import Ledger
@@ -116,8 +116,7 @@ MODELS = {
 # ways of keeping the cue of reference.py), run where its default fails; GTrXL, the Transformer with GRU-type gates in place of its residual sums
 # (docs/cores.md), at the span covering the episode.
 OPTIONS = {"feedback-span16-no-read-norm": "read_norm=False", "feedback-span16-orthogonal": "value_init=orthogonal",
-           "transformer-episode-gtrxl": "gating=gru", **{f"feedback-span16-{name}": keep for name, keep in (
-               ("carry", "carry=gate"), ("kept", "keep_slot=True"), ("tanh", "memory_write=tanh,read_norm=False,value_init=orthogonal"))}}
+           "transformer-episode-gtrxl": "gating=gru", **{f"feedback-span16-{name}": keep for name, keep in KEEPING_OPTIONS.items()}}
 # The frames-to-solve sweep's default models: every core, GTrXL among them (a core of its own on
 # the cores page), the Feedback core's options on request only
 SWEPT = [name for name in MODELS if name not in OPTIONS or OPTIONS[name] == "gating=gru"]

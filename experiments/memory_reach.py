@@ -44,7 +44,7 @@ import numpy as np
 
 from durable.records import atomic_file, write_json, write_text
 from envs.cli import positive_int
-from experiments.frame.flags import Distinct, add_experiment_arguments, as_published, runs_folder
+from experiments.frame.flags import KEEPING_OPTIONS, Distinct, add_experiment_arguments, as_published, runs_folder
 from experiments.frame.estimate import print_expected_time
 from experiments.frame.jobs import ROOT, seq_flags, seq_job, seq_results
 from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
@@ -74,8 +74,7 @@ QUICK = dict(d_model=8, n_heads=2, batch_size=4, bptt=8, n_train=16, n_valid=8, 
 # gated carry (agents/cores/feedback/reference.py, keep_t_max at its default, 100) or its tanh
 # write read raw (with the orthogonal value path, as the memory-length runner's feedback-span16-tanh)
 # or its kept vector (keep_slot=True, which the reference model runs)
-VARIANTS = {"feedback-carry": ("feedback", "carry=gate"), "feedback-tanh": ("feedback", "memory_write=tanh,read_norm=False,value_init=orthogonal"),
-            "feedback-kept": ("feedback", "keep_slot=True")}
+VARIANTS = {f"feedback-{name}": ("feedback", keep) for name, keep in KEEPING_OPTIONS.items()}
 SPANNED = ("feedback", "transformer", *VARIANTS)  # cores with an attention span; the others are references
 ACCURACY_DIGITS = 2
 

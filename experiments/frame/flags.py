@@ -21,6 +21,9 @@ QUICK_FRAMES = 4_096  # --quick's runs when --frames is not given: a test of the
 QUICK_ALGO = {"a2c": [], "ppo": ["--num-minibatches", "2"],  # --quick runs have 4 envs, which PPO's 8 minibatches cannot split
               # DQN learns from its 512th frame (not 10,000: a quick run has 4,096) in batches of 4 from a small replay
               "dqn": ["--learning-starts", "512", "--batch-size", "4", "--replay-capacity", "4096"]}
+# The Feedback memory's ways of keeping the cue (agents/cores/feedback/reference.py) as --core-opt,
+# one row each in the experiments that run them; the tanh write is read raw, with the orthogonal value path
+KEEPING_OPTIONS = {"carry": "carry=gate", "kept": "keep_slot=True", "tanh": "memory_write=tanh,read_norm=False,value_init=orthogonal"}
 # --quick's tiny size of each core (--core-opt); a runner that gives the attention cores a span adds it
 QUICK_CORE = {"feedback": "d_model=16,n_heads=2", "transformer": "d_model=16,n_heads=2", "lstm": "hidden_size=16",
               "gru": "hidden_size=16", "ffm": "d_model=16,memory_size=4", "lru": "d_model=16,state_size=8",
