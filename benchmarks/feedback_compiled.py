@@ -32,8 +32,9 @@ share of the preset's step (at span 2 its loops read two slots).
 
 --recall adds the learning call of a whole recall episode (L = 64: T = 65 steps, an episode
 start at the first, from an empty memory, B 64, the preset's sizes) of the gated carry
-(carry=gate), the tanh write (memory_write=tanh, read raw, the orthogonal value path) and the
-paper's model, each on the compiled step and on the Python one (the weights they share the same), interleaved, `--rounds` rounds of `--seconds`: the median round, ms a call. --json
+(carry=gate), the tanh write (memory_write=tanh, read raw, the orthogonal value path), the kept
+slot (keep_slot=True, on the Python step, the one it has) and the paper's model, each on the
+compiled step and on the Python one (the weights they share the same), interleaved, `--rounds` rounds of `--seconds`: the median round, ms a call. --json
 writes the run's medians (and --recall's rounds), the command, the machine and the load average
 to a file.
 """
@@ -73,6 +74,7 @@ RECALL_LENGTH = 64  # --recall: an episode of L = 64, T = L + 1 steps (the cue, 
 TANH = dict(memory_write="tanh", read_norm=False, value_init="orthogonal")  # the tanh write as the recall runs train it
 RECALL = {"carry, compiled": dict(carry="gate", step="compiled"), "carry, python": dict(carry="gate", step="python"),
           "tanh, compiled": dict(TANH, step="compiled"), "tanh, python": dict(TANH, step="python"),
+          "kept, python": dict(keep_slot=True, step="python"),  # the kept slot has no compiled step
           "paper, compiled": dict(step="compiled"), "paper, python": dict(step="python")}
 
 
@@ -83,7 +85,7 @@ def main(argv=None) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--profile", action="store_true", help="then profile the learning pass (compiled, LSTM)")
     parser.add_argument("--scaling", action="store_true", help="then the learning pass against batch and span")
-    parser.add_argument("--recall", action="store_true", help="then a recall episode's learning call: the carry and the paper's model, each step")
+    parser.add_argument("--recall", action="store_true", help="then a recall episode's learning call: the carry, the tanh write, the kept slot and the paper's model, each step")
     parser.add_argument("--json", default=None, help="also write the medians, the command and the machine to this file")
     args = parser.parse_args(argv)
     load_before = os.getloadavg()
@@ -175,13 +177,13 @@ def recall_learning_calls(rounds: int, seconds: float) -> dict:
     """One learning call over a whole recall episode (T = RECALL_LENGTH + 1 steps, an episode
     start at the first, from an empty memory, B = BATCH) of each of RECALL's cores, the same
     weights (the paper's model's are the carry's but its gate; the tanh write's but the gate and
-    the read's norm), interleaved round by round; prints
+    the read's norm; the kept slot's but its own gate), interleaved round by round; prints
     the median round and the ratios, returns them with every round, in ms a call."""
     torch.manual_seed(0)
     cores = {name: make_core("feedback", INPUT_DIM, **FEEDBACK, **options) for name, options in RECALL.items()}
     weights = cores["carry, compiled"].state_dict()
     for core in cores.values():
-        core.load_state_dict({k: v for k, v in weights.items() if k in core.state_dict()})
+        core.load_state_dict({**core.state_dict(), **{k: v for k, v in weights.items() if k in core.state_dict()}})
     steps = RECALL_LENGTH + 1
     x, first = torch.randn(steps, BATCH, INPUT_DIM), torch.zeros(steps, BATCH, dtype=torch.bool)
     first[0] = True
@@ -198,7 +200,9 @@ def recall_learning_calls(rounds: int, seconds: float) -> dict:
     print(f"carry compiled / carry python {median['carry, compiled'] / median['carry, python']:.2f}; "
           f"carry compiled / paper compiled {median['carry, compiled'] / median['paper, compiled']:.2f}; "
           f"tanh compiled / tanh python {median['tanh, compiled'] / median['tanh, python']:.2f}; "
-          f"tanh compiled / paper compiled {median['tanh, compiled'] / median['paper, compiled']:.2f}")
+          f"tanh compiled / paper compiled {median['tanh, compiled'] / median['paper, compiled']:.2f}; "
+          f"kept python / paper python {median['kept, python'] / median['paper, python']:.2f}; "
+          f"kept python / paper compiled {median['kept, python'] / median['paper, compiled']:.2f}")
     return {"steps": steps, "batch": BATCH, "sizes": FEEDBACK, "median_ms": median, "rounds_ms": times}
 
 

@@ -17,7 +17,7 @@ with GTrXL's gated layers (`--core-opt gating=gru`, agents/cores/gtrxl.py), in a
 of its own; `--cores feedback-carry` the Feedback core with its gated carry (`--core-opt
 carry=gate`, agents/cores/feedback/reference.py: a memory that keeps its cue), `--cores
 feedback-tanh` the one with its tanh write read raw and `--cores feedback-kept` the one with its
-kept vector (`keep_slot=True`, on the reference model), likewise. The agents
+kept vector (`keep_slot=True`), likewise. The agents
 see the observation only (`--no-previous-inputs`): an agent fed its own last action can carry the
 cue in its behaviour, which attention of any reach can read (`--previous-inputs` gives them that
 input, as the other experiments do). The entropy cost is 0.01, 20 times the presets': once a small-

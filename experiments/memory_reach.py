@@ -73,7 +73,7 @@ QUICK = dict(d_model=8, n_heads=2, batch_size=4, bptt=8, n_train=16, n_valid=8, 
 # --cores choices that are a core with options, each a row of its own: the Feedback core with its
 # gated carry (agents/cores/feedback/reference.py, keep_t_max at its default, 100) or its tanh
 # write read raw (with the orthogonal value path, as the memory-length runner's feedback-span16-tanh)
-# or its kept vector (keep_slot=True, which the reference model runs)
+# or its kept vector (keep_slot=True)
 VARIANTS = {f"feedback-{name}": ("feedback", keep) for name, keep in KEEPING_OPTIONS.items()}
 SPANNED = ("feedback", "transformer", *VARIANTS)  # cores with an attention span; the others are references
 ACCURACY_DIGITS = 2

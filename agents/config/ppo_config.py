@@ -58,6 +58,9 @@ class PPOConfig(A2CConfig):
             if self.reaches_back:
                 raise ValueError(f"learner 'cached_memory' learns from the rollout's steps only; bptt {self.bptt} reaches further "
                                  f"back and needs --learner recompute")
+            if self.core_options.get("keep_slot"):
+                raise ValueError("learner 'cached_memory' reads the memory window acting wrote, and the kept slot (keep_slot=True) "
+                                 "is not in it: use --learner recompute")
         for name in ("update_epochs", "num_minibatches"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")

@@ -19,7 +19,7 @@ from torch import nn
 
 from agents.cores.checks import check_choice
 from agents.cores.feedback import compiled as feedback_compiled
-from agents.cores.feedback.core import FeedbackConfig, make_feedback
+from agents.cores.feedback.core import FeedbackConfig, FeedbackCore
 from agents.cores.ffm import FFMConfig, FFMCore
 from agents.cores.gru import GRUCore
 from agents.cores.lstm import LSTMConfig, LSTMCore
@@ -32,7 +32,7 @@ from agents.cores.transformer import TransformerConfig, TransformerCore
 
 # name -> (config class, builder taking (input_dim, config))
 CORES: dict[str, tuple[type, Callable[[int, Any], nn.Module]]] = {
-    "feedback": (FeedbackConfig, make_feedback),
+    "feedback": (FeedbackConfig, FeedbackCore),
     "transformer": (TransformerConfig, TransformerCore),
     "lstm": (LSTMConfig, LSTMCore),
     "gru": (RecurrentConfig, GRUCore),
@@ -93,7 +93,7 @@ def run_options(name: str, options: dict[str, Any], device: torch.device, dtype:
         return with_changed_defaults(name, options, saved)
     step, persistent = options.get("step", FeedbackConfig.step), options.get("persistent", FeedbackConfig.persistent)
     check_choice("step", step, feedback_compiled.STEPS)
-    blocked = feedback_compiled.blocker(persistent)
+    blocked = feedback_compiled.blocker(persistent, options.get("keep_slot", FeedbackConfig.keep_slot))
     try:
         return {**options, "step": feedback_compiled.choose(step, blocked, device, dtype, torch.float32)}
     except ValueError:

@@ -54,7 +54,8 @@ def state_from_plain(plain: dict[str, Any]) -> NamedTuple:
     except (KeyError, TypeError):
         known = sorted(STATE_TYPES)
         raise ValueError(f"not a saved core state (a dict with 'type', one of {known}, and 'fields'): {plain!r:.200}") from None
-    if set(fields) != set(state_type._fields):
+    # a field with a default may be missing: the state was saved before the field was added
+    if not set(state_type._fields) - set(state_type._field_defaults) <= set(fields) <= set(state_type._fields):
         raise ValueError(f"a saved {plain['type']} has fields {sorted(fields)}, this version's {sorted(state_type._fields)}")
     for field, value in fields.items():
         if value == "append_log":

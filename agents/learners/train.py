@@ -139,7 +139,7 @@ class Trainer:
             # A gradient window (--bptt > rollout) reaches steps acting's graph does not hold: recompute.
             self.keep_graph = config.learner == "acting_graph" or (
                 config.learner == "auto" and config.core in KEEPS_ACTING_GRAPH and self.policy.can_open and not config.reaches_back
-                and not config.cuda_graph)  # (the Feedback reference model, which runs the kept slot, has no stepwise run)
+                and not config.cuda_graph)
             # Episodes packed side by side shorten only a core whose steps run one after another.
             self.packs_episodes = config.pack_episodes and self.policy.core.sequential
             if self.keep_graph and not self.policy.can_open:

@@ -39,7 +39,7 @@ def test_all_steps_at_once_give_actings_outputs(monkeypatch, windowed_from, opti
     the fast core (its buffers) and of the reference, attending over windows or the full matrix:
     the same outputs as stepping."""
     monkeypatch.setattr(cached, "WINDOWED_FROM", windowed_from)
-    core = build({**options, "dropout": 0.0, "step": step}, seed, dtype).eval()
+    core = build({**options, "dropout": 0.0, "keep_slot": False, "step": step}, seed, dtype).eval()
     generator = torch.Generator().manual_seed(seed + 1)
     x0 = torch.randn(carried, batch, INPUT_DIM, generator=generator, dtype=dtype)
     x = torch.randn(steps, batch, INPUT_DIM, generator=generator, dtype=dtype)

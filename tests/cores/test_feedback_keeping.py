@@ -17,7 +17,7 @@ from agents.config.a2c_config import A2CConfig, resolve_config
 from agents.config.ppo_config import PPOConfig
 from agents.cores import make_core
 from agents.cores.feedback.core import FeedbackCore
-from agents.cores.feedback.reference import FeedbackConfig, FeedbackReference, reference_of
+from agents.cores.feedback.reference import FeedbackReference, reference_of
 from agents.learners.ppo import PPOTrainer
 from agents.learners.train import Trainer
 from experiments.cue_memory import walk_to_query
@@ -104,7 +104,7 @@ def test_the_kept_slot_writes_what_its_gate_lets_through_and_is_read_at_position
     x, first = inputs()
     set_gate(core.kept_gate, -60.0)  # a = 0: k_t = m_t, the newest memory vector
     _, state = run(core, x, first)
-    torch.testing.assert_close(state.kept, state.memory[:, -1], atol=TOL, rtol=0)
+    torch.testing.assert_close(state.kept, core.written_memory(state), atol=TOL, rtol=0)
     set_gate(core.kept_gate, 60.0)  # a = 1: k stays what an episode start made it, 0
     _, state = run(core, x, first)
     assert float(state.kept.abs().max()) < 1e-20
@@ -167,14 +167,11 @@ def test_bad_options_are_refused(options, message):
         make_core("feedback", INPUT_DIM, **SMALL, **options)
 
 
-def test_the_fast_core_runs_the_carry_and_the_tanh_write_and_make_core_builds_the_reference_for_the_kept_slot():
+def test_make_core_builds_the_fast_core_for_every_way_of_keeping():
     assert type(make_core("feedback", INPUT_DIM, **SMALL)) is FeedbackCore
-    for options in ({"carry": "gate"}, {"memory_write": "tanh", "read_norm": False}, {"carry": "gate", "memory_write": "tanh"}):
+    for options in ({"carry": "gate"}, {"memory_write": "tanh", "read_norm": False}, {"carry": "gate", "memory_write": "tanh"},
+                    {"keep_slot": True}, {"carry": "gate", "keep_slot": True}, {"memory_write": "tanh", "keep_slot": True}):
         assert type(make_core("feedback", INPUT_DIM, **SMALL, **options)) is FeedbackCore, options
-    for options in ({"keep_slot": True}, {"carry": "gate", "keep_slot": True}, {"memory_write": "tanh", "keep_slot": True}):
-        assert type(make_core("feedback", INPUT_DIM, **SMALL, **options)) is FeedbackReference, options
-    with pytest.raises(ValueError, match=r"FeedbackCore runs the paper's model, its carry and its tanh write, not the kept slot \(keep_slot=True\)"):
-        FeedbackCore(INPUT_DIM, FeedbackConfig(**SMALL, carry="gate", keep_slot=True))
 
 
 @pytest.mark.parametrize("step", ["python", "auto"])
@@ -195,11 +192,12 @@ def test_the_carry_acts_on_the_ring_as_the_core_does(step):
     assert torch.equal(ring_state.valid, state.valid)
 
 
-@pytest.mark.parametrize("options", [{"carry": "gate"}, {"carry": "gate", "memory_write": "tanh"}, {"memory_write": "tanh", "read_norm": False}])
-def test_the_carry_and_the_tanh_write_fed_a_step_at_a_time_equal_forward(options):
-    """core.open (the acting-graph learner's run) with the carry, the tanh write or both: the
-    steps' outputs, the outputs handed over (the carry's gates recomputed from the stacked inputs)
-    and every gradient, as forward."""
+@pytest.mark.parametrize("options", [{"carry": "gate"}, {"carry": "gate", "memory_write": "tanh"}, {"memory_write": "tanh", "read_norm": False},
+                                     {"keep_slot": True}, {"keep_slot": True, "carry": "gate"}])
+def test_each_way_of_keeping_fed_a_step_at_a_time_equals_forward(options):
+    """core.open (the acting-graph learner's run) with the carry, the tanh write, the kept slot or
+    two of them: the steps' outputs, the outputs handed over (the gates recomputed from the stacked
+    inputs), the state and every gradient, as forward."""
     core = built(**options).train()
     x, first = inputs()
     with torch.no_grad():
@@ -215,16 +213,20 @@ def test_the_carry_and_the_tanh_write_fed_a_step_at_a_time_equal_forward(options
     (y_run * weights).sum().backward()
     torch.testing.assert_close(y_steps, y.detach(), atol=TOL, rtol=0)
     torch.testing.assert_close(y_run, y, atol=TOL, rtol=0)
-    torch.testing.assert_close(core.memory_window(run.finish())[0], core.memory_window(after)[0], atol=TOL, rtol=0)
+    finished = run.finish()
+    torch.testing.assert_close(core.memory_window(finished)[0], core.memory_window(after)[0], atol=TOL, rtol=0)
+    torch.testing.assert_close(finished.kept, after.kept, atol=TOL, rtol=0)
     for n, p in core.named_parameters():
         torch.testing.assert_close(p.grad, expected[n], atol=TOL, rtol=0, msg=n)
-    assert core.carry_gate is None or float(core.carry_gate.weight.grad.abs().max()) > 0
+    for gate in (core.carry_gate, core.kept_gate):
+        assert gate is None or float(gate.weight.grad.abs().max()) > 0
 
 
-def test_the_fast_core_with_the_carry_goes_on_from_a_reference_state():
-    """A checkpoint of a carry run from when the reference model ran the carry holds its state
-    (ReferenceState): FeedbackCore takes it over, learning and acting, as the reference goes on."""
-    core = built(carry="gate").train()
+@pytest.mark.parametrize("options", [{"carry": "gate"}, {"keep_slot": True}])
+def test_the_fast_core_goes_on_from_a_reference_state(options):
+    """A checkpoint of a carry or kept-slot run from when the reference model ran them holds its
+    state (ReferenceState): FeedbackCore takes it over, learning and acting, as the reference goes on."""
+    core = built(**options).train()
     reference = reference_of(core)
     x, first = inputs()
     with torch.no_grad():
@@ -234,6 +236,7 @@ def test_the_fast_core_with_the_carry_goes_on_from_a_reference_state():
     torch.testing.assert_close(y, y_ref, atol=TOL, rtol=0)
     torch.testing.assert_close(core.memory_window(after)[0], after_ref.memory, atol=TOL, rtol=0)
     torch.testing.assert_close(core.memory_window(state)[0], state.memory, atol=0, rtol=0)
+    torch.testing.assert_close(after.kept, after_ref.kept, atol=TOL, rtol=0)
     run = core.open(state, 1)
     with torch.no_grad():
         torch.testing.assert_close(run.step(x[4], first[4]), y_ref[0], atol=TOL, rtol=0)
@@ -265,3 +268,11 @@ def test_a_resumed_run_makes_the_updates_of_an_unstopped_one(tmp_path, trainer_c
                                    env_options={"length": 3, "max_episode_steps": 7}), config_class)
 
     assert_resume_makes_the_unstopped_updates(trainer_class, config, ENVS * ROLLOUT)
+
+
+def test_the_cached_memory_learner_refuses_the_kept_slot():
+    """PPO's cached_memory learner reads the memory window acting wrote; the kept slot is not in
+    it, so a run with it is refused, not trained on another model."""
+    with pytest.raises(ValueError, match=r"learner 'cached_memory' reads the memory window acting wrote, and the kept slot \(keep_slot=True\) is not in it"):
+        resolve_config(dict(env="corridor", core="feedback", learner="cached_memory", core_options=dict(SMALL, keep_slot=True)), PPOConfig)
+    resolve_config(dict(env="corridor", core="feedback", learner="cached_memory", core_options=dict(SMALL, carry="gate")), PPOConfig)

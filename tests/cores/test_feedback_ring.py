@@ -13,7 +13,8 @@ from agents.cores.feedback.ring import FeedbackRing
 
 INPUT_DIM, BATCH, SPAN = 5, 3, 4
 VARIANTS = [dict(), dict(pre_norm=False, shared_kv=False), dict(n_layers=3, read_norm=False), dict(persistent=2),
-            dict(memory_write="tanh", read_norm=False), dict(memory_write="tanh", carry="gate")]
+            dict(memory_write="tanh", read_norm=False), dict(memory_write="tanh", carry="gate"), dict(keep_slot=True),
+            dict(keep_slot=True, carry="gate", memory_write="tanh", shared_kv=False, persistent=2)]
 
 
 def core_of(options: dict, step: str = "python", dtype=torch.float64):
@@ -26,9 +27,9 @@ def core_of(options: dict, step: str = "python", dtype=torch.float64):
 
 
 def window(state) -> tuple:
-    """What a FeedbackState holds that a later call reads: its last S slots and their validity."""
+    """What a FeedbackState holds that a later call reads: its last S slots, their validity and the kept slot."""
     last = slice(state.end - SPAN, state.end)
-    return state.memory[:, last], state.keys[..., last], state.values[..., last], state.valid
+    return state.memory[:, last], state.keys[..., last], state.values[..., last], state.valid, state.kept
 
 
 def inputs(steps: int, reset: float, seed: int, dtype=torch.float64):
@@ -67,7 +68,7 @@ def test_the_ring_acts_as_the_core_does(options, step):
     x, first = inputs(3 * SPAN + 5, 0.15, seed=1)
     ours, theirs, ring_state, state = act_both(core, x, first, warm=SPAN + 1)
     torch.testing.assert_close(ours, theirs, **close(torch.float64))
-    for name, a, b in zip(("memory", "keys", "values", "valid"), window(ring_state), window(state)):
+    for name, a, b in zip(("memory", "keys", "values", "valid", "kept"), window(ring_state), window(state)):
         if name == "valid":
             assert torch.equal(a, b), "valid differs"
         else:
@@ -75,22 +76,25 @@ def test_the_ring_acts_as_the_core_does(options, step):
 
 
 @settings(max_examples=25, deadline=None)
-@given(steps=st.integers(1, 3 * SPAN), warm=st.integers(0, 2 * SPAN), reset=st.sampled_from([0.0, 0.2, 0.6, 1.0]), seed=st.integers(0, 99))
-def test_the_ring_acts_as_the_core_does_whatever_the_episode_starts(steps, warm, reset, seed):
+@given(steps=st.integers(1, 3 * SPAN), warm=st.integers(0, 2 * SPAN), reset=st.sampled_from([0.0, 0.2, 0.6, 1.0]), seed=st.integers(0, 99),
+       keep_slot=st.booleans())
+def test_the_ring_acts_as_the_core_does_whatever_the_episode_starts(steps, warm, reset, seed, keep_slot):
     """Any number of steps, from any state of the core's (empty, partly full, full), with episodes
-    starting anywhere: the same outputs and the same state handed back."""
-    core = core_of({})
+    starting anywhere, with and without the kept slot: the same outputs and the same state handed back."""
+    core = core_of({"keep_slot": keep_slot})
     x, first = inputs(warm + steps, reset, seed)
     ours, theirs, ring_state, state = act_both(core, x, first, warm=warm)
     torch.testing.assert_close(ours, theirs, **close(torch.float64))
     assert torch.equal(ring_state.valid, state.valid)
     torch.testing.assert_close(window(ring_state)[0], window(state)[0], **close(torch.float64))
+    torch.testing.assert_close(ring_state.kept, state.kept, **close(torch.float64))
 
 
-def test_the_core_goes_on_from_the_ring_state_as_from_its_own():
+@pytest.mark.parametrize("options", [{}, {"keep_slot": True}])
+def test_the_core_goes_on_from_the_ring_state_as_from_its_own(options):
     """state() is a FeedbackState the core continues from: its next calls (several steps, with the
     keys the ring made reused) equal those from the core's own state."""
-    core = core_of({})
+    core = core_of(options)
     x, first = inputs(2 * SPAN + 6, 0.2, seed=2)
     _, _, ring_state, state = act_both(core, x[: 2 * SPAN], first[: 2 * SPAN])
     with torch.no_grad():
@@ -123,10 +127,10 @@ def test_a_load_after_the_weights_change_acts_with_the_new_weights():
 
 def test_the_ring_keeps_its_addresses():
     """A captured graph replays on the addresses it saw: no step or load moves a tensor of the ring."""
-    core = core_of({}, dtype=torch.float32)
+    core = core_of({"keep_slot": True}, dtype=torch.float32)
     ring = FeedbackRing(core, BATCH, torch.device("cpu"))
     ring.load(core.initial_state(BATCH, "cpu"))
-    tensors = [ring.memory, ring.keys, ring.values, ring.head, ring.count]
+    tensors = [ring.memory, ring.keys, ring.values, ring.head, ring.count, ring.kept, ring.kept_keys, ring.kept_values]
     before = [t.data_ptr() for t in tensors]
     x, first = inputs(SPAN + 2, 0.3, seed=4, dtype=torch.float32)
     with torch.no_grad():
@@ -136,18 +140,19 @@ def test_the_ring_keeps_its_addresses():
     assert [t.data_ptr() for t in tensors] == before
 
 
-def test_the_ring_runs_on_the_meta_device():
+@pytest.mark.parametrize("options", [{}, {"keep_slot": True, "carry": "gate"}])
+def test_the_ring_runs_on_the_meta_device(options):
     """No stray host tensor, no read-back (tests/cores/test_meta_device.py says why meta)."""
     meta = torch.device("meta")
     torch.manual_seed(0)
-    core = make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, span=SPAN).to(meta).eval()
+    core = make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, span=SPAN, **options).to(meta).eval()
     ring = FeedbackRing(core, BATCH, meta)
     ring.load(core.initial_state(BATCH, meta))
     with torch.no_grad():
         y = ring.step(torch.randn(BATCH, INPUT_DIM, device=meta), torch.zeros(BATCH, dtype=torch.bool, device=meta))
     state = ring.state()
     assert y.device == meta and y.shape == (BATCH, 8)
-    assert all(t.device == meta for t in (state.memory, state.keys, state.values, state.valid))
+    assert all(t.device == meta for t in (state.memory, state.keys, state.values, state.valid, state.kept))
 
 
 def test_dropout_in_training_mode_is_refused():

@@ -302,6 +302,24 @@ def test_a_state_saved_as_plain_data_continues_exactly(name, data):
     assert torch.equal(restored, original) and torch.equal(again, original)
 
 
+def test_a_feedback_state_saved_before_the_kept_slot_continues_exactly():
+    """FeedbackState gained `kept` (the kept slot) with a default: a checkpoint's state saved
+    without it loads, and the core goes on from it as from the state it was saved from."""
+    torch.manual_seed(0)
+    core = make_core("feedback", INPUT_DIM, d_model=8, n_heads=2, span=3).double().eval()
+    x = torch.randn(7, 2, INPUT_DIM, dtype=torch.float64)
+    first = torch.zeros(7, 2, dtype=torch.bool)
+    with torch.no_grad():
+        _, state = core(x[:4], core.initial_state(2, "cpu"), first[:4])
+        plain = state_to_plain(state)
+        del plain["fields"]["kept"]
+        restored, _ = core(x[4:], state_from_plain(plain), first[4:])
+        original, _ = core(x[4:], state._replace(version=None), first[4:])
+    assert torch.equal(restored, original)
+    with pytest.raises(ValueError, match=r"this version's \['end', 'kept', 'keys', 'log', 'memory', 'valid', 'values', 'version'\]"):
+        state_from_plain({"type": "FeedbackState", "fields": {**plain["fields"], "planted": 1}})  # a field it never had
+
+
 def test_a_saved_state_of_another_shape_is_refused_by_name():
     state = make_core("lstm", INPUT_DIM, hidden_size=4).initial_state(2, "cpu")
     plain = state_to_plain(state)

@@ -40,6 +40,8 @@ def cached_forward(core: FeedbackReference, x: torch.Tensor, state, first: torch
     Step t reads the window m_{t-S} .. m_{t-1} of the state's last S slots followed by `memory`,
     from its episode's start on (`first`; the state's `valid` for the slots it carries)."""
     c = core.config
+    if c.keep_slot:
+        raise ValueError("the cached memory holds the window only, not the kept slot (keep_slot=True): a core with it recomputes its steps")
     steps, batch = first.shape
     carried, valid = core.memory_window(state)  # (B, S, D), (B, S)
     h = core.embed(x).transpose(0, 1)  # (B, T, D) x_t^0, every step a query

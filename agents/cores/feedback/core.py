@@ -23,6 +23,12 @@ nature, are kept cheap:
   before the carry's blend where both are on; the backward multiplies the gradient at the
   written vector by 1 - tanh^2, read back from what was written. Both steps, the acting call
   and the ring run it;
+- the kept slot (keep_slot=True, reference.py): the run holds the kept vector k_{t-1} beside its
+  buffers, and each step its keys and values (one projection a step, as m_t's), which every
+  layer reads after the window (step.py's KeptRead); the step then writes k_t = a_t (c_t k_{t-1})
+  + (1 - a_t) m_t, its gates a_t made as the carry's are. The backward carries the gradient at
+  k_t back through the blend (to m_t, a_t and k_{t-1}) and through the next step's read. The
+  Python step and the ring run it; the C++ step does not (compiled.py's blocker);
 - at the start of a call the carried memory's keys and values are recomputed with the current
   weights, except when acting (no gradients) with unchanged weights: then the stored ones are
   reused and the call extends the state's buffers in place (append_log.py), so a T = 1 call
@@ -51,7 +57,7 @@ from agents.cores.dtypes import compute_dtype, exact, masked_score
 from agents.cores.feedback.reference import FeedbackConfig, FeedbackReference, ReferenceState
 from agents.cores.stepwise import StepwiseRun
 from agents.cores.feedback.step import (
-    GroupWeights, LayerTape, LayerWeights, layer_backward, layer_forward, layer_norm_input_grad, project,
+    GroupWeights, KeptRead, LayerTape, LayerWeights, layer_backward, layer_forward, layer_norm_input_grad, project,
     projection_gradients,
 )
 from agents.cores.weights_version import track_loads, weights_version
@@ -63,21 +69,7 @@ from agents.cores.state import register_state
 # scattered so cost the attention's loops 3-4x their time (benchmarks/long_window.py).
 BLOCKED_FROM = 256
 
-__all__ = ["FeedbackConfig", "FeedbackCore", "FeedbackState", "make_feedback"]
-
-
-def make_feedback(input_dim: int, config: FeedbackConfig) -> FeedbackReference:
-    """The core `--core feedback` builds: FeedbackCore, the paper's model (and its gated carry,
-    carry="gate", and its tanh write, memory_write="tanh") run fast, on the C++ step or the Python
-    one (compiled.py); or, with the kept slot on (keep_slot; reference.py), the reference model
-    itself, whose plain autograd runs it (slower: no fast step has it)."""
-    return FeedbackReference(input_dim, config) if reference_only(config) else FeedbackCore(input_dim, config)
-
-
-def reference_only(config: FeedbackConfig) -> bool:
-    """Whether a way of keeping the cue that only the reference model runs is on: the kept slot
-    (the carry and the tanh write run on FeedbackCore, on either of its steps)."""
-    return config.keep_slot
+__all__ = ["FeedbackConfig", "FeedbackCore", "FeedbackState"]
 
 
 @register_state
@@ -91,6 +83,25 @@ class FeedbackState(NamedTuple):
     end: int
     version: tuple | None  # ... made by the weights with this weights_version
     log: AppendLog  # how far these buffers have been written
+    # (B, D) the kept slot k_{t-1} (keep_slot), else (B, 0); belongs to the episode where valid[:, -1].
+    # None: a state saved before the field (own_state makes it empty)
+    kept: torch.Tensor | None = None
+
+
+class Gates(NamedTuple):
+    """Gates a call's steps take as inputs, made from their embedded inputs with autograd where it
+    is on: each (..., D), or None where the core has no such gate."""
+
+    carry: torch.Tensor | None  # the carry's g_t (carry="gate")
+    kept: torch.Tensor | None  # the kept slot's a_t (keep_slot)
+
+    def at(self, t: int) -> "Gates":
+        """Step t's gates (of a call's (T, B, D) ones)."""
+        return Gates(*(None if g is None else g[t] for g in self))
+
+    def to(self, dtype: torch.dtype) -> "Gates":
+        """The gates in `dtype`, detached: as the steps read them."""
+        return Gates(*(None if g is None else g.detach().to(dtype) for g in self))
 
 
 class CompiledWeights(NamedTuple):
@@ -105,14 +116,11 @@ class FeedbackCore(FeedbackReference):
     """FeedbackReference's parameters and function; its own state (buffers for acting to extend)."""
 
     def __init__(self, input_dim: int, config: FeedbackConfig):
-        if reference_only(config):
-            raise ValueError(f"FeedbackCore runs the paper's model, its carry and its tanh write, not the kept slot (keep_slot="
-                             f"{config.keep_slot}): make_feedback builds the reference model for it")
         super().__init__(input_dim, config)
         track_loads(self)
         # Which path the steps take (compiled.py): what stands in the compiled step's way, read
         # once, here; then the path per device and dtype, chosen at the first call of each.
-        self._blocked = None if config.step == "python" else feedback_compiled.blocker(config.persistent)
+        self._blocked = None if config.step == "python" else feedback_compiled.blocker(config.persistent, config.keep_slot)
         self._paths: dict[tuple, str] = {}
         if config.step == "compiled":  # refused now where no call could take it (building the extension)
             feedback_compiled.choose(config.step, self._blocked, torch.device("cpu"), torch.float32, torch.float32)
@@ -142,7 +150,7 @@ class FeedbackCore(FeedbackReference):
     def _derive_weights(self) -> tuple[torch.Tensor, list[LayerWeights], list[GroupWeights]]:
         c = self.config
         scale = (c.d_model // c.n_heads) ** -0.5
-        distance = torch.arange(c.span, 0, -1, device=self.layer_logits.device)  # window slot s is S - s steps back
+        distance = torch.arange(c.span, -1 if c.keep_slot else 0, -1, device=self.layer_logits.device)  # window slot s is S - s steps back; the kept slot row 0
         layers = []
         for block in self.blocks:
             persistent = block.persistent() if block.persistent is not None else (None, None)
@@ -164,7 +172,11 @@ class FeedbackCore(FeedbackReference):
         like = torch.zeros(0, dtype=self.layer_logits.dtype, device=device)
         memory, keys, values = self._new_buffers(batch_size, capacity_for(span, 0), like, torch.zeros)
         valid = torch.zeros(batch_size, span, dtype=torch.bool, device=device)
-        return FeedbackState(memory, keys, values, valid, span, None, AppendLog(span))
+        return FeedbackState(memory, keys, values, valid, span, None, AppendLog(span), self._empty_kept(batch_size, like))
+
+    def _empty_kept(self, batch_size: int, like: torch.Tensor) -> torch.Tensor:
+        """(B, D) zeros, the kept slot of no step, where the core keeps one; else (B, 0)."""
+        return like.new_zeros(batch_size, self.config.d_model if self.config.keep_slot else 0)
 
     def memory_window(self, state: FeedbackState) -> tuple[torch.Tensor, torch.Tensor]:
         """The state's last S memory vectors (B, S, D), a view of its buffer, and their `valid`."""
@@ -172,15 +184,16 @@ class FeedbackCore(FeedbackReference):
         return state.memory[:, state.end - self.config.span : state.end], state.valid
 
     def own_state(self, state: FeedbackState | ReferenceState) -> FeedbackState:
-        """`state` itself; or, for the reference model's state of the same config (a checkpoint of
-        a carry run from when make_feedback built the reference model for the carry), a
-        FeedbackState holding its memory and valid (its keys and values made at the next call)."""
+        """`state` itself (a saved one from before the kept slot given an empty one); or, for the
+        reference model's state of the same config (a checkpoint of a carry or kept-slot run from
+        when the reference model ran them), a FeedbackState holding its memory, valid and kept slot
+        (its keys and values made at the next call)."""
         if not isinstance(state, ReferenceState):
-            return state
+            return state if state.kept is not None else state._replace(kept=self._empty_kept(state.valid.shape[0], state.memory))
         span = self.config.span
         memory, keys, values = self._new_buffers(state.valid.shape[0], capacity_for(span, 0), state.memory, torch.zeros)
         memory[:, :span] = state.memory
-        return FeedbackState(memory, keys, values, state.valid, span, None, AppendLog(span))
+        return FeedbackState(memory, keys, values, state.valid, span, None, AppendLog(span), state.kept)
 
     def _new_buffers(self, batch: int, capacity: int, like: torch.Tensor, make=torch.empty):
         """Memory (B, capacity, D), keys and values (B, H, G, E, capacity) (heads before groups: see
@@ -204,15 +217,16 @@ class FeedbackCore(FeedbackReference):
         steps = first.shape[0]
         run = FeedbackRun(self, state, steps, x)
         embedded = self.embed(x)  # (T, B, D): one product for all steps
-        gates = self.carry_gates(embedded)  # (T, B, D) or None: one product too
+        gates = self.gates(embedded)  # (T, B, D) each or None: one product too
         with torch.no_grad():
             run.advance_all(embedded, first, gates)
         return run.outputs(embedded, gates), run.finish()
 
-    def carry_gates(self, embedded: torch.Tensor) -> torch.Tensor | None:
-        """The carry's gates g_t = sigmoid(W_g x_t^0 + b_g) of steps' embedded inputs (..., D), with
-        autograd where it is on (the steps take them as inputs); None without the carry."""
-        return None if self.carry_gate is None else torch.sigmoid(self.carry_gate(embedded))
+    def gates(self, embedded: torch.Tensor) -> Gates:
+        """The carry's gates g_t = sigmoid(W_g x_t^0 + b_g) and the kept slot's a_t of steps'
+        embedded inputs (..., D), with autograd where it is on (the steps take them as inputs);
+        None for a gate the core has not."""
+        return Gates(*(None if gate is None else torch.sigmoid(gate(embedded)) for gate in (self.carry_gate, self.kept_gate)))
 
     def _act(self, x: torch.Tensor, state: FeedbackState, first: torch.Tensor) -> tuple[torch.Tensor, FeedbackState] | None:
         """An acting call (no gradients) in one call of the compiled step, embedding and final norm
@@ -239,7 +253,7 @@ class FeedbackCore(FeedbackReference):
             group_weights=prepared.groups, memory=memory, keys=keys, values=values, pre_norm=self.config.pre_norm,
         )
         end = log.end = end + first.shape[0]
-        return y, FeedbackState(memory, keys, values, valid, end, version, log)
+        return y, FeedbackState(memory, keys, values, valid, end, version, log, state.kept)
 
     def _room(self, state: FeedbackState, steps: int, dtype: torch.dtype) -> tuple:
         """Buffers in `dtype` for `steps` more steps after `state`, whose keys and values are
@@ -288,9 +302,20 @@ class StepTape(NamedTuple):
     # with the carry: u_t (B, D), the paper's m_t (tanh(u_t) with the tanh write), and c_t (B, 1),
     # 1.0 where m_{t-1} was carried; else None
     carry: tuple | None
+    kept: "KeptTape | None"  # with the kept slot: what its read and its write keep
     stats: list  # per key/value group: its norm's (mean, rstd) of m, or None
     seen: torch.Tensor  # (B, 1, 1) 1.0 where some window slot was visible
     masks: list  # per layer: this step's dropout masks, bool (kept), or None
+
+
+class KeptTape(NamedTuple):
+    """What one step of a recording run keeps of the kept slot, for the backward pass."""
+
+    read: torch.Tensor  # (B, D) k_{t-1}, the vector the step's layers read ...
+    reads: list  # ... per key/value group as a KeptRead (its keys, values and bias)
+    stats: list  # per key/value group: its norm's (mean, rstd) of k_{t-1}, or None
+    carried: torch.Tensor  # (B, D) c_t k_{t-1}: what the blend kept (0 after an episode start)
+    onward: torch.Tensor  # (B, D) c_t a_t: the share of dk_t that reaches k_{t-1} through the blend
 
 
 class FeedbackRun(StepwiseRun):
@@ -343,6 +368,10 @@ class FeedbackRun(StepwiseRun):
             with torch.no_grad(), self.exact():
                 for g in range(core.groups):
                     self._write(g, memory[:, :span], 0)
+        if core.kept_gate is not None:  # the kept slot k_{t-1} and its keys and values (B, H, E) per group
+            self.kept = state.kept.to(self.dtype)
+            with torch.no_grad(), self.exact():
+                self.kept_reads, self.kept_stats = self._read_kept(self.kept)
         if self.compiled:  # the weights as the C++ step's structs, the tape in C++
             self.prepared = core.compiled_weights(self.compiled, self.master, self.layers, self.groups)
             self.tape = self.compiled.Tape() if self.recording else None
@@ -364,7 +393,7 @@ class FeedbackRun(StepwiseRun):
         if not core.training or c.dropout == 0:
             return []
         self.keep_scale = like.new_full((), 1.0 / (1.0 - c.dropout))
-        return [block.step_masks(steps, batch, c.span, like.device) for block in core.blocks]
+        return [block.step_masks(steps, batch, c.span + c.keep_slot, like.device) for block in core.blocks]
 
     def _scaled(self, keep: tuple | None) -> tuple | None:
         """A step's bool masks of one layer -> the masks layer_forward multiplies by: 0 or 1 / (1 - p)."""
@@ -385,6 +414,17 @@ class FeedbackRun(StepwiseRun):
                 self.group_key_rows[g].narrow(2, slot, n).copy_(k)
         return stats
 
+    def _read_kept(self, kept: torch.Tensor) -> tuple[list, list]:
+        """The kept vector (B, D) as each key/value group projects it: its keys and values (B, H, E)
+        each, per group, and the norms' statistics."""
+        c, reads, stats = self.core.config, [], []
+        for w in self.groups:
+            kv, group_stats = project(w, kept)
+            keys, values = kv.view(kept.shape[0], 2, c.n_heads, c.d_model // c.n_heads).unbind(1)
+            reads.append((keys, values))
+            stats.append(group_stats)
+        return reads, stats
+
     def step(self, x: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
         """x: (B, input_dim), first: (B,) bool -> y: (B, D), without gradients; outputs() gives
         all steps' with gradients."""
@@ -398,30 +438,30 @@ class FeedbackRun(StepwiseRun):
             return y[0]
         with torch.no_grad():  # the Python step; or, with the carry (its gate made here), the compiled one (_advance)
             embedded = self.core.embed(x)
-            return self.core.norm_out(self.advance(embedded, first, self.core.carry_gates(embedded)))
+            return self.core.norm_out(self.advance(embedded, first, self.core.gates(embedded)))
 
-    def advance(self, embedded: torch.Tensor, first: torch.Tensor, gate: torch.Tensor | None = None) -> torch.Tensor:
-        """One step from its embedding (B, D) (and its carry gate g_t (B, D), with the carry): the
-        top layer's output (B, D) before the final norm, in the call's dtype; the step's memory
-        vector and its keys and values go into the buffers."""
-        assert (gate is None) == (self.core.carry_gate is None), "a step takes its carry gate exactly when the core carries"
+    def advance(self, embedded: torch.Tensor, first: torch.Tensor, gates: Gates = Gates(None, None)) -> torch.Tensor:
+        """One step from its embedding (B, D) (and its gates, (B, D) each, where the core has
+        them): the top layer's output (B, D) before the final norm, in the call's dtype; the step's
+        memory vector and its keys and values go into the buffers."""
+        assert all((g is None) == (gate is None) for g, gate in zip(gates, (self.core.carry_gate, self.core.kept_gate))), \
+            "a step takes each gate exactly when the core has it"
         with self.exact():
-            return self._advance(embedded.to(self.dtype), first, None if gate is None else gate.to(self.dtype))
+            return self._advance(embedded.to(self.dtype), first, gates.to(self.dtype))
 
-    def advance_all(self, embedded: torch.Tensor, first: torch.Tensor, gates: torch.Tensor | None = None) -> None:
-        """All the run's steps from their embeddings (T, B, D) (and carry gates (T, B, D)) and
+    def advance_all(self, embedded: torch.Tensor, first: torch.Tensor, gates: Gates = Gates(None, None)) -> None:
+        """All the run's steps from their embeddings (T, B, D) (and gates (T, B, D) each) and
         first (T, B): as advance() T times, in one call of the compiled step where it runs."""
         if not self.compiled:
             for t in range(first.shape[0]):
-                self.advance(embedded[t], first[t], None if gates is None else gates[t])
+                self.advance(embedded[t], first[t], gates.at(t))
             return
         with self.exact():
-            self._compiled_steps(embedded.to(self.dtype), first, None if gates is None else gates.to(self.dtype))
+            self._compiled_steps(embedded.to(self.dtype), first, gates.to(self.dtype).carry)
 
     def _compiled_steps(self, embedded: torch.Tensor, first: torch.Tensor, gates: torch.Tensor | None) -> torch.Tensor:
         """Steps from embeddings (n, B, D), first (n, B) and the carry's gates (n, B, D), or None
         without the carry, in C++ -> their tops (n, B, D)."""
-        gates = None if gates is None else gates.detach()
         tops = self.compiled.forward_steps(embedded=embedded.detach(), first=first, gates=gates, **self._compiled_arguments())
         self.tops.extend(tops.unbind(0))
         self.t += first.shape[0]
@@ -437,9 +477,9 @@ class FeedbackRun(StepwiseRun):
             **self._compiled_masks(), keep_scale=1.0 / (1.0 - c.dropout), pre_norm=c.pre_norm, tape=self.tape, blocked=self.blocked,
         )
 
-    def _advance(self, embedded: torch.Tensor, first: torch.Tensor, gate: torch.Tensor | None) -> torch.Tensor:
+    def _advance(self, embedded: torch.Tensor, first: torch.Tensor, gates: Gates) -> torch.Tensor:
         if self.compiled:
-            return self._compiled_steps(embedded[None], first[None], None if gate is None else gate[None])[0]
+            return self._compiled_steps(embedded[None], first[None], None if gates.carry is None else gates.carry[None])[0]
         c, t = self.core.config, self.t
         span, lo = c.span, self.start + self.t - c.span  # the window: buffer slots [lo, lo + S)
         self.episode_start = torch.where(first, span + t, self.episode_start)
@@ -447,41 +487,51 @@ class FeedbackRun(StepwiseRun):
         bias = torch.where(visible, self.zero, self.neg_inf)[:, None, :]  # (B, 1, S)
         seen = visible.any(dim=1).to(embedded.dtype)[:, None, None]  # (B, 1, 1)
         keep = [(attention[t], None if relu is None else relu[t]) for attention, relu in self.masks] or [None] * c.n_layers
+        carried = visible[:, -1:].to(embedded.dtype)  # (B, 1) c_t: the newest slot, m_{t-1} (and k_{t-1}), is this episode's
+        kept = None
+        if gates.kept is not None:  # k_{t-1} read after the window, visible where c_t
+            kept_bias = torch.where(visible[:, -1:], self.zero, self.neg_inf)[:, :, None]  # (B, 1, 1)
+            kept = [KeptRead(keys, values, kept_bias) for keys, values in self.kept_reads]
         h, m, tapes = embedded, self.mix[0] * embedded, []
         for layer, w in enumerate(self.layers):
             g = 0 if c.shared_kv else layer
             k_t, v_t = self.group_keys[g][..., lo : lo + span], self.group_values[g][..., lo : lo + span]
-            h, tape = layer_forward(h, k_t, v_t.transpose(-1, -2), bias, seen, w, self._scaled(keep[layer]), c.pre_norm)
+            h, tape = layer_forward(h, k_t, v_t.transpose(-1, -2), bias, seen, w, self._scaled(keep[layer]), c.pre_norm, None if kept is None else kept[g])
             m = torch.addcmul(m, self.mix[layer + 1], h)
             tapes.append(tape)
         slot, carry = self.start + t, None
         if c.tanh_write:  # the memory bounded as it is written
             m = torch.tanh(m)
-        if gate is not None:  # the carry: m_t = g_t (c_t m_{t-1}) + (1 - g_t) u_t, u_t the sum above
-            carried = visible[:, -1:].to(m.dtype)  # (B, 1) c_t: the newest slot, m_{t-1}, is this episode's
-            carry, m = (m, carried), torch.addcmul((1 - gate) * m, gate, self.memory[:, slot - 1] * carried)
+        if gates.carry is not None:  # the carry: m_t = g_t (c_t m_{t-1}) + (1 - g_t) u_t, u_t the sum above
+            carry, m = (m, carried), torch.addcmul((1 - gates.carry) * m, gates.carry, self.memory[:, slot - 1] * carried)
         self.memory[:, slot] = m
         stats = [self._write(g, m[:, None], slot) for g in range(len(self.groups))]
+        kept_tape = None
+        if gates.kept is not None:  # the kept slot: k_t = a_t (c_t k_{t-1}) + (1 - a_t) m_t, and its keys and values for step t + 1
+            previous = self.kept * carried
+            kept_tape = KeptTape(self.kept, kept, self.kept_stats, previous, gates.kept * carried)
+            self.kept = torch.addcmul((1 - gates.kept) * m, gates.kept, previous)
+            self.kept_reads, self.kept_stats = self._read_kept(self.kept)
         if self.recording:
-            self.tapes.append(StepTape(tapes, m, carry, [None if s is None else (s[0][:, 0], s[1][:, 0]) for s in stats], seen, keep))
+            self.tapes.append(StepTape(tapes, m, carry, kept_tape, [None if s is None else (s[0][:, 0], s[1][:, 0]) for s in stats], seen, keep))
         self.tops.append(h)
         self.t += 1
         return h
 
-    def outputs(self, embedded: torch.Tensor | None = None, gates: torch.Tensor | None = None) -> torch.Tensor:
+    def outputs(self, embedded: torch.Tensor | None = None, gates: Gates | None = None) -> torch.Tensor:
         """(T, B, D) the outputs of the steps taken (after the final norm). A recording run
         hands them to autograd here, with gradients to `embedded` (the steps' embedded inputs,
-        (T, B, D); by default embed(the inputs step() was given)), to the carry's gates (T, B, D)
-        the steps took (by default carry_gates(embedded)) and to the weights."""
+        (T, B, D); by default embed(the inputs step() was given)), to the gates (T, B, D) each the
+        steps took (by default gates(embedded)) and to the weights."""
         self.check_outputs()
         if not self.recording:
             return self.core.norm_out(torch.stack(self.tops))
         if embedded is None:
             embedded = self.core.embed(torch.stack(self.inputs))
         if gates is None:
-            gates = self.core.carry_gates(embedded)
+            gates = self.core.gates(embedded)
         mix, layers, groups = self.master
-        y = _Call.apply(embedded, gates, self, mix, *[x for w in layers for x in w], *[x for w in groups for x in w])
+        y = _Call.apply(embedded, *gates, self, mix, *[x for w in layers for x in w], *[x for w in groups for x in w])
         return self.core.norm_out(y)
 
     def finish(self) -> FeedbackState:
@@ -491,12 +541,13 @@ class FeedbackRun(StepwiseRun):
         self.log.end = end
         index = torch.arange(self.t, self.t + span, device=self.slot.device)  # buffer index of the last S slots
         valid = index[None, :] >= self.episode_start[:, None]
-        return FeedbackState(self.memory, self.keys, self.values, valid, end, self.version, self.log)
+        kept = self.kept if self.core.kept_gate is not None else self.memory.new_zeros(valid.shape[0], 0)
+        return FeedbackState(self.memory, self.keys, self.values, valid, end, self.version, self.log, kept)
 
-    def backward(self, grad_y: torch.Tensor, gates: torch.Tensor | None = None) -> tuple:
-        """The steps in reverse, by hand: grad_y (T, B, D) at the tops (and the carry's gates the
-        steps took, (T, B, D)) -> the gradients of the embedded inputs, the gates, softmax(w), and
-        every weight of call_weights (in _Call's input order).
+    def backward(self, grad_y: torch.Tensor, gates: Gates) -> tuple:
+        """The steps in reverse, by hand: grad_y (T, B, D) at the tops (and the gates the steps
+        took, (T, B, D) each or None) -> the gradients of the embedded inputs, the gates, softmax(w),
+        and every weight of call_weights (in _Call's input order).
 
         A step's memory slot is read by the S steps after it, so when the reverse walk reaches
         step t the gradient at its keys and values is complete; from it comes the gradient at
@@ -505,47 +556,58 @@ class FeedbackRun(StepwiseRun):
         just before: dm_t gains g_{t+1} c_{t+1} dm_{t+1}; then du_t = (1 - g_t) dm_t goes down the
         layers where the paper's dm_t goes, and dg_t = dm_t (c_t m_{t-1} - u_t). With the tanh
         write, what was written is tanh of the layers' sum, so the gradient at the sum is (1 -
-        tanh^2) times that at the written vector (read back from it). (The carried state is
-        detached: the first step's m_{t-1} takes no gradient.)
+        tanh^2) times that at the written vector (read back from it). With the kept slot, k_t is
+        read by step t + 1 alone and blended into k_{t+1}, both passed before t: dk_t is complete
+        there, and k_t = a_t (c_t k_{t-1}) + (1 - a_t) m_t gives dm_t += (1 - a_t) dk_t, da_t = dk_t
+        (c_t k_{t-1} - m_t) and a_t c_t dk_t onward to k_{t-1}, which step t's layers read too.
+        (The carried state is detached: the first step's m_{t-1} and k_{t-1} take no gradient.)
 
         In the call's dtype, but the weights' gradients and the gradients at every slot's keys
         and values (each a sum over many steps) accumulate in the weights' own dtype."""
         with self.exact():
-            return self._backward(grad_y.to(self.dtype), None if gates is None else gates.to(self.dtype))
+            return self._backward(grad_y.to(self.dtype), gates.to(self.dtype))
 
-    def _backward(self, grad_y: torch.Tensor, gates: torch.Tensor | None) -> tuple:
+    def _backward(self, grad_y: torch.Tensor, gates: Gates) -> tuple:
         c, steps = self.core.config, self.t
         master_mix, master_layers, master_groups = self.master
         span, (batch, width) = c.span, grad_y.shape[1:]
         # per group (B, 2, H, E, S + T): gradients at every slot's keys ([:, 0]) and values, transposed
         grad_kv = [master_mix.new_zeros(batch, 2, c.n_heads, width // c.n_heads, span + steps) for _ in self.groups]
         d_layers = [LayerWeights(*(None if x is None else torch.zeros_like(x) for x in w)) for w in master_layers]
+        read, grad_read = self.memory[:, : span + steps], [grad.view(batch, 2 * width, span + steps) for grad in grad_kv]  # every slot the call read
         if self.compiled:
-            d_embedded, d_mix, d_gates = self.compiled.backward_steps(
+            d_embedded, d_mix, d_carry = self.compiled.backward_steps(
                 grad_y=grad_y, tops=torch.stack(self.tops), tape=self.tape, mix=self.mix.detach(), layer_weights=self.prepared.layers,
-                group_weights=self.prepared.groups, keys=self.group_keys, values=self.group_values, grad_kv=grad_kv, gates=gates,
+                group_weights=self.prepared.groups, keys=self.group_keys, values=self.group_values, grad_kv=grad_kv, gates=gates.carry,
                 tanh_write=c.tanh_write, memory=self.memory, **self._compiled_masks(), keep_scale=1.0 / (1.0 - c.dropout), pre_norm=c.pre_norm,
                 acc_layers=[self.compiled.LayerWeights(**w._asdict()) for w in d_layers],
             )
+            d_gates = Gates(d_carry, None)
         else:
-            d_embedded, d_mix, d_gates = self._backward_steps(grad_y, grad_kv, d_layers, gates)
+            # per group (B, 2 D, T): gradients at the keys and values of the kept vector each step read
+            grad_kept = [master_mix.new_zeros(batch, 2 * width, steps) for _ in self.groups] if gates.kept is not None else []
+            d_embedded, d_mix, d_gates = self._backward_steps(grad_y, grad_kv, grad_kept, d_layers, gates)
+            if grad_kept:  # the kept vectors read are slots of the projection too
+                read = torch.cat([read, torch.stack([tape.kept.read for tape in self.tapes], dim=1)], dim=1)  # (B, S + 2 T, D)
+                grad_read = [torch.cat([grad, kept], dim=-1) for grad, kept in zip(grad_read, grad_kept)]
         d_mix = d_mix.to(master_mix.dtype).sum(0)  # softmax(w): layer l's output reaches m_t times w_l (l = 0: the embedded input)
-        memory = self.memory[:, : span + steps].to(master_mix.dtype)  # (B, S + T, D): every slot the call read
-        d_groups = [  # each slot's key and value gradients as a column of (B, 2 D, S + T)
-            projection_gradients(w, memory, grad.view(batch, 2 * width, span + steps)) for w, grad in zip(master_groups, grad_kv)
+        d_groups = [  # each slot's key and value gradients as a column of (B, 2 D, slots)
+            projection_gradients(w, read.to(master_mix.dtype), grad) for w, grad in zip(master_groups, grad_read)
         ]
-        return (d_embedded, d_gates, None, d_mix, *[x for w in d_layers for x in w], *[x for w in d_groups for x in w])
+        return (d_embedded, *d_gates, None, d_mix, *[x for w in d_layers for x in w], *[x for w in d_groups for x in w])
 
-    def _backward_steps(self, grad_y: torch.Tensor, grad_kv: list, d_layers: list, gates: torch.Tensor | None) -> tuple:
+    def _backward_steps(self, grad_y: torch.Tensor, grad_kv: list, grad_kept: list, d_layers: list, gates: Gates) -> tuple:
         """The Python path of _backward's walk over the steps: -> the gradients at the embedded
-        inputs (T, B, D), at softmax(w) per step (T, L + 1) and at the carry's gates (T, B, D),
-        None without; the weights' and the slots' key and value gradients added into d_layers and
-        grad_kv."""
+        inputs (T, B, D), at softmax(w) per step (T, L + 1) and at the gates (T, B, D) each, None
+        for a gate the core has not; the weights' and the slots' key and value gradients added into
+        d_layers and grad_kv, the kept vectors' (with the kept slot) into grad_kept."""
         c, steps, span, batch, width = self.core.config, self.t, self.core.config.span, grad_y.shape[1], grad_y.shape[2]
-        mix = self.mix.detach().unbind(0)
+        heads, mix = c.n_heads, self.mix.detach().unbind(0)
         d_embedded, d_mix = torch.empty_like(grad_y), []
-        d_gates = None if gates is None else torch.empty_like(grad_y)
+        d_carry = None if gates.carry is None else torch.empty_like(grad_y)
+        d_kept_gates = None if gates.kept is None else torch.empty_like(grad_y)
         onward = None  # with the carry: g_{t+1} c_{t+1} dm_{t+1}, the gradient at m_t through the next step's carry
+        dk = None  # with the kept slot: the gradient at k_t, complete when the walk reaches step t
         for t in reversed(range(steps)):
             tape = self.tapes[t]
             dm = None
@@ -553,12 +615,22 @@ class FeedbackRun(StepwiseRun):
                 d_normed = torch.mm(grad_kv[g][..., span + t].reshape(batch, 2 * width).to(self.dtype), w.kv_w)  # keys' then values' (B, 2 D)
                 dg = d_normed if w.norm_w is None else layer_norm_input_grad(d_normed, tape.m, tape.stats[g], w.norm_w)
                 dm = dg if dm is None else dm + dg
+            kept = None
+            if tape.kept is not None:  # dk_t -> dm_t, da_t, and the share onward to k_{t-1}; step t's reads of k_{t-1} below
+                if dk is None:  # k_{T-1}: nothing in the call reads it
+                    d_kept_gates[t], onward_kept = 0, None
+                else:
+                    d_kept_gates[t] = dk * (tape.kept.carried - tape.m)
+                    dm = dm + dk - gates.kept[t] * dk
+                    onward_kept = tape.kept.onward * dk
+                grads = [torch.zeros(2, batch, heads, width // heads, dtype=grad.dtype, device=grad.device) for grad in grad_kept]  # keys', values'
+                kept = [read._replace(grad_keys=grad[0], grad_values=grad[1]) for read, grad in zip(tape.kept.reads, grads)]
             if tape.carry is not None:  # dm_t -> du_t, dg_t, and the share onward to m_{t-1}
                 u, carried = tape.carry
                 if onward is not None:
                     dm = dm + onward
-                gate = gates[t]
-                d_gates[t] = dm * (self.memory[:, self.start + t - 1] * carried - u)
+                gate = gates.carry[t]
+                d_carry[t] = dm * (self.memory[:, self.start + t - 1] * carried - u)
                 onward = gate * carried * dm
                 dm = dm - gate * dm  # du_t = (1 - g_t) dm_t
             if c.tanh_write:  # written = tanh(u_t): du_t = (1 - written^2) d written
@@ -573,11 +645,18 @@ class FeedbackRun(StepwiseRun):
                 dh = layer_backward(
                     dh, self.group_key_rows[g][:, :, window], self.group_values[g][..., window], grad_kv[g][:, 0, ..., window],
                     grad_kv[g][:, 1, ..., window], tape.seen, self.layers[layer], tape.layers[layer], self._scaled(tape.masks[layer]), c.pre_norm,
-                    d_layers[layer],
+                    d_layers[layer], None if kept is None else kept[g],
                 )
                 dh = torch.addcmul(dh, dm, mix[layer])
             d_embedded[t] = dh
-        return d_embedded, torch.stack(d_mix[::-1]), d_gates
+            if kept is not None:  # the gradient at k_{t-1}: through step t's reads (each group's projection) and its blend
+                dk = onward_kept
+                for g, w in enumerate(self.groups):
+                    grad_kept[g][..., t] = grads[g].view(2, batch, width).transpose(0, 1).reshape(batch, 2 * width)
+                    d_normed = torch.mm(grad_kept[g][..., t].to(self.dtype), w.kv_w)  # (B, D)
+                    dg = d_normed if w.norm_w is None else layer_norm_input_grad(d_normed, tape.kept.read, tape.kept.stats[g], w.norm_w)
+                    dk = dg if dk is None else dk + dg
+        return d_embedded, torch.stack(d_mix[::-1]), Gates(d_carry, d_kept_gates)
 
 
 def split_keys_values(kv: torch.Tensor, config: FeedbackConfig) -> tuple[torch.Tensor, torch.Tensor]:
@@ -595,15 +674,15 @@ def detached(weights: LayerWeights | GroupWeights) -> dict:
 class _Call(torch.autograd.Function):
     """A recording run's outputs handed to autograd: forward returns the tops its steps computed
     (they ran before, without autograd); backward is FeedbackRun.backward. The weights and the
-    carry's gates are inputs so that autograd sends their gradients on (to the parameters they
-    were derived from: the gates' to the carry gate's weights and to the embedding)."""
+    gates are inputs so that autograd sends their gradients on (to the parameters they were
+    derived from: the gates' to the carry's and the kept slot's gate weights and to the embedding)."""
 
     @staticmethod
-    def forward(ctx, embedded, gates, run, *weights):
+    def forward(ctx, embedded, carry_gates, kept_gates, run, *weights):
         ctx.run = run
-        ctx.save_for_backward(gates)  # the carry's (T, B, D), or None
+        ctx.save_for_backward(carry_gates, kept_gates)  # (T, B, D) each, or None
         return torch.stack(run.tops)  # (T, B, D)
 
     @staticmethod
     def backward(ctx, grad_y):
-        return ctx.run.backward(grad_y, *ctx.saved_tensors)
+        return ctx.run.backward(grad_y, Gates(*ctx.saved_tensors))

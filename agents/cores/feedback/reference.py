@@ -58,8 +58,8 @@ experiments/memory_probes.py) falls under training (0.85-0.89 fresh, 0.80-0.81 t
   runs with the orthogonal value path).
 
 An episode start empties the carry and the kept slot as it hides the window (m_{t-1} = k_{t-1}
-= 0). FeedbackCore runs the carry and the tanh write, on its C++ step and on its Python one; the
-kept slot runs on this model alone (make_feedback builds it for it).
+= 0). FeedbackCore runs all three: the carry and the tanh write on its C++ step and its Python
+one, the kept slot on its Python step (and the acting ring).
 
 Letters: T steps, B envs, S span, L layers, D d_model, H heads, E head width (D / H), N
 persistent vectors per head, F feed-forward width.
@@ -109,11 +109,6 @@ class FeedbackConfig(TransformerConfig):
             raise ValueError(f"gating must be 'none' for the Feedback core, got {self.gating!r}: its fast steps (step.py, the C++ step, "
                              "the acting ring) compute the residual sums themselves; GTrXL's gates are the Transformer core's "
                              "(--core transformer --core-opt gating=gru)")
-
-    @property
-    def keeps(self) -> bool:
-        """Whether one of the ways of keeping the cue is on (make_feedback says which model runs it)."""
-        return self.carry != "none" or self.keep_slot or self.tanh_write
 
     @property
     def tanh_write(self) -> bool:

@@ -16,7 +16,10 @@ Here the memory is a ring of S slots instead, on tensors made once:
 - with the carry (carry="gate"), the step's gate comes from its embedded input, as the
   embedding does (the gate's weights read where they are), and m_{t-1} is the slot before `head`,
   carried while the episode has a slot (count > 0); with the tanh write (memory_write="tanh")
-  the step writes tanh of its layers' sum, before the carry's blend, as FeedbackRun does.
+  the step writes tanh of its layers' sum, before the carry's blend, as FeedbackRun does; with
+  the kept slot (keep_slot=True) the ring holds k_{t-1} and its keys and values beside the slots,
+  read after them at the kept position row, visible and carried while count > 0, and the step
+  writes k_t, its gate made as the carry's is.
 
 `load(state)` copies a FeedbackState's window in and recomputes its keys and values with the
 current weights (as every first acting call after an update does); `state()` hands the ring back
@@ -32,8 +35,8 @@ import torch
 
 from agents.cores.append_log import AppendLog, capacity_for
 from agents.cores.dtypes import compute_dtype, exact, masked_score
-from agents.cores.feedback.core import FeedbackCore, FeedbackState, split_keys_values
-from agents.cores.feedback.step import GroupWeights, LayerWeights, layer_forward, project
+from agents.cores.feedback.core import FeedbackCore, FeedbackState, Gates, split_keys_values
+from agents.cores.feedback.step import GroupWeights, KeptRead, LayerWeights, layer_forward, project
 from agents.cores.weights_version import weights_version
 
 
@@ -57,6 +60,8 @@ class FeedbackRing:
         like = torch.empty(0, dtype=dtype, device=self.device)
         self.memory, self.keys, self.values = self.core._new_buffers(self.batch, self.core.config.span, like, torch.zeros)  # (B, S, D), (B, H, G, E, S) x 2
         self.written = like.new_zeros(self.batch, self.core.config.d_model)  # (B, D) the last step's memory vector
+        self.kept = self.core._empty_kept(self.batch, like)  # (B, D) k_{t-1} with the kept slot, else (B, 0) ...
+        self.kept_keys, self.kept_values = (like.new_zeros(self.batch, *self.keys.shape[1:-1]) for _ in range(2))  # ... its (B, H, G, E) each
         self.zero, self.neg_inf = like.new_zeros(()), like.new_full((), masked_score(dtype))
         self.weights = None  # (softmax(w), layers, groups) as the steps read them: made by load
 
@@ -79,6 +84,16 @@ class FeedbackRing:
                 keys, values = split_keys_values(project(weights, self.memory)[0], self.core.config)  # (B, H, S, E) each
                 self.keys[:, :, g].copy_(keys.transpose(-1, -2))
                 self.values[:, :, g].copy_(values.transpose(-1, -2))
+            if self.core.config.keep_slot:
+                self.kept.copy_(self.core.own_state(state).kept)
+                self._project_kept()
+
+    def _project_kept(self) -> None:
+        """The kept vector's keys and values, from each key/value group, into their tensors."""
+        for g, weights in enumerate(self.weights[2]):
+            keys, values = split_keys_values(project(weights, self.kept[:, None])[0], self.core.config)  # (B, H, 1, E) each
+            self.kept_keys[:, :, g].copy_(keys[:, :, 0])
+            self.kept_values[:, :, g].copy_(values[:, :, 0])
 
     def _derive_weights(self) -> None:
         """The core's call weights in the ring's dtype, into the same tensors on every load (a
@@ -98,12 +113,12 @@ class FeedbackRing:
         ring advanced by one step in place. Fixed shapes and addresses, nothing read back."""
         with torch.no_grad():
             embedded = self.core.embed(x)
-            gate = self.core.carry_gates(embedded)  # (B, D) g_t, or None without the carry
+            gates = self.core.gates(embedded)  # (B, D) g_t and a_t, each None where the core has no such gate
             with exact(self.device):
-                top = self._advance(embedded.to(self.dtype), first, None if gate is None else gate.to(self.dtype))
+                top = self._advance(embedded.to(self.dtype), first, gates.to(self.dtype))
             return self.core.norm_out(top)
 
-    def _advance(self, embedded: torch.Tensor, first: torch.Tensor, gate: torch.Tensor | None) -> torch.Tensor:
+    def _advance(self, embedded: torch.Tensor, first: torch.Tensor, gates: Gates) -> torch.Tensor:
         c, span = self.core.config, self.core.config.span
         mix, layers, groups = self.weights
         self.count.masked_fill_(first, 0)
@@ -111,18 +126,25 @@ class FeedbackRing:
         visible = distance[None, :] <= self.count[:, None]  # (B, S)
         bias = torch.where(visible, self.zero, self.neg_inf)[:, None, :]  # (B, 1, S)
         seen = (self.count > 0).to(self.dtype)[:, None, None]  # (B, 1, 1)
-        window_slot = span - distance  # (S,) the FeedbackCore window slot standing d steps back: its position row
+        rows = span - distance  # (S,) the FeedbackCore window slot standing d steps back: its position row
+        if c.keep_slot:  # then the kept slot's row, after the window's
+            rows = torch.cat([rows, self.slots.new_full((1,), span)])
+        kept_bias = torch.where(seen > 0, self.zero, self.neg_inf)  # (B, 1, 1): k_{t-1} is read while the episode has a slot
         h, m = embedded, mix[0] * embedded
         for layer, w in enumerate(layers):
             g = 0 if c.shared_kv else layer
-            w = w._replace(positions=w.positions.index_select(0, window_slot))
-            h, _ = layer_forward(h, self.keys[:, :, g], self.values[:, :, g].transpose(-1, -2), bias, seen, w, None, c.pre_norm)
+            w = w._replace(positions=w.positions.index_select(0, rows))
+            kept = KeptRead(self.kept_keys[:, :, g], self.kept_values[:, :, g], kept_bias) if c.keep_slot else None
+            h, _ = layer_forward(h, self.keys[:, :, g], self.values[:, :, g].transpose(-1, -2), bias, seen, w, None, c.pre_norm, kept)
             m = torch.addcmul(m, mix[layer + 1], h)
         if c.tanh_write:
             m = torch.tanh(m)
-        if gate is not None:  # the carry: m_t = g_t (c_t m_{t-1}) + (1 - g_t) u_t, as FeedbackRun writes it
+        if gates.carry is not None:  # the carry: m_t = g_t (c_t m_{t-1}) + (1 - g_t) u_t, as FeedbackRun writes it
             previous = self.memory.index_select(1, (self.head - 1).remainder(span)[None])[:, 0]  # (B, D) m_{t-1}: the newest slot
-            m = torch.addcmul((1 - gate) * m, gate, previous * seen[:, 0])  # seen (B, 1): c_t, m_{t-1} is this episode's
+            m = torch.addcmul((1 - gates.carry) * m, gates.carry, previous * seen[:, 0])  # seen (B, 1): c_t, m_{t-1} is this episode's
+        if gates.kept is not None:  # the kept slot: k_t = a_t (c_t k_{t-1}) + (1 - a_t) m_t
+            self.kept.copy_(torch.addcmul((1 - gates.kept) * m, gates.kept, self.kept * seen[:, 0]))
+            self._project_kept()
         at = self.head[None]  # (1,) the oldest slot, read above, now overwritten
         self.memory.index_copy_(1, at, m[:, None])
         self.written.copy_(m)
@@ -148,7 +170,7 @@ class FeedbackRing:
         keys[..., :span] = self.keys.index_select(-1, oldest_first)
         values[..., :span] = self.values.index_select(-1, oldest_first)
         valid = self.slots[None, :] >= span - self.count[:, None]  # (B, S): the last `count` slots
-        return FeedbackState(memory, keys, values, valid, span, self.version, AppendLog(span))
+        return FeedbackState(memory, keys, values, valid, span, self.version, AppendLog(span), self.kept.clone())
 
 
 def _flat(weights: tuple) -> list:

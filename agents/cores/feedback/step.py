@@ -46,7 +46,7 @@ class LayerWeights(NamedTuple):
     query_b: Tensor
     out_w: Tensor  # (D, D)
     out_b: Tensor
-    positions: Tensor  # (S, E) the position embedding of window slot s (S - s steps back)
+    positions: Tensor  # (S [+ 1], E) the position embedding of window slot s (S - s steps back) [, then the kept slot's: row 0]
     persistent_k: Tensor | None  # (H, N, E) scaled persistent keys and values, or None
     persistent_v: Tensor | None
     norm_ff_w: Tensor | None  # the feed-forward sublayer, None with persistent vectors
@@ -64,7 +64,7 @@ class LayerTape(NamedTuple):
     stats_a: tuple | None  # pre-norm: (mean, rstd) of the attention norm of h
     a: Tensor  # (B, D) what the query reads: norm(h) (pre) or h (post)
     q: Tensor  # (B, D) scaled query
-    p: Tensor  # (B, H, S [+ N]) attention weights (softmax output, times "anything seen")
+    p: Tensor  # (B, H, S [+ 1] [+ N]) attention weights over the window [, the kept slot] [, persistent] (softmax output, times "anything seen")
     pd: Tensor  # p after dropout (p itself without)
     c: Tensor  # (B, D) attention context
     z: Tensor  # (B, D) h + attention output
@@ -126,25 +126,44 @@ def linear_grads(grad: Tensor, x: Tensor, acc_w: Tensor, acc_b: Tensor) -> None:
     acc_b.add_(grad.sum(0))
 
 
+class KeptRead(NamedTuple):
+    """The kept slot (reference.py's keep_slot) as one layer's step reads it: one more key and
+    value per env and head beside the window, at position row S of `positions` (the reference's
+    row 0: no window slot reads it). The backward adds its key and value gradients into
+    grad_keys and grad_values (None in a forward)."""
+
+    keys: Tensor  # (B, H, E) of k_{t-1}
+    values: Tensor  # (B, H, E)
+    bias: Tensor  # (B, 1, 1) 0 where k_{t-1} belongs to the episode running, dtypes.masked_score where not
+    grad_keys: Tensor | None = None  # (B, H, E) accumulators
+    grad_values: Tensor | None = None
+
+
 def layer_forward(
-    h: Tensor, k_t: Tensor, v: Tensor, bias: Tensor, seen: Tensor, w: LayerWeights, masks: tuple | None, pre_norm: bool
+    h: Tensor, k_t: Tensor, v: Tensor, bias: Tensor, seen: Tensor, w: LayerWeights, masks: tuple | None, pre_norm: bool,
+    kept: KeptRead | None = None,
 ) -> tuple[Tensor, LayerTape]:
     """One layer, one step. h (B, D) the layer input; k_t (B, H, E, S) the memory window's keys,
     transposed, and v (B, H, S, E) its values (a one-row product is fastest when the other
     factor's rows run along the output, so the forward pass reads keys as (E, S); the run's
     buffers keep values so too, and v is their transposed view); bias (B, 1, S)
     0 where a slot is visible, dtypes.masked_score where not; seen (B, 1, 1) 1.0 where any slot is visible (else the attention reads nothing, not a uniform mean); masks:
-    dropout masks, scaled, (attention (B, H, S [+ N]), ReLU (B, F)) or None -> (B, D), tape."""
+    dropout masks, scaled, (attention (B, H, S [+ 1] [+ N]), ReLU (B, F)) or None; kept: the kept
+    slot, read after the window (its position row positions[S]), or None -> (B, D), tape."""
     batch, width = h.shape
     heads, span, head_width = v.shape[1], v.shape[2], v.shape[3]
+    read = span + (kept is not None)  # the slots before the persistent vectors: the window [, the kept one]
     if pre_norm:
         a, stats_a = layer_norm(h, w.norm_attn_w, w.norm_attn_b)
     else:
         a, stats_a = h, None
     q = torch.addmm(w.query_b, a, w.query_w.t())  # (B, D)
     rows = q.view(batch * heads, 1, head_width)  # one query row per env and head
-    scores = (torch.mm(rows.view(-1, head_width), w.positions.t()).view(batch, heads, span) + bias).view(-1, 1, span)  # position terms and mask
+    scores = (torch.mm(rows.view(-1, head_width), w.positions[:span].t()).view(batch, heads, span) + bias).view(-1, 1, span)  # position terms and mask
     scores = torch.baddbmm(scores, rows, k_t.flatten(0, 1)).view(batch, heads, span)  # (B, H, S)
+    if kept is not None:  # q . (k + position row) of the kept slot, masked as its episode says
+        kept_scores = (q.view(batch, heads, head_width) * (kept.keys + w.positions[span])).sum(-1) + kept.bias.view(batch, 1)  # (B, H)
+        scores = torch.cat([scores, kept_scores[..., None]], dim=-1)
     if w.persistent_k is not None:  # always visible, no position term
         persistent_scores = torch.matmul(rows.view(batch, heads, 1, head_width), w.persistent_k.transpose(-1, -2))
         p = torch.softmax(torch.cat([scores, persistent_scores.view(batch, heads, -1)], dim=-1), dim=-1)
@@ -152,8 +171,10 @@ def layer_forward(
         p = torch.softmax(scores, dim=-1) * seen
     pd = p * masks[0] if masks is not None else p
     c = torch.bmm(pd[..., :span].reshape(-1, 1, span), v.flatten(0, 1)).view(batch, heads, 1, head_width)
+    if kept is not None:
+        c = c + (pd[..., span, None] * kept.values)[:, :, None]
     if w.persistent_k is not None:
-        c = c + torch.matmul(pd[..., None, span:], w.persistent_v)
+        c = c + torch.matmul(pd[..., None, read:], w.persistent_v)
     c = c.view(batch, width)
     z = torch.addmm(w.out_b, c, w.out_w.t()) + h
     if pre_norm:
@@ -177,15 +198,17 @@ def layer_forward(
 
 def layer_backward(
     grad: Tensor, k: Tensor, v_t: Tensor, grad_k_t: Tensor, grad_v_t: Tensor, seen: Tensor, w: LayerWeights,
-    tape: LayerTape, masks: tuple | None, pre_norm: bool, acc: LayerWeights,
+    tape: LayerTape, masks: tuple | None, pre_norm: bool, acc: LayerWeights, kept: KeptRead | None = None,
 ) -> Tensor:
     """layer_forward backwards: grad (B, D) at the layer output -> the gradient at its input h.
     k (B, H, S, E) the window's keys and v_t (B, H, E, S) its values transposed (the layouts that
     make backward's one-row products fast); the window's key and value gradients are added into
-    grad_k_t and grad_v_t (B, H, E, S), views of the call's gradient buffers, and the weights'
-    gradients into `acc` (shaped like w)."""
+    grad_k_t and grad_v_t (B, H, E, S), views of the call's gradient buffers, the kept slot's (where
+    the step read one) into its grad_keys and grad_values, and the weights' gradients into `acc`
+    (shaped like w)."""
     batch, width = grad.shape
     heads, span, head_width = k.shape[1], k.shape[2], k.shape[3]
+    read = span + (kept is not None)
     d_mid = grad
     if w.fc1_w is not None:
         if pre_norm:
@@ -211,9 +234,13 @@ def layer_backward(
     dc = torch.mm(dz, w.out_w).view(batch, heads, 1, head_width)
     dpd = torch.bmm(dc.view(-1, 1, head_width), v_t.flatten(0, 1)).view(batch, heads, span)  # (B, H, S)
     grad_v_t.addcmul_(dc.transpose(-1, -2), tape.pd[..., None, :span])  # (B, H, E, 1) * (B, H, 1, S)
+    if kept is not None:
+        dc_rows = dc.view(batch, heads, head_width)
+        dpd = torch.cat([dpd, (dc_rows * kept.values).sum(-1, keepdim=True)], dim=-1)
+        kept.grad_values.addcmul_(dc_rows, tape.pd[..., span, None])
     if w.persistent_k is not None:
         dpd = torch.cat([dpd, torch.matmul(dc, w.persistent_v.transpose(-1, -2)).view(batch, heads, -1)], dim=-1)
-        acc.persistent_v.add_(torch.einsum("bhn,bhe->hne", tape.pd[..., span:], dc.view(batch, heads, head_width)))
+        acc.persistent_v.add_(torch.einsum("bhn,bhe->hne", tape.pd[..., read:], dc.view(batch, heads, head_width)))
     if masks is not None:
         dpd = dpd * masks[0]
     if w.persistent_k is None:
@@ -222,12 +249,17 @@ def layer_backward(
     ds_keys = ds[..., None, :span]  # (B, H, 1, S)
     rows = tape.q.view(-1, head_width)  # (B H, E)
     grad_k_t.addcmul_(tape.q.view(batch, heads, head_width, 1), ds_keys)
-    add_product(acc.positions, ds_keys.reshape(-1, span).t(), rows)
+    add_product(acc.positions[:span], ds_keys.reshape(-1, span).t(), rows)
     dq = torch.bmm(ds_keys.reshape(-1, 1, span), k.flatten(0, 1)).view(-1, head_width)  # (B H, E)
-    dq = dq.addmm_(ds_keys.reshape(-1, span), w.positions)
+    dq = dq.addmm_(ds_keys.reshape(-1, span), w.positions[:span])
+    if kept is not None:  # the kept slot's score q . (k + positions[S])
+        ds_kept = ds[..., span, None]  # (B, H, 1)
+        kept.grad_keys.addcmul_(ds_kept, tape.q.view(batch, heads, head_width))
+        acc.positions[span].add_((ds_kept * tape.q.view(batch, heads, head_width)).sum((0, 1)))
+        dq = dq + (ds_kept * (kept.keys + w.positions[span])).view(-1, head_width)
     if w.persistent_k is not None:
-        dq = dq + torch.matmul(ds[..., None, span:], w.persistent_k).view(-1, head_width)
-        acc.persistent_k.add_(torch.einsum("bhn,bhe->hne", ds[..., span:], rows.view(batch, heads, head_width)))
+        dq = dq + torch.matmul(ds[..., None, read:], w.persistent_k).view(-1, head_width)
+        acc.persistent_k.add_(torch.einsum("bhn,bhe->hne", ds[..., read:], rows.view(batch, heads, head_width)))
     dq = dq.view(batch, width)
     linear_grads(dq, tape.a, acc.query_w, acc.query_b)
     da = torch.mm(dq, w.query_w)
