@@ -33,8 +33,8 @@ share of the preset's step (at span 2 its loops read two slots).
 --recall adds the learning call of a whole recall episode (L = 64: T = 65 steps, an episode
 start at the first, from an empty memory, B 64, the preset's sizes) of the gated carry
 (carry=gate), the tanh write (memory_write=tanh, read raw, the orthogonal value path), the kept
-slot (keep_slot=True, on the Python step, the one it has) and the paper's model, each on the
-compiled step and on the Python one (the weights they share the same), interleaved, `--rounds` rounds of `--seconds`: the median round, ms a call. --json
+slot (keep_slot=True) and the paper's model, each on the compiled step and on the Python one (the
+weights they share the same), interleaved, `--rounds` rounds of `--seconds`: the median round, ms a call. --json
 writes the run's medians (and --recall's rounds), the command, the machine and the load average
 to a file.
 """
@@ -74,7 +74,7 @@ RECALL_LENGTH = 64  # --recall: an episode of L = 64, T = L + 1 steps (the cue, 
 TANH = dict(memory_write="tanh", read_norm=False, value_init="orthogonal")  # the tanh write as the recall runs train it
 RECALL = {"carry, compiled": dict(carry="gate", step="compiled"), "carry, python": dict(carry="gate", step="python"),
           "tanh, compiled": dict(TANH, step="compiled"), "tanh, python": dict(TANH, step="python"),
-          "kept, python": dict(keep_slot=True, step="python"),  # the kept slot has no compiled step
+          "kept, compiled": dict(keep_slot=True, step="compiled"), "kept, python": dict(keep_slot=True, step="python"),
           "paper, compiled": dict(step="compiled"), "paper, python": dict(step="python")}
 
 
@@ -201,8 +201,8 @@ def recall_learning_calls(rounds: int, seconds: float) -> dict:
           f"carry compiled / paper compiled {median['carry, compiled'] / median['paper, compiled']:.2f}; "
           f"tanh compiled / tanh python {median['tanh, compiled'] / median['tanh, python']:.2f}; "
           f"tanh compiled / paper compiled {median['tanh, compiled'] / median['paper, compiled']:.2f}; "
-          f"kept python / paper python {median['kept, python'] / median['paper, python']:.2f}; "
-          f"kept python / paper compiled {median['kept, python'] / median['paper, compiled']:.2f}")
+          f"kept compiled / kept python {median['kept, compiled'] / median['kept, python']:.2f}; "
+          f"kept compiled / paper compiled {median['kept, compiled'] / median['paper, compiled']:.2f}")
     return {"steps": steps, "batch": BATCH, "sizes": FEEDBACK, "median_ms": median, "rounds_ms": times}
 
 

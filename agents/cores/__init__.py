@@ -93,7 +93,7 @@ def run_options(name: str, options: dict[str, Any], device: torch.device, dtype:
         return with_changed_defaults(name, options, saved)
     step, persistent = options.get("step", FeedbackConfig.step), options.get("persistent", FeedbackConfig.persistent)
     check_choice("step", step, feedback_compiled.STEPS)
-    blocked = feedback_compiled.blocker(persistent, options.get("keep_slot", FeedbackConfig.keep_slot))
+    blocked = feedback_compiled.blocker(persistent)
     try:
         return {**options, "step": feedback_compiled.choose(step, blocked, device, dtype, torch.float32)}
     except ValueError:

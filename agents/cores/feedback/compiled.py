@@ -14,10 +14,11 @@ it builds. (Not -march=native: a cache shared between machines would then crash 
 
 Which path: the Feedback config's `step` (STEPS). "python" is the Python fused step
 (step.py) everywhere. "compiled" is this one, and runs on the CPU computing in float32 or
-float64 (no autocast, weights not cast to a narrow dtype), without persistent vectors or the
-kept slot (keep_slot=True; the Python step runs both), where the extension builds and FEEDBACK_RL_COMPILED is not 0; anything
+float64 (no autocast, weights not cast to a narrow dtype), without persistent vectors (which
+the Python step runs), where the extension builds and FEEDBACK_RL_COMPILED is not 0; anything
 else is refused with the reason. Every other variant (pre- or post-norm, shared or per-layer
-key/value projections, dropout, the gated carry carry="gate", any value_init, d_ff, span, sizes)
+key/value projections, dropout, the gated carry carry="gate", the tanh write, the kept slot
+keep_slot=True, any value_init, d_ff, span, sizes)
 runs compiled. "auto" takes the compiled step where it can run and the Python step elsewhere. A
 run chooses once, at its start, for its device and precision (`choose`, through
 agents/config/config_cli.py's run_core_options), and its config holds the path it chose; a core
@@ -48,10 +49,9 @@ DTYPES = (torch.float32, torch.float64)
 _built: list = []  # [] until the first attempt; then [the module, or None where it failed]
 
 
-def blocker(persistent: int, keep_slot: bool) -> str | None:
-    """Why no call of a core with `persistent` vectors (and the kept slot where `keep_slot`) can
-    take the compiled step, as far as the core alone says (the switch, read here; persistent
-    vectors; the kept slot), or None."""
+def blocker(persistent: int) -> str | None:
+    """Why no call of a core with `persistent` vectors can take the compiled step, as far as the
+    core alone says (the switch, read here; persistent vectors), or None."""
     value = os.environ.get(SWITCH, "1")
     if value not in ("0", "1"):
         raise ValueError(f"{SWITCH} must be 0 or 1, got {value!r}")
@@ -59,8 +59,6 @@ def blocker(persistent: int, keep_slot: bool) -> str | None:
         return f"{SWITCH}=0 in the environment keeps the Python step"
     if persistent:
         return f"persistent vectors (persistent={persistent}) run on the Python step only"
-    if keep_slot:
-        return "the kept slot (keep_slot=True) runs on the Python step only"
     return None
 
 

@@ -28,7 +28,7 @@ nature, are kept cheap:
   layer reads after the window (step.py's KeptRead); the step then writes k_t = a_t (c_t k_{t-1})
   + (1 - a_t) m_t, its gates a_t made as the carry's are. The backward carries the gradient at
   k_t back through the blend (to m_t, a_t and k_{t-1}) and through the next step's read. The
-  Python step and the ring run it; the C++ step does not (compiled.py's blocker);
+  Python step, the C++ one (which takes its gates as the carry's) and the ring run it;
 - at the start of a call the carried memory's keys and values are recomputed with the current
   weights, except when acting (no gradients) with unchanged weights: then the stored ones are
   reused and the call extends the state's buffers in place (append_log.py), so a T = 1 call
@@ -120,7 +120,7 @@ class FeedbackCore(FeedbackReference):
         track_loads(self)
         # Which path the steps take (compiled.py): what stands in the compiled step's way, read
         # once, here; then the path per device and dtype, chosen at the first call of each.
-        self._blocked = None if config.step == "python" else feedback_compiled.blocker(config.persistent, config.keep_slot)
+        self._blocked = None if config.step == "python" else feedback_compiled.blocker(config.persistent)
         self._paths: dict[tuple, str] = {}
         if config.step == "compiled":  # refused now where no call could take it (building the extension)
             feedback_compiled.choose(config.step, self._blocked, torch.device("cpu"), torch.float32, torch.float32)
@@ -236,7 +236,7 @@ class FeedbackCore(FeedbackReference):
         that path's outputs and state exactly (the same operations in the same order;
         tests/cores/test_feedback_acting.py)."""
         dtype = self.layer_logits.dtype
-        if self.carry_gate is not None:  # act_steps embeds in C++ and has no carry gate: FeedbackRun takes the call, its steps compiled
+        if self.carry_gate is not None or self.kept_gate is not None:  # act_steps embeds in C++ and has no gates: FeedbackRun takes the call, its steps compiled
             return None
         if (self.training and self.config.dropout > 0) or compute_dtype(x.device, dtype) != dtype or self.step_path(x.device, dtype, dtype) != "compiled":
             return None
@@ -368,10 +368,11 @@ class FeedbackRun(StepwiseRun):
             with torch.no_grad(), self.exact():
                 for g in range(core.groups):
                     self._write(g, memory[:, :span], 0)
-        if core.kept_gate is not None:  # the kept slot k_{t-1} and its keys and values (B, H, E) per group
-            self.kept = state.kept.to(self.dtype)
-            with torch.no_grad(), self.exact():
-                self.kept_reads, self.kept_stats = self._read_kept(self.kept)
+        if core.kept_gate is not None:  # the kept slot k_{t-1} (the compiled step replaces it in place: a copy) ...
+            self.kept = state.kept.to(self.dtype, copy=True)
+            if not self.compiled:  # ... and, for the Python step, its keys and values (B, H, E) per group
+                with torch.no_grad(), self.exact():
+                    self.kept_reads, self.kept_stats = self._read_kept(self.kept)
         if self.compiled:  # the weights as the C++ step's structs, the tape in C++
             self.prepared = core.compiled_weights(self.compiled, self.master, self.layers, self.groups)
             self.tape = self.compiled.Tape() if self.recording else None
@@ -431,12 +432,12 @@ class FeedbackRun(StepwiseRun):
         self.check_step()
         if self.recording:
             self.inputs.append(x)
-        if self.compiled and self.core.carry_gate is None:  # embedding, step and final norm in one call of the compiled step
+        if self.compiled and self.core.carry_gate is None and self.core.kept_gate is None:  # embedding, step and final norm in one call of the compiled step
             y, tops = self.compiled.run_steps(x=x[None], first=first[None], **self.prepared.outer, **self._compiled_arguments())
             self.tops.append(tops[0])
             self.t += 1
             return y[0]
-        with torch.no_grad():  # the Python step; or, with the carry (its gate made here), the compiled one (_advance)
+        with torch.no_grad():  # the Python step; or, with a gate (made here), the compiled one (_advance)
             embedded = self.core.embed(x)
             return self.core.norm_out(self.advance(embedded, first, self.core.gates(embedded)))
 
@@ -457,12 +458,14 @@ class FeedbackRun(StepwiseRun):
                 self.advance(embedded[t], first[t], gates.at(t))
             return
         with self.exact():
-            self._compiled_steps(embedded.to(self.dtype), first, gates.to(self.dtype).carry)
+            self._compiled_steps(embedded.to(self.dtype), first, gates.to(self.dtype))
 
-    def _compiled_steps(self, embedded: torch.Tensor, first: torch.Tensor, gates: torch.Tensor | None) -> torch.Tensor:
-        """Steps from embeddings (n, B, D), first (n, B) and the carry's gates (n, B, D), or None
-        without the carry, in C++ -> their tops (n, B, D)."""
-        tops = self.compiled.forward_steps(embedded=embedded.detach(), first=first, gates=gates, **self._compiled_arguments())
+    def _compiled_steps(self, embedded: torch.Tensor, first: torch.Tensor, gates: Gates) -> torch.Tensor:
+        """Steps from embeddings (n, B, D), first (n, B) and their gates ((n, B, D) each, or None
+        where the core has no such gate), in C++ -> their tops (n, B, D)."""
+        kept = self.kept if gates.kept is not None else None
+        tops = self.compiled.forward_steps(embedded=embedded.detach(), first=first, gates=gates.carry, kept=kept, kept_gates=gates.kept,
+                                           **self._compiled_arguments())
         self.tops.extend(tops.unbind(0))
         self.t += first.shape[0]
         return tops
@@ -479,7 +482,7 @@ class FeedbackRun(StepwiseRun):
 
     def _advance(self, embedded: torch.Tensor, first: torch.Tensor, gates: Gates) -> torch.Tensor:
         if self.compiled:
-            return self._compiled_steps(embedded[None], first[None], None if gates.carry is None else gates.carry[None])[0]
+            return self._compiled_steps(embedded[None], first[None], Gates(*(None if g is None else g[None] for g in gates)))[0]
         c, t = self.core.config, self.t
         span, lo = c.span, self.start + self.t - c.span  # the window: buffer slots [lo, lo + S)
         self.episode_start = torch.where(first, span + t, self.episode_start)
@@ -575,21 +578,24 @@ class FeedbackRun(StepwiseRun):
         grad_kv = [master_mix.new_zeros(batch, 2, c.n_heads, width // c.n_heads, span + steps) for _ in self.groups]
         d_layers = [LayerWeights(*(None if x is None else torch.zeros_like(x) for x in w)) for w in master_layers]
         read, grad_read = self.memory[:, : span + steps], [grad.view(batch, 2 * width, span + steps) for grad in grad_kv]  # every slot the call read
+        # with the kept slot, per group (B, 2 D, T): gradients at the keys and values of the kept vector each step read
+        grad_kept = [master_mix.new_zeros(batch, 2 * width, steps) for _ in self.groups] if gates.kept is not None else []
         if self.compiled:
-            d_embedded, d_mix, d_carry = self.compiled.backward_steps(
+            kept_reads = grad_y.new_empty(batch, steps, width) if grad_kept else None  # (B, T, D) the k_{t-1} each step read
+            d_embedded, d_mix, d_carry, d_kept = self.compiled.backward_steps(
                 grad_y=grad_y, tops=torch.stack(self.tops), tape=self.tape, mix=self.mix.detach(), layer_weights=self.prepared.layers,
                 group_weights=self.prepared.groups, keys=self.group_keys, values=self.group_values, grad_kv=grad_kv, gates=gates.carry,
                 tanh_write=c.tanh_write, memory=self.memory, **self._compiled_masks(), keep_scale=1.0 / (1.0 - c.dropout), pre_norm=c.pre_norm,
-                acc_layers=[self.compiled.LayerWeights(**w._asdict()) for w in d_layers],
+                acc_layers=[self.compiled.LayerWeights(**w._asdict()) for w in d_layers], kept_gates=gates.kept, grad_kept=grad_kept,
+                kept_reads=kept_reads,
             )
-            d_gates = Gates(d_carry, None)
+            d_gates = Gates(d_carry, d_kept)
         else:
-            # per group (B, 2 D, T): gradients at the keys and values of the kept vector each step read
-            grad_kept = [master_mix.new_zeros(batch, 2 * width, steps) for _ in self.groups] if gates.kept is not None else []
             d_embedded, d_mix, d_gates = self._backward_steps(grad_y, grad_kv, grad_kept, d_layers, gates)
-            if grad_kept:  # the kept vectors read are slots of the projection too
-                read = torch.cat([read, torch.stack([tape.kept.read for tape in self.tapes], dim=1)], dim=1)  # (B, S + 2 T, D)
-                grad_read = [torch.cat([grad, kept], dim=-1) for grad, kept in zip(grad_read, grad_kept)]
+            kept_reads = torch.stack([tape.kept.read for tape in self.tapes], dim=1) if grad_kept else None
+        if grad_kept:  # the kept vectors read are slots of the projection too
+            read = torch.cat([read, kept_reads], dim=1)  # (B, S + 2 T, D)
+            grad_read = [torch.cat([grad, kept], dim=-1) for grad, kept in zip(grad_read, grad_kept)]
         d_mix = d_mix.to(master_mix.dtype).sum(0)  # softmax(w): layer l's output reaches m_t times w_l (l = 0: the embedded input)
         d_groups = [  # each slot's key and value gradients as a column of (B, 2 D, slots)
             projection_gradients(w, read.to(master_mix.dtype), grad) for w, grad in zip(master_groups, grad_read)

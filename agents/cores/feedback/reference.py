@@ -58,8 +58,8 @@ experiments/memory_probes.py) falls under training (0.85-0.89 fresh, 0.80-0.81 t
   runs with the orthogonal value path).
 
 An episode start empties the carry and the kept slot as it hides the window (m_{t-1} = k_{t-1}
-= 0). FeedbackCore runs all three: the carry and the tanh write on its C++ step and its Python
-one, the kept slot on its Python step (and the acting ring).
+= 0). FeedbackCore runs all three, alone or together, on its C++ step and its Python one (and
+the acting ring).
 
 Letters: T steps, B envs, S span, L layers, D d_model, H heads, E head width (D / H), N
 persistent vectors per head, F feed-forward width.

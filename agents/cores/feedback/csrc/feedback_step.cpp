@@ -5,8 +5,9 @@
 // ~170 tensor operations cost their ATen kernel, not a Python call, an autograd check and a
 // dispatch each. Products go through ATen (BLAS); the tape is kept here, in C++, between the
 // forward and the backward. Variants: pre- or post-norm, shared or per-layer key/value
-// projections, dropout (bool masks drawn in Python, scaled here), the gated carry (its gates
-// computed in Python for the whole call, taken here as inputs, their gradient handed back); no
+// projections, dropout (bool masks drawn in Python, scaled here), the gated carry and the kept
+// slot (their gates computed in Python for the whole call, taken here as inputs, their gradient
+// handed back; the kept slot read after the window, its one slot in ATen around the loops); no
 // persistent vectors (the Python path runs those). Any floating dtype ATen has (the caller sends
 // float32 and float64).
 //
@@ -93,17 +94,33 @@ bool absent(const Tensor& t) { return !t.defined() || t.numel() == 0; }
 
 struct Layer : LayerWeights {  // one layer's weights as the steps read them
   bool ff;  // a feed-forward sublayer (none with persistent vectors, which the compiled step does not run)
-  Tensor positions_t;  // (E, S) contiguous: the attention loops run along the slots
+  Tensor positions_t;  // (E, S) contiguous, the window's rows: the attention loops run along the slots
+  Tensor kept_position;  // (E,) with the kept slot: its row, positions' last (the reference's row 0); else undefined
 };
 
-std::vector<Layer> layers_of(const std::vector<LayerWeights>& weights) {
+// The layers' weights as the steps read them; with the kept slot (`kept`) each layer's positions
+// hold S + 1 rows, the window's and then the kept slot's.
+std::vector<Layer> layers_of(const std::vector<LayerWeights>& weights, bool kept) {
   std::vector<Layer> layers;
   for (const auto& w : weights) {
     TORCH_CHECK(absent(w.persistent_k) && absent(w.persistent_v), "the compiled Feedback step has no persistent vectors (step='python' runs them)");
-    layers.push_back({w, !absent(w.fc1_w), absent(w.positions) ? w.positions : w.positions.t().contiguous()});
+    Tensor window = w.positions, kept_position;
+    if (kept && !absent(w.positions)) {
+      const int64_t span = w.positions.size(0) - 1;
+      window = w.positions.narrow(0, 0, span);
+      kept_position = w.positions[span];
+    }
+    layers.push_back({w, !absent(w.fc1_w), absent(window) ? window : window.t().contiguous(), kept_position});
   }
   return layers;
 }
+
+// The kept slot as one layer's step reads it (step.KeptRead): k_{t-1}'s keys and values (B, H, E)
+// of the layer's key/value group and its bias (B, 1), 0 where k_{t-1} is the episode's and -inf
+// where not; in a backward, accumulators (B, H, E) of its key and value gradients.
+struct KeptRead {
+  Tensor keys, values, bias, grad_keys, grad_values;
+};
 
 // What one layer's step keeps for its backward: the fields of step.LayerTape (a norm's
 // statistics as mean and rstd), undefined where the variant has no such value.
@@ -116,6 +133,11 @@ struct StepTape {
   Tensor m;  // (B, D) the step's memory vector
   Tensor u, carried;  // with the carry: u_t (B, D), the paper's m_t (tanh(u_t) with the tanh write), and c_t (B, 1), 1.0 where m_{t-1} was carried; else undefined
   TensorList mean, rstd;  // per group: its norm's statistics of m (pre-norm)
+  // with the kept slot (else empty or undefined): what the layers read, k_{t-1} (B, D), per group
+  // as keys, values and bias, with its norm's statistics; c_t k_{t-1} and c_t a_t (B, D) of the blend
+  Tensor kept_read, kept_carried, kept_onward;
+  std::vector<KeptRead> kept;
+  TensorList kept_mean, kept_rstd;
 };
 
 // A long call's windows in overlapping blocks. The buffers hold each (env, head, element) row of
@@ -188,6 +210,15 @@ void linear_grads(const Tensor& grad, const Tensor& x, const Tensor& acc_w, cons
   acc_b.add_(grad.sum(0));
 }
 
+// A key/value group's projection of memory vectors x (B, D) (step.project), read through its norm
+// where it has one (pre-norm, read_norm) -> keys and values (B, 2, H, E), the norm's mean and rstd
+// (undefined without a norm).
+std::tuple<Tensor, Tensor, Tensor> project(const GroupWeights& w, const Tensor& x, int64_t heads, int64_t head_width) {
+  Tensor normed = x, mean, rstd;
+  if (!absent(w.norm_w)) std::tie(normed, mean, rstd) = layer_norm(x, w.norm_w, w.norm_b);
+  return {at::addmm(w.kv_b, normed, w.kv_w.t()).view({x.size(0), 2, heads, head_width}), mean, rstd};
+}
+
 // The attention's loops are built for three instruction sets and the best the CPU has is chosen
 // when the module loads (GCC's target_clones: x86-64-v4 is AVX-512, v3 AVX2 with FMA): the
 // build's own flags stay portable (a cache shared between machines never runs an instruction a
@@ -228,11 +259,12 @@ ALWAYS_INLINE scalar_t row_sum(int64_t lo, int64_t hi, Term term) {
 }
 
 // Where one env's and head's rows lie: q, c, dq, dc at b * width + h * head_width; p, pd and ds
-// at (b * heads + h) * span; the windows (keys and values transposed, (E, S), and so their
+// at (b * heads + h) * n (n = S, or S + 1 where the kept slot follows the window); the windows (keys and values transposed, (E, S), and so their
 // gradients) and the dropout mask at their own strides. Every loop over a window runs along its
 // slots, contiguous, S long: no loop is as short as a head's width.
 struct Window {
   int64_t batch, heads, span, head_width;
+  int64_t n;  // the slots a row of scores, p, pd and ds holds: the window's S, then the kept slot's where read
   int64_t k0, k1, k2;  // k_t's strides: env, head, element (slots contiguous)
   int64_t v0, v1, v2;  // v_t's: env, head, element (slots contiguous)
   int64_t m0, m1, m2;  // the dropout mask's: env, head, slot
@@ -250,7 +282,7 @@ WIDEST_VECTORS void attend_scores(const Window& w, const scalar_t* qs, const sca
     for (int64_t h = 0; h < w.heads; ++h) {
       const scalar_t* qr = qs + b * width + h * w.head_width;
       const scalar_t* kr = ks + b * w.k0 + h * w.k1;
-      scalar_t* sr = ss + (b * w.heads + h) * span;
+      scalar_t* sr = ss + (b * w.heads + h) * w.n;
       for (int64_t s = 0; s < lo; ++s) sr[s] = -std::numeric_limits<scalar_t>::infinity();
       for (int64_t s = lo; s < span; ++s) sr[s] = 0;
       for (int64_t e = 0; e < w.head_width; ++e) {
@@ -273,18 +305,18 @@ WIDEST_VECTORS void attend_values(const Window& w, const scalar_t* vs, const int
   for (int64_t b = 0; b < w.batch; ++b) {
     const int64_t lo = lo_of[b];
     for (int64_t h = 0; h < w.heads; ++h) {
-      const int64_t row = (b * w.heads + h) * span;
+      const int64_t row = (b * w.heads + h) * w.n;
       scalar_t* pr = ps + row;
-      if (lo == span) {  // nothing seen: the attention reads nothing
-        std::fill(pr, pr + span, scalar_t(0));
-        if (ms) std::fill(pds + row, pds + row + span, scalar_t(0));
+      if (lo == span) {  // nothing seen (the kept slot neither: it is read while the window's newest slot is): the attention reads nothing
+        std::fill(pr, pr + w.n, scalar_t(0));
+        if (ms) std::fill(pds + row, pds + row + w.n, scalar_t(0));
         continue;
       }
       scalar_t* pdr = pr;
       if (ms) {
         pdr = pds + row;
         const bool* mr = ms + b * w.m0 + h * w.m1;
-        for (int64_t s = 0; s < span; ++s) pdr[s] = mr[s * w.m2] ? pr[s] * kept : scalar_t(0);
+        for (int64_t s = 0; s < w.n; ++s) pdr[s] = mr[s * w.m2] ? pr[s] * kept : scalar_t(0);
       }
       const scalar_t* vr = vs + b * w.v0 + h * w.v1;
       scalar_t* cr = cs + b * width + h * w.head_width;
@@ -300,19 +332,20 @@ WIDEST_VECTORS void attend_values(const Window& w, const scalar_t* vs, const int
 // and dropout) written; the window's value and key gradients (gk, gv: keys' layout) added into.
 template <class scalar_t>
 WIDEST_VECTORS void attend_grads(const Window& w, const scalar_t* dcs, const scalar_t* ps, const scalar_t* pds, const scalar_t* qs,
-                                 const scalar_t* ks, const scalar_t* vs, const scalar_t* pos, const bool* ms, scalar_t kept, scalar_t* dqs,
-                                 scalar_t* dss, scalar_t* gks, scalar_t* gvs, scalar_t* dp) {
+                                 const scalar_t* ks, const scalar_t* vs, const scalar_t* pos, const bool* ms, scalar_t kept, const scalar_t* kept_dps,
+                                 scalar_t* dqs, scalar_t* dss, scalar_t* gks, scalar_t* gvs, scalar_t* dp) {
   const int64_t span = w.span, width = w.heads * w.head_width;
   for (int64_t b = 0; b < w.batch; ++b) {
     for (int64_t h = 0; h < w.heads; ++h) {
-      const int64_t row = (b * w.heads + h) * span;
+      const int64_t row = (b * w.heads + h) * w.n;
       const scalar_t *pr = ps + row, *pdr = pds + row;
       const scalar_t *dcr = dcs + b * width + h * w.head_width, *qr = qs + b * width + h * w.head_width;
       const scalar_t* vr = vs + b * w.v0 + h * w.v1;
       const scalar_t* kr = ks + b * w.k0 + h * w.k1;
       scalar_t* gvr = gvs + b * w.g0 + h * w.g1;
       scalar_t* gkr = gks + b * w.g0 + h * w.g1;
-      std::fill(dp, dp + span, scalar_t(0));
+      std::fill(dp, dp + w.n, scalar_t(0));
+      if (kept_dps) dp[span] = kept_dps[b * w.heads + h];  // the kept slot's dc . v, made around the loops
       for (int64_t e = 0; e < w.head_width; ++e) {  // at the weights after dropout (dp_s = dc . v_s) and at the values (dc_e pd_s)
         const scalar_t* ve = vr + e * w.v2;
         scalar_t* g = gvr + e * w.g2;
@@ -325,14 +358,14 @@ WIDEST_VECTORS void attend_grads(const Window& w, const scalar_t* dcs, const sca
       }
       if (ms) {
         const bool* mr = ms + b * w.m0 + h * w.m1;
-        for (int64_t s = 0; s < span; ++s) dp[s] = mr[s * w.m2] ? dp[s] * kept : scalar_t(0);
+        for (int64_t s = 0; s < w.n; ++s) dp[s] = mr[s * w.m2] ? dp[s] * kept : scalar_t(0);
       }
       scalar_t dot = 0;  // softmax backwards (p is 0 where not visible, and everywhere where nothing is)
 #pragma omp simd reduction(+ : dot)
-      for (int64_t s = 0; s < span; ++s) dot += dp[s] * pr[s];
+      for (int64_t s = 0; s < w.n; ++s) dot += dp[s] * pr[s];
       scalar_t* dsr = dss + row;
 #pragma omp simd
-      for (int64_t s = 0; s < span; ++s) dsr[s] = pr[s] * (dp[s] - dot);
+      for (int64_t s = 0; s < w.n; ++s) dsr[s] = pr[s] * (dp[s] - dot);
       scalar_t* dqr = dqs + b * width + h * w.head_width;
       for (int64_t e = 0; e < w.head_width; ++e) {  // at the keys (q_e ds_s) and the query (ds . (k + position))
         scalar_t* g = gkr + e * w.g2;
@@ -350,26 +383,29 @@ WIDEST_VECTORS void attend_grads(const Window& w, const scalar_t* dcs, const sca
   }
 }
 
-// The window of k_t, v_t (B, H, E, S), the mask (or undefined) and the gradients' grad_k_t (or undefined).
-Window window_of(const Tensor& k_t, const Tensor& v_t, const Tensor& mask, const Tensor& grad_k_t = Tensor()) {
+// The window of k_t, v_t (B, H, E, S), rows of n read slots (S, or S + 1 with the kept slot), the
+// mask (or undefined) and the gradients' grad_k_t (or undefined).
+Window window_of(const Tensor& k_t, const Tensor& v_t, int64_t n, const Tensor& mask, const Tensor& grad_k_t = Tensor()) {
   const auto stride = [](const Tensor& t, int64_t d) { return t.defined() ? t.stride(d) : 0; };
-  return {v_t.size(0), v_t.size(1), v_t.size(3), v_t.size(2), k_t.stride(0), k_t.stride(1), k_t.stride(2), v_t.stride(0), v_t.stride(1), v_t.stride(2),
-          stride(mask, 0), stride(mask, 1), stride(mask, 2), stride(grad_k_t, 0), stride(grad_k_t, 1), stride(grad_k_t, 2)};
+  return {v_t.size(0), v_t.size(1), v_t.size(3), v_t.size(2), n, k_t.stride(0), k_t.stride(1), k_t.stride(2), v_t.stride(0), v_t.stride(1),
+          v_t.stride(2), stride(mask, 0), stride(mask, 1), stride(mask, 2), stride(grad_k_t, 0), stride(grad_k_t, 1), stride(grad_k_t, 2)};
 }
 
 // The attention of one step, all envs and heads (the ATen path's position scores, mask bias, key
 // scores, softmax, "seen", dropout and value product: seven operations): q (B, D) the scaled
 // query; k_t, v_t (B, H, E, S) the window's keys and values, transposed; positions_t
 // (E, S); slot s is visible where t + s >= episode_start[b] (buffer indices counted as the run
-// does); mask (B, H, S) bool or undefined, kept entries scaled by `keep` -> p (B, H, S) the
+// does); mask (B, H, S [+ 1]) bool or undefined, kept entries scaled by `keep`; kept: the kept
+// slot, read after the window at position row kept_position (E,), or null -> p (B, H, S [+ 1]) the
 // attention weights (0 where not visible; all 0 where nothing is), pd (p after dropout, p itself
 // without), c (B, D) the context.
 std::tuple<Tensor, Tensor, Tensor> attend(const Tensor& q, const Tensor& k_t, const Tensor& v_t, const Tensor& positions_t,
-                                          const Tensor& episode_start, int64_t t, const Tensor& mask, double keep) {
+                                          const Tensor& episode_start, int64_t t, const Tensor& mask, double keep, const KeptRead* kept,
+                                          const Tensor& kept_position) {
   RECORD_FUNCTION("feedback::attend", std::vector<c10::IValue>());  // named in torch.profiler (benchmarks/feedback_compiled.py --profile)
-  const Window w = window_of(k_t, v_t, mask);
+  const Window w = window_of(k_t, v_t, v_t.size(3) + (kept != nullptr), mask);
   TORCH_CHECK(q.is_contiguous() && k_t.stride(3) == 1 && v_t.stride(3) == 1 && positions_t.is_contiguous(), "attend: unexpected layouts");
-  Tensor scores = at::empty({w.batch, w.heads, w.span}, q.options()), c = at::zeros({w.batch, w.heads * w.head_width}, q.options());
+  Tensor scores = at::empty({w.batch, w.heads, w.n}, q.options()), c = at::zeros({w.batch, w.heads * w.head_width}, q.options());
   std::vector<int64_t> lo(w.batch);  // each env's first visible slot
   const int64_t* start = episode_start.data_ptr<int64_t>();
   for (int64_t b = 0; b < w.batch; ++b) lo[b] = std::min(w.span, std::max<int64_t>(0, start[b] - t));
@@ -377,47 +413,61 @@ std::tuple<Tensor, Tensor, Tensor> attend(const Tensor& q, const Tensor& k_t, co
     attend_scores<scalar_t>(w, q.data_ptr<scalar_t>(), k_t.data_ptr<scalar_t>(), positions_t.data_ptr<scalar_t>(), lo.data(),
                             scores.data_ptr<scalar_t>());
   });
-  Tensor p = at::_softmax(scores, -1, false);  // (B, H, S); rows that see nothing are NaN until zeroed
+  const Tensor rows = q.view({w.batch, w.heads, w.head_width});
+  if (kept) scores.select(-1, w.span).copy_((rows * (kept->keys + kept_position)).sum(-1) + kept->bias);  // q . (k + position row), masked
+  Tensor p = at::_softmax(scores, -1, false);  // (B, H, n); rows that see nothing are NaN until zeroed
   Tensor pd = mask.defined() ? at::empty_like(p) : p;
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attend_values", [&] {
     attend_values<scalar_t>(w, v_t.data_ptr<scalar_t>(), lo.data(), mask.defined() ? mask.data_ptr<bool>() : nullptr,
                             static_cast<scalar_t>(keep), p.data_ptr<scalar_t>(), pd.data_ptr<scalar_t>(), c.data_ptr<scalar_t>());
   });
+  if (kept) c.view({w.batch, w.heads, w.head_width}).addcmul_(pd.select(-1, w.span).unsqueeze(-1), kept->values);
   return {p, pd, c};
 }
 
 // attend backwards: dc (B, D) at the context; p, pd from the forward; q, k_t, v_t, positions, mask,
-// keep as attend's -> dq (B, D) at the query and ds (B, H, S) at the scores; the window's value
-// and key gradients added into grad_v_t and grad_k_t (B, H, E, S).
+// keep, kept, kept_position as attend's -> dq (B, D) at the query and ds (B, H, S [+ 1]) at the
+// scores; the window's value and key gradients added into grad_v_t and grad_k_t (B, H, E, S), the
+// kept slot's into its grad_keys and grad_values.
 std::tuple<Tensor, Tensor> attend_backward(const Tensor& dc, const Tensor& p, const Tensor& pd, const Tensor& q, const Tensor& k_t,
                                            const Tensor& v_t, const Tensor& positions_t, const Tensor& mask, double keep,
-                                           const Tensor& grad_k_t, const Tensor& grad_v_t) {
+                                           const Tensor& grad_k_t, const Tensor& grad_v_t, const KeptRead* kept, const Tensor& kept_position) {
   RECORD_FUNCTION("feedback::attend_backward", std::vector<c10::IValue>());
-  const Window w = window_of(k_t, v_t, mask, grad_k_t);
+  const Window w = window_of(k_t, v_t, p.size(-1), mask, grad_k_t);
   TORCH_CHECK(grad_k_t.strides() == grad_v_t.strides() && grad_k_t.stride(3) == 1 && dc.is_contiguous() && p.is_contiguous() &&
                   pd.is_contiguous() && q.is_contiguous() && k_t.stride(3) == 1 && v_t.stride(3) == 1,
               "attend_backward: unexpected layouts");
   Tensor dq = at::empty_like(q), ds = at::empty_like(p);
+  const Tensor dc_rows = dc.view({w.batch, w.heads, w.head_width}), q_rows = q.view({w.batch, w.heads, w.head_width});
+  Tensor kept_dp;  // (B, H): dc . v of the kept slot, the loops' dp at its entry
+  if (kept) kept_dp = (dc_rows * kept->values).sum(-1).contiguous();
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attend_backward", [&] {
-    std::vector<scalar_t> dp(w.span);  // one row's gradient at the weights after dropout
+    std::vector<scalar_t> dp(w.n);  // one row's gradient at the weights after dropout
     attend_grads<scalar_t>(w, dc.data_ptr<scalar_t>(), p.data_ptr<scalar_t>(), pd.data_ptr<scalar_t>(), q.data_ptr<scalar_t>(),
                            k_t.data_ptr<scalar_t>(), v_t.data_ptr<scalar_t>(), positions_t.data_ptr<scalar_t>(),
-                           mask.defined() ? mask.data_ptr<bool>() : nullptr, static_cast<scalar_t>(keep), dq.data_ptr<scalar_t>(),
-                           ds.data_ptr<scalar_t>(), grad_k_t.data_ptr<scalar_t>(), grad_v_t.data_ptr<scalar_t>(), dp.data());
+                           mask.defined() ? mask.data_ptr<bool>() : nullptr, static_cast<scalar_t>(keep),
+                           kept ? kept_dp.data_ptr<scalar_t>() : nullptr, dq.data_ptr<scalar_t>(), ds.data_ptr<scalar_t>(),
+                           grad_k_t.data_ptr<scalar_t>(), grad_v_t.data_ptr<scalar_t>(), dp.data());
   });
+  if (kept) {  // the kept slot's value (pd_k dc), key (ds_k q) and query (ds_k (k + position row)) gradients
+    const Tensor ds_kept = ds.select(-1, w.span).unsqueeze(-1);  // (B, H, 1)
+    kept->grad_values.addcmul_(pd.select(-1, w.span).unsqueeze(-1), dc_rows);
+    kept->grad_keys.addcmul_(ds_kept, q_rows);
+    dq.view({w.batch, w.heads, w.head_width}).addcmul_(ds_kept, kept->keys + kept_position);
+  }
   return {dq, ds};
 }
 
 // One layer, one step (step.layer_forward): h (B, D); k_t, v_t (B, H, E, S) keys and values
-// transposed; episode_start, t: which slots are visible (attend); mask_a (B, H, S) bool or
-// undefined, kept entries scaled by `keep`; mask_r (B, F): the scaled ReLU mask or undefined ->
-// the layer output (B, D), its tape filled when `tape` is given.
+// transposed; episode_start, t: which slots are visible (attend); mask_a (B, H, S [+ 1]) bool or
+// undefined, kept entries scaled by `keep`; mask_r (B, F): the scaled ReLU mask or undefined;
+// kept: the kept slot or null -> the layer output (B, D), its tape filled when `tape` is given.
 Tensor layer_forward(const Tensor& h, const Tensor& k_t, const Tensor& v_t, const Tensor& episode_start, int64_t t, const Layer& w,
-                     const Tensor& mask_a, double keep, const Tensor& mask_r, bool pre_norm, LayerTape* tape) {
+                     const Tensor& mask_a, double keep, const Tensor& mask_r, bool pre_norm, LayerTape* tape, const KeptRead* kept) {
   Tensor a = h, mean_a, rstd_a;
   if (pre_norm) std::tie(a, mean_a, rstd_a) = layer_norm(h, w.norm_attn_w, w.norm_attn_b);
   Tensor q = at::addmm(w.query_b, a, w.query_w.t());  // (B, D)
-  auto [p, pd, c] = attend(q, k_t, v_t, w.positions_t, episode_start, t, mask_a, keep);
+  auto [p, pd, c] = attend(q, k_t, v_t, w.positions_t, episode_start, t, mask_a, keep, kept, w.kept_position);
   Tensor z = at::addmm(w.out_b, c, w.out_w.t()) + h;
   Tensor h_mid = z, mean_z, rstd_z;
   if (!pre_norm) std::tie(h_mid, mean_z, rstd_z) = layer_norm(z, w.norm_attn_w, w.norm_attn_b);
@@ -435,12 +485,12 @@ Tensor layer_forward(const Tensor& h, const Tensor& k_t, const Tensor& v_t, cons
 }
 
 // layer_forward backwards (step.layer_backward): grad (B, D) at the output -> at the
-// input; k_t, v_t, mask_a, keep, mask_r as layer_forward's; the window's key and value gradients
-// added into grad_k_t, grad_v_t (B, H, E, S), the weights' into acc.
+// input; k_t, v_t, mask_a, keep, mask_r, kept as layer_forward's; the window's key and value gradients
+// added into grad_k_t, grad_v_t (B, H, E, S), the kept slot's into its accumulators, the weights' into acc.
 Tensor layer_backward(const Tensor& grad, const Tensor& k_t, const Tensor& v_t, const Tensor& grad_k_t, const Tensor& grad_v_t,
                       const Layer& w, const LayerTape& tape, const Tensor& mask_a, double keep, const Tensor& mask_r, bool pre_norm,
-                      const Layer& acc) {
-  const int64_t span = v_t.size(3), head_width = v_t.size(2);
+                      const Layer& acc, const KeptRead* kept) {
+  const int64_t read = tape.p.size(-1), head_width = v_t.size(2);  // read: the window's slots [, the kept one]
   Tensor d_mid = grad;
   if (w.ff) {
     Tensor dz2 = pre_norm ? grad
@@ -458,8 +508,8 @@ Tensor layer_backward(const Tensor& grad, const Tensor& k_t, const Tensor& v_t, 
                        : layer_norm_grads(d_mid, tape.z, tape.mean_z, tape.rstd_z, w.norm_attn_w, w.norm_attn_b, acc.norm_attn_w, acc.norm_attn_b);
   linear_grads(dz, tape.c, acc.out_w, acc.out_b);
   Tensor dc = at::mm(dz, w.out_w);  // (B, D)
-  auto [dq, ds] = attend_backward(dc, tape.p, tape.pd, tape.q, k_t, v_t, w.positions_t, mask_a, keep, grad_k_t, grad_v_t);
-  acc.positions.addmm_(ds.view({-1, span}).t(), tape.q.view({-1, head_width}));  // (S, B H) @ (B H, E)
+  auto [dq, ds] = attend_backward(dc, tape.p, tape.pd, tape.q, k_t, v_t, w.positions_t, mask_a, keep, grad_k_t, grad_v_t, kept, w.kept_position);
+  acc.positions.addmm_(ds.view({-1, read}).t(), tape.q.view({-1, head_width}));  // (S [+ 1], B H) @ (B H, E)
   linear_grads(dq, tape.a, acc.query_w, acc.query_b);
   Tensor da = at::mm(dq, w.query_w);
   if (pre_norm) return layer_norm_grads(da, tape.h, tape.mean_a, tape.rstd_a, w.norm_attn_w, w.norm_attn_b, acc.norm_attn_w, acc.norm_attn_b) + dz;
@@ -489,16 +539,21 @@ void check_masks(const TensorList& attention_masks, const TensorList& relu_masks
 // vector and keys and values go to slot start + t (with the carry, blended with slot start + t - 1,
 // m_{t-1}); per layer, dropout's bool masks of all the run's steps (attention (T, B, H, S), ReLU
 // (T, B, F)), or none. Returns the tops (n, B, D), before the final norm; appends each step's tape
-// to `tape` when given.
+// to `tape` when given. With the kept slot: kept (B, D) the run's k_{t-1}, replaced in place by
+// the last step's k_t; kept_gates (n, B, D) its a_t (both none without the kept slot).
 Tensor forward_steps(const Tensor& embedded, const Tensor& first, const std::optional<Tensor>& gates, bool tanh_write,
                      const Tensor& episode_start, int64_t t0, int64_t start, const Tensor& mix, const std::vector<LayerWeights>& layer_weights,
                      const std::vector<GroupWeights>& group_weights, const Tensor& memory, const TensorList& keys, const TensorList& values,
-                     const TensorList& attention_masks, const TensorList& relu_masks, double keep_scale, bool pre_norm, Tape* tape, bool blocked) {
+                     const TensorList& attention_masks, const TensorList& relu_masks, double keep_scale, bool pre_norm, Tape* tape, bool blocked,
+                     const std::optional<Tensor>& kept, const std::optional<Tensor>& kept_gates) {
   at::AutoDispatchBelowADInplaceOrView below_autograd;
-  const auto layers = layers_of(layer_weights);
+  TORCH_CHECK(kept.has_value() == kept_gates.has_value(), "forward_steps: the kept slot takes both kept and kept_gates");
+  const bool keeps = kept.has_value();
+  const auto layers = layers_of(layer_weights, keeps);
   check_masks(attention_masks, relu_masks, layers.size());
-  const int64_t steps = embedded.size(0), span = layers[0].positions.size(0), groups = keys.size();  // positions: (S, E)
+  const int64_t steps = embedded.size(0), span = layers[0].positions_t.size(1), groups = keys.size();  // positions_t: (E, S)
   const bool shared = groups == 1;
+  Tensor k_prev = keeps ? kept->clone() : Tensor();  // k_{t-1}; each step's is a tensor of its own (the tape holds them)
   TORCH_CHECK(!blocked || tape, "forward_steps: blocked windows are a recording call's (give its tape)");
   Blocks* blocks = blocked ? &tape->blocks : nullptr;
   if (blocks && blocks->empty()) {  // the call's first steps: blocks holding the slots written so far
@@ -519,12 +574,24 @@ Tensor forward_steps(const Tensor& embedded, const Tensor& first, const std::opt
     if (tape) step.layers.resize(layers.size());
     Tensor h = embedded[i];
     Tensor m = mix[0] * h;
+    Tensor kept_c;  // (B, 1) c_t with the kept slot: k_{t-1} (as m_{t-1}) is the episode's
+    if (keeps) {  // k_{t-1} as each group projects it, read after the window while c_t
+      kept_c = episode_start.le(t + span - 1).to(m.scalar_type()).unsqueeze(1);
+      const Tensor bias = at::zeros_like(kept_c).masked_fill_(kept_c.eq(0), -std::numeric_limits<double>::infinity());
+      for (int64_t g = 0; g < groups; ++g) {
+        auto [kv, mean, rstd] = project(group_weights[g], k_prev, keys[g].size(1), keys[g].size(2));
+        step.kept.push_back({kv.select(1, 0), kv.select(1, 1), bias, Tensor(), Tensor()});
+        step.kept_mean.push_back(mean);
+        step.kept_rstd.push_back(rstd);
+      }
+    }
     for (size_t l = 0; l < layers.size(); ++l) {
       const int64_t g = shared ? 0 : l;
       auto [mask_a, mask_r] = step_masks(attention_masks, relu_masks, l, t, keep_scale, h.scalar_type());
       const Tensor k_t = blocks ? blocks->window(blocks->keys[g], lo) : keys[g].narrow(-1, lo, span);
       const Tensor v_t = blocks ? blocks->window(blocks->values[g], lo) : values[g].narrow(-1, lo, span);
-      h = layer_forward(h, k_t, v_t, episode_start, t, layers[l], mask_a, keep_scale, mask_r, pre_norm, tape ? &step.layers[l] : nullptr);
+      h = layer_forward(h, k_t, v_t, episode_start, t, layers[l], mask_a, keep_scale, mask_r, pre_norm, tape ? &step.layers[l] : nullptr,
+                        keeps ? &step.kept[g] : nullptr);
       m = at::addcmul(m, mix[l + 1], h);
     }
     const int64_t at_slot = start + t;
@@ -537,11 +604,15 @@ Tensor forward_steps(const Tensor& embedded, const Tensor& first, const std::opt
       m = at::addcmul(at::rsub(gate, 1) * u, gate, memory.select(1, at_slot - 1) * carried);
     }
     memory.select(1, at_slot).copy_(m);
+    if (keeps) {  // the kept slot: k_t = a_t (c_t k_{t-1}) + (1 - a_t) m_t
+      const Tensor gate = (*kept_gates)[i];
+      step.kept_read = k_prev;
+      step.kept_carried = k_prev * kept_c;
+      step.kept_onward = gate * kept_c;
+      k_prev = at::addcmul(at::rsub(gate, 1) * m, gate, step.kept_carried);
+    }
     for (int64_t g = 0; g < groups; ++g) {
-      const GroupWeights& w = group_weights[g];
-      Tensor normed = m, mean, rstd;
-      if (!absent(w.norm_w)) std::tie(normed, mean, rstd) = layer_norm(m, w.norm_w, w.norm_b);  // read through a norm (pre-norm, read_norm)
-      Tensor kv = at::addmm(w.kv_b, normed, w.kv_w.t()).view({m.size(0), 2, keys[g].size(1), keys[g].size(2)});  // (B, 2, H, E)
+      auto [kv, mean, rstd] = project(group_weights[g], m, keys[g].size(1), keys[g].size(2));
       Tensor k = kv.select(1, 0), v = kv.select(1, 1);
       keys[g].select(-1, at_slot).copy_(k);
       values[g].select(-1, at_slot).copy_(v);
@@ -562,12 +633,13 @@ Tensor forward_steps(const Tensor& embedded, const Tensor& first, const std::opt
       tape->steps.push_back(std::move(step));
     }
   }
+  if (keeps) kept->copy_(k_prev);
   return tops;
 }
 
 // Steps [t0, t0 + n) of a run from their inputs, as FeedbackRun.step takes them: the embedding
-// of x (n, B, input), forward_steps (its other arguments, tanh_write among them; no carry: the carry's gates are made
-// from the embedding in Python, and FeedbackRun.step then calls forward_steps), then the final
+// of x (n, B, input), forward_steps (its other arguments, tanh_write among them; no carry and no kept slot: their gates
+// are made from the embedding in Python, and FeedbackRun.step then calls forward_steps), then the final
 // norm (norm_out_w, norm_out_b; None without one: post-norm) -> the outputs (n, B, D) and the
 // tops (n, B, D).
 std::tuple<Tensor, Tensor> run_steps(const Tensor& x, const Tensor& first, bool tanh_write, const Tensor& episode_start, int64_t t0, int64_t start,
@@ -579,7 +651,8 @@ std::tuple<Tensor, Tensor> run_steps(const Tensor& x, const Tensor& first, bool 
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   at::NoGradGuard no_grad;
   Tensor tops = forward_steps(at::linear(x, embed_w, embed_b), first, std::nullopt, tanh_write, episode_start, t0, start, mix, layer_weights,
-                              group_weights, memory, keys, values, attention_masks, relu_masks, keep_scale, pre_norm, tape, blocked);
+                              group_weights, memory, keys, values, attention_masks, relu_masks, keep_scale, pre_norm, tape, blocked,
+                              std::nullopt, std::nullopt);
   return {norm_out_w ? std::get<0>(layer_norm(tops, *norm_out_w, *norm_out_b)) : tops, tops};
 }
 
@@ -618,16 +691,23 @@ std::tuple<Tensor, Tensor> act_steps(const Tensor& x, const Tensor& first, bool 
 // gradients then go into blocks of their own, summed into grad_kv at the end); gates (T, B, D) the
 // carry's the forward took, or none; memory (B, S + T, D) the memory buffer the forward wrote (the
 // S slots carried in, then the steps': step t's m_{t-1} is slot S + t - 1); tanh_write and the
-// masks as forward_steps'.
-std::tuple<Tensor, Tensor, Tensor> backward_steps(const Tensor& grad_y, const Tensor& tops, const Tape& tape, const Tensor& mix,
-                                                  const std::vector<LayerWeights>& layer_weights,
-                                                  const std::vector<GroupWeights>& group_weights, const TensorList& keys,
-                                                  const TensorList& values, const TensorList& grad_kv, const std::optional<Tensor>& gates,
-                                                  bool tanh_write, const Tensor& memory, const TensorList& attention_masks, const TensorList& relu_masks,
-                                                  double keep_scale, bool pre_norm, const std::vector<LayerWeights>& acc_layers) {
+// masks as forward_steps'. With the kept slot: kept_gates (T, B, D) its a_t, the gradient at them
+// returned (else undefined); the key and value gradients of the k_{t-1} step t read written into
+// grad_kept (per group (B, 2 D, T)) and that k_{t-1} into kept_reads (B, T, D), for the
+// projections' weight gradients.
+std::tuple<Tensor, Tensor, Tensor, Tensor> backward_steps(const Tensor& grad_y, const Tensor& tops, const Tape& tape, const Tensor& mix,
+                                                          const std::vector<LayerWeights>& layer_weights,
+                                                          const std::vector<GroupWeights>& group_weights, const TensorList& keys,
+                                                          const TensorList& values, const TensorList& grad_kv, const std::optional<Tensor>& gates,
+                                                          bool tanh_write, const Tensor& memory, const TensorList& attention_masks,
+                                                          const TensorList& relu_masks, double keep_scale, bool pre_norm,
+                                                          const std::vector<LayerWeights>& acc_layers, const std::optional<Tensor>& kept_gates,
+                                                          const TensorList& grad_kept, const std::optional<Tensor>& kept_reads) {
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   at::NoGradGuard no_grad;
-  const auto layers = layers_of(layer_weights), acc = layers_of(acc_layers);
+  const bool keeps = kept_gates.has_value();
+  TORCH_CHECK(keeps == kept_reads.has_value() && keeps == !grad_kept.empty(), "backward_steps: the kept slot takes kept_gates, grad_kept and kept_reads");
+  const auto layers = layers_of(layer_weights, keeps), acc = layers_of(acc_layers, keeps);
   check_masks(attention_masks, relu_masks, layers.size());
   const int64_t steps = grad_y.size(0), batch = grad_y.size(1), width = grad_y.size(2), groups = keys.size();
   const int64_t span = grad_kv[0].size(-1) - steps;
@@ -649,7 +729,9 @@ std::tuple<Tensor, Tensor, Tensor> backward_steps(const Tensor& grad_y, const Te
   };
   Tensor d_embedded = at::empty_like(grad_y), d_mix = at::empty({steps, n_layers + 1}, grad_y.options());
   Tensor d_gates = gates ? at::empty_like(grad_y) : Tensor();
+  Tensor d_kept_gates = keeps ? at::empty_like(grad_y) : Tensor();
   Tensor onward;  // with the carry: g_{t+1} c_{t+1} dm_{t+1}, the gradient at m_t through the next step's carry
+  Tensor dk;  // with the kept slot: the gradient at k_t, complete when the walk reaches step t
   for (int64_t t = steps - 1; t >= 0; --t) {
     const StepTape& step = tape.steps[t];
     Tensor dm;
@@ -658,6 +740,23 @@ std::tuple<Tensor, Tensor, Tensor> backward_steps(const Tensor& grad_y, const Te
       Tensor d_normed = at::mm(slot_grad(g, span + t).reshape({batch, 2 * width}), w.kv_w);  // keys' then values' (B, 2 D)
       Tensor dg = !absent(w.norm_w) ? layer_norm_input_grad(d_normed, step.m, step.mean[g], step.rstd[g], w.norm_w) : d_normed;
       dm = dm.defined() ? dm + dg : dg;
+    }
+    std::vector<KeptRead> kept;  // with the kept slot: step t's reads of k_{t-1}, with gradient accumulators
+    Tensor onward_kept;  // a_t c_t dk_t: the gradient at k_{t-1} through the blend
+    if (keeps) {  // dk_t -> dm_t, da_t, and the share onward to k_{t-1}
+      if (dk.defined()) {
+        d_kept_gates[t].copy_(dk * (step.kept_carried - step.m));
+        dm = dm + dk - (*kept_gates)[t] * dk;
+        onward_kept = step.kept_onward * dk;
+      } else {  // k_{T-1}: nothing in the call reads it
+        d_kept_gates[t].zero_();
+      }
+      for (int64_t g = 0; g < groups; ++g) {
+        KeptRead read = step.kept[g];
+        read.grad_keys = at::zeros_like(read.keys);
+        read.grad_values = at::zeros_like(read.values);
+        kept.push_back(read);
+      }
     }
     if (gates) {  // dm_t -> du_t, dg_t, and the share onward to m_{t-1}
       if (onward.defined()) dm = dm + onward;
@@ -683,10 +782,22 @@ std::tuple<Tensor, Tensor, Tensor> backward_steps(const Tensor& grad_y, const Te
       const Tensor k_t = blocks.empty() ? keys[g].narrow(-1, t, span) : blocks.window(blocks.keys[g], t);
       const Tensor v_t = blocks.empty() ? values[g].narrow(-1, t, span) : blocks.window(blocks.values[g], t);
       dh = layer_backward(dh, k_t, v_t, grad_window.select(1, 0), grad_window.select(1, 1), layers[l], step.layers[l], mask_a, keep_scale,
-                          mask_r, pre_norm, acc[l]);
+                          mask_r, pre_norm, acc[l], keeps ? &kept[g] : nullptr);
       dh = at::addcmul(dh, dm, mix[l]);
     }
     d_embedded[t].copy_(dh);
+    if (keeps) {  // the gradient at k_{t-1}: through step t's reads (each group's projection) and its blend
+      dk = onward_kept;
+      for (int64_t g = 0; g < groups; ++g) {
+        const GroupWeights& w = group_weights[g];
+        const Tensor grad = at::stack({kept[g].grad_keys, kept[g].grad_values}, 1).reshape({batch, 2 * width});  // keys' then values' (B, 2 D)
+        grad_kept[g].select(-1, t).copy_(grad);
+        Tensor d_normed = at::mm(grad, w.kv_w);
+        Tensor dg = !absent(w.norm_w) ? layer_norm_input_grad(d_normed, step.kept_read, step.kept_mean[g], step.kept_rstd[g], w.norm_w) : d_normed;
+        dk = dk.defined() ? dk + dg : dg;
+      }
+      kept_reads->select(1, t).copy_(step.kept_read);
+    }
   }
   for (size_t g = 0; g < grad_blocks.size(); ++g) {  // each slot's two parts into grad_kv
     const int64_t slots = grad_kv[g].size(-1);
@@ -695,7 +806,7 @@ std::tuple<Tensor, Tensor, Tensor> backward_steps(const Tensor& grad_y, const Te
       grad_kv[g].narrow(-1, j * span, n).add_(grad_blocks[g][j].narrow(-1, 0, n));
     }
   }
-  return {d_embedded, d_mix, d_gates};
+  return {d_embedded, d_mix, d_gates, d_kept_gates};
 }
 
 // Every argument by keyword (py::kw_only): a call names what it passes.
@@ -707,7 +818,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("gates").none(true), py::arg("tanh_write"), py::arg("episode_start"), py::arg("t0"), py::arg("start"), py::arg("mix"),
         py::arg("layer_weights"), py::arg("group_weights"), py::arg("memory"), py::arg("keys"), py::arg("values"),
         py::arg("attention_masks"), py::arg("relu_masks"), py::arg("keep_scale"), py::arg("pre_norm"), py::arg("tape").none(true),
-        py::arg("blocked"));
+        py::arg("blocked"), py::arg("kept").none(true), py::arg("kept_gates").none(true));
   m.def("run_steps", &run_steps, "steps of a Feedback run from their inputs: embedding, steps, final norm", py::kw_only(), py::arg("x"),
         py::arg("first"), py::arg("tanh_write"), py::arg("episode_start"), py::arg("t0"), py::arg("start"), py::arg("embed_w"), py::arg("embed_b"),
         py::arg("norm_out_w").none(true), py::arg("norm_out_b").none(true), py::arg("mix"), py::arg("layer_weights"),
@@ -720,5 +831,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("backward_steps", &backward_steps, "a recorded Feedback run's steps in reverse", py::kw_only(), py::arg("grad_y"),
         py::arg("tops"), py::arg("tape"), py::arg("mix"), py::arg("layer_weights"), py::arg("group_weights"), py::arg("keys"),
         py::arg("values"), py::arg("grad_kv"), py::arg("gates").none(true), py::arg("tanh_write"), py::arg("memory"), py::arg("attention_masks"),
-        py::arg("relu_masks"), py::arg("keep_scale"), py::arg("pre_norm"), py::arg("acc_layers"));
+        py::arg("relu_masks"), py::arg("keep_scale"), py::arg("pre_norm"), py::arg("acc_layers"), py::arg("kept_gates").none(true),
+        py::arg("grad_kept"), py::arg("kept_reads").none(true));
 }
