@@ -135,7 +135,7 @@ def test_the_tanh_write_on_each_fast_path_equals_the_reference_in_float64(path, 
     assert_equal_to_the_reference(options, seed, steps, batch, reset, carried, cuts, torch.float64, dict(atol=1e-10, rtol=1e-10))
 
 
-@settings(derandomize=True, max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # (the path stays)
+@settings(derandomize=True, max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # (the path stays)
 @given(options=configurations(), seed=st.integers(0, 2**16), steps=st.integers(2, 9), batch=st.integers(1, 3),
        reset=st.sampled_from([0.0, 0.2, 0.5]), carried=st.integers(1, 8), data=st.data())
 def test_the_kept_slot_on_each_fast_path_equals_the_reference_in_float64(path, options, seed, steps, batch, reset, carried, data):
