@@ -372,7 +372,7 @@ class FeedbackRun(StepwiseRun):
             self.kept = state.kept.to(self.dtype, copy=True)
             if not self.compiled:  # ... and, for the Python step, its keys and values (B, H, E) per group
                 with torch.no_grad(), self.exact():
-                    self.kept_reads, self.kept_stats = self._read_kept(self.kept)
+                    self.kept_reads, self.kept_stats = read_kept(self.groups, self.kept, self.core.config)
         if self.compiled:  # the weights as the C++ step's structs, the tape in C++
             self.prepared = core.compiled_weights(self.compiled, self.master, self.layers, self.groups)
             self.tape = self.compiled.Tape() if self.recording else None
@@ -414,17 +414,6 @@ class FeedbackRun(StepwiseRun):
             if self.rows:
                 self.group_key_rows[g].narrow(2, slot, n).copy_(k)
         return stats
-
-    def _read_kept(self, kept: torch.Tensor) -> tuple[list, list]:
-        """The kept vector (B, D) as each key/value group projects it: its keys and values (B, H, E)
-        each, per group, and the norms' statistics."""
-        c, reads, stats = self.core.config, [], []
-        for w in self.groups:
-            kv, group_stats = project(w, kept)
-            keys, values = kv.view(kept.shape[0], 2, c.n_heads, c.d_model // c.n_heads).unbind(1)
-            reads.append((keys, values))
-            stats.append(group_stats)
-        return reads, stats
 
     def step(self, x: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
         """x: (B, input_dim), first: (B,) bool -> y: (B, D), without gradients; outputs() gives
@@ -514,7 +503,7 @@ class FeedbackRun(StepwiseRun):
             previous = self.kept * carried
             kept_tape = KeptTape(self.kept, kept, self.kept_stats, previous, gates.kept * carried)
             self.kept = torch.addcmul((1 - gates.kept) * m, gates.kept, previous)
-            self.kept_reads, self.kept_stats = self._read_kept(self.kept)
+            self.kept_reads, self.kept_stats = read_kept(self.groups, self.kept, self.core.config)
         if self.recording:
             self.tapes.append(StepTape(tapes, m, carry, kept_tape, [None if s is None else (s[0][:, 0], s[1][:, 0]) for s in stats], seen, keep))
         self.tops.append(h)
@@ -663,6 +652,18 @@ class FeedbackRun(StepwiseRun):
                     dg = d_normed if w.norm_w is None else layer_norm_input_grad(d_normed, tape.kept.read, tape.kept.stats[g], w.norm_w)
                     dk = dg if dk is None else dk + dg
         return d_embedded, torch.stack(d_mix[::-1]), Gates(d_carry, d_kept_gates)
+
+
+def read_kept(groups: list[GroupWeights], kept: torch.Tensor, config: FeedbackConfig) -> tuple[list, list]:
+    """The kept vector (B, D) as each key/value group projects it: its keys and values (B, H, E)
+    each, per group, and the norms' statistics."""
+    reads, stats = [], []
+    for w in groups:
+        kv, group_stats = project(w, kept)
+        keys, values = kv.view(kept.shape[0], 2, config.n_heads, config.d_model // config.n_heads).unbind(1)
+        reads.append((keys, values))
+        stats.append(group_stats)
+    return reads, stats
 
 
 def split_keys_values(kv: torch.Tensor, config: FeedbackConfig) -> tuple[torch.Tensor, torch.Tensor]:

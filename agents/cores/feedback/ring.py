@@ -35,7 +35,7 @@ import torch
 
 from agents.cores.append_log import AppendLog, capacity_for
 from agents.cores.dtypes import compute_dtype, exact, masked_score
-from agents.cores.feedback.core import FeedbackCore, FeedbackState, Gates, split_keys_values
+from agents.cores.feedback.core import FeedbackCore, FeedbackState, Gates, read_kept, split_keys_values
 from agents.cores.feedback.step import GroupWeights, KeptRead, LayerWeights, layer_forward, project
 from agents.cores.weights_version import weights_version
 
@@ -90,10 +90,9 @@ class FeedbackRing:
 
     def _project_kept(self) -> None:
         """The kept vector's keys and values, from each key/value group, into their tensors."""
-        for g, weights in enumerate(self.weights[2]):
-            keys, values = split_keys_values(project(weights, self.kept[:, None])[0], self.core.config)  # (B, H, 1, E) each
-            self.kept_keys[:, :, g].copy_(keys[:, :, 0])
-            self.kept_values[:, :, g].copy_(values[:, :, 0])
+        for g, (keys, values) in enumerate(read_kept(self.weights[2], self.kept, self.core.config)[0]):  # (B, H, E) each
+            self.kept_keys[:, :, g].copy_(keys)
+            self.kept_values[:, :, g].copy_(values)
 
     def _derive_weights(self) -> None:
         """The core's call weights in the ring's dtype, into the same tensors on every load (a
