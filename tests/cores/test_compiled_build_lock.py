@@ -57,3 +57,17 @@ def test_each_torch_installation_builds_under_a_name_of_its_own(monkeypatch):
     assert name.startswith("feedback_rl_step_")
     monkeypatch.setattr(compiled.torch, "__file__", "/elsewhere/.venv/lib/python3.11/site-packages/torch/__init__.py")
     assert compiled.build_name("feedback_rl_step", b"source") != name
+
+
+def test_each_checkout_of_the_step_builds_under_a_name_of_its_own(tmp_path):
+    """Two checkouts of the same source (one per experiment) do not rebuild each other's build (its
+    ninja file names the source's path); one file finds its own build again, and an edit a new one."""
+    first, second = tmp_path / "a" / "feedback_step.cpp", tmp_path / "b" / "feedback_step.cpp"
+    for path in (first, second):
+        path.parent.mkdir()
+        path.write_bytes(compiled.SOURCE.read_bytes())
+    name = compiled.step_build_name(first)
+    assert name == compiled.step_build_name(tmp_path / "a" / ".." / "a" / "feedback_step.cpp")
+    assert compiled.step_build_name(second) != name and name.startswith("feedback_rl_step_")
+    first.write_bytes(compiled.SOURCE.read_bytes() + b"\n// edited\n")
+    assert compiled.step_build_name(first) != name

@@ -9,8 +9,8 @@ tape).
 
 Built with torch.utils.cpp_extension.load (ninja and the machine's C++ compiler) into a cache
 directory (TORCH_EXTENSIONS_DIR, by default ~/.cache/torch_extensions), once per machine, torch
-installation and version of the source (their hash names the build); one line on stderr says so while
-it builds. (Not -march=native: a cache shared between machines would then crash on an older CPU.)
+installation, checkout and version of the source (their hash names the build); one line on stderr says
+so while it builds. (Not -march=native: a cache shared between machines would then crash on an older CPU.)
 
 Which path: the Feedback config's `step` (STEPS). "python" is the Python fused step
 (step.py) everywhere. "compiled" is this one, and runs on the CPU computing in float32 or
@@ -106,10 +106,18 @@ def build_name(stem: str, source: bytes) -> str:
     return f"{stem}_{hashlib.sha256(source + installation.encode()).hexdigest()[:12]}"
 
 
+def step_build_name(source: Path) -> str:
+    """The build name of the step's source file `source`: its code, the flags and its path. The
+    path is in it for the ninja file's reason: that file names the source it compiles, so two
+    checkouts of the same code (one per experiment, a worktree) sharing a build would each find
+    the other's path there and rebuild, each run that started after the other's."""
+    return build_name("feedback_rl_step", source.read_bytes() + repr(FLAGS).encode() + str(source.resolve()).encode())
+
+
 def _build() -> ModuleType | None:
     from torch.utils import cpp_extension
 
-    name = build_name("feedback_rl_step", SOURCE.read_bytes() + repr(FLAGS).encode())  # a build per source and installation
+    name = step_build_name(SOURCE)
     built_before = any(Path(cpp_extension._get_build_directory(name, verbose=False)).glob(f"{name}*.so"))
     if not built_before:
         print("building the compiled Feedback step (once, ~1 min)...", file=sys.stderr, flush=True)
