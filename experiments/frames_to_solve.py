@@ -36,7 +36,6 @@ ledger (experiments/frame/ledger.py) from which a stopped sweep resumes, here or
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import shlex
 import sys
@@ -45,13 +44,12 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.learners.solve import RECORD
 from durable.records import read_record, write_json, write_text
 from envs.cli import positive_int
 from experiments.frame.calls import every_call
 from experiments.frame.estimate import expected_seconds, print_expected, print_expected_time
 from experiments.frame.flags import Distinct, QUICK_ALGO, add_experiment_arguments, minibatch_args, output_name, runs_folder
-from experiments.frame.jobs import ROOT, Job, train_job
+from experiments.frame.jobs import ROOT, Job, keeping_solve_checks, solve_fields, train_job
 from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
 from experiments.frame.ledger import Ledger
 from experiments.frame.stats import seed_count
@@ -168,11 +166,9 @@ class Sweep:
         jobs = {}
         for seed in self.seeds_at(length):
             run_dir = self.runs_dir / model / f"L{length}" / f"seed{seed}"
-            training = train_job(f"{model} L{length} seed {seed}", run_dir, self.train_args(model, length, seed), frames, self.args.algo)
-            seconds = training.measure
-            solve = run_dir / RECORD
-            training = dataclasses.replace(training, measure=lambda seconds=seconds, solve=solve: {**seconds(), "solve": read_record(solve)},
-                                           ledger=self.ledger)
+            training = keeping_solve_checks(train_job(f"{model} L{length} seed {seed}", run_dir, self.train_args(model, length, seed),
+                                                      frames, self.args.algo))
+            training.ledger = self.ledger
             command = [sys.executable, "-m", "experiments.past_length", str(run_dir), "--episodes", str(2 if self.args.quick else 100)]
             past = Job(f"past length {run_dir}", lambda command=command: command, run_dir / "past_length.log", run_dir / "past_length.done.json",
                        training.target, ledger=self.ledger)
@@ -248,11 +244,10 @@ class Sweep:
             solve = record["solve"]
             within = any(c.get("confirmation", -1) >= SOLVED and c["episodes"] <= WITHIN_EPISODES for c in solve["checks"])
             tried = json.loads(past.result()["last_line"]) if past.result() else {}
-            runs.append({"seed": seed, "solved": solve["solved"], "frames_to_solve": solve["frames_to_solve"],
-                         "episodes_to_solve": solve["episodes_to_solve"], "seconds_to_solve": solve["seconds_to_solve"],
-                         "censored_at": solve["censored_at"], "solved_within_10000_episodes": within,
-                         "training_seconds": record.get("training_seconds"), "success_at_length": tried.get("success"),
-                         "checks": [{key: c[key] for key in ("frames", "episodes", "score", "confirmation") if key in c} for c in solve["checks"]]})
+            fields = solve_fields(solve)
+            checks = fields.pop("checks")
+            runs.append({"seed": seed, **fields, "solved_within_10000_episodes": within, "training_seconds": record.get("training_seconds"),
+                         "success_at_length": tried.get("success"), "checks": checks})
         return runs
 
     def write(self, stopped: dict[str, int], complete: bool) -> None:

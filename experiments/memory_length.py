@@ -53,6 +53,11 @@ T-maze's episodes are exactly L + 1 steps, so episodes are frames); either times
 whether more training moves it). Or `--frames` for every length. `--seeds` N runs seeds 0 .. N-1,
 and `--fewer-seeds LENGTH M` only the first M from LENGTH on, where runs cost the most.
 
+A run trained with a solve criterion (`--train-args '--solve-at 0.99 --eval-every N'`: the
+trainer checks its greedy policy every N frames and stops once solved, agents/learners/solve.py)
+keeps its checks in its training record, and its per-seed entry has them ("solve": the frames to
+solve or the cap it was censored at, and every check's score).
+
 Writes NAME.json (raw per-seed numbers, commands, machine, wall time), NAME.md and NAME.png
 (success against length, log axis, one line per model, Ni et al.'s transformer result marked),
 and NAME_runs.json as it goes: every finished run's records (experiments/frame/ledger.py: its
@@ -79,7 +84,7 @@ from durable.records import write_json, write_text
 from envs.cli import non_negative_float, non_negative_int, positive_float, positive_int
 from experiments.frame.flags import KEEPING_OPTIONS, Distinct, QUICK_ALGO, QUICK_CORE, add_experiment_arguments, minibatch_args, output_name, run_frames, runs_folder
 from experiments.frame.estimate import print_expected_time
-from experiments.frame.jobs import ROOT, Job, evaluate_job, evaluation, run_seconds, train_job
+from experiments.frame.jobs import ROOT, Job, evaluate_job, evaluation, keeping_solve_checks, run_seconds, solve_fields, train_job
 from experiments.frame.ledger import Ledger
 from experiments.frame.train_flags import check_train_flags, refuse_other_train_args, refuse_unusable_paths, split_train_args
 from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
@@ -286,8 +291,9 @@ def main(argv: list[str] | None = None) -> None:
         check_train_flags(parser, args.algo, train_args(model, lengths[0], 0))
     refuse_other_train_args(parser, args.out / f"{args.name}.json", args.train_args)
 
-    training = {((model, length), seed): train_job(f"{model} L{length} seed {seed}", run_dir[(model, length), seed], train_args(model, length, seed),
-                                                   frames_at(args, length), args.algo) for (model, length), seed in runs}
+    training = {((model, length), seed): keeping_solve_checks(train_job(f"{model} L{length} seed {seed}", run_dir[(model, length), seed],
+                                                                        train_args(model, length, seed), frames_at(args, length), args.algo))
+                for (model, length), seed in runs}
     episodes = 2 if args.quick else args.eval_episodes
     greedy = {run: evaluate_job(run_dir[run], episodes, frames_at(args, run[0][1]), greedy=True) for run in runs}
     sampled = {run: evaluate_job(run_dir[run], episodes, frames_at(args, run[0][1]), greedy=False, tag="sampled") for run in runs}
@@ -330,9 +336,10 @@ def main(argv: list[str] | None = None) -> None:
             for seed in seeds_at(length):
                 run = ((model, length), seed)
                 agent = {"greedy": evaluation(greedy[run])["agent"], "sampled": evaluation(sampled[run])["agent"]}
+                solve = training[run].result().get("solve")  # where its training took a solve criterion (--train-args '--solve-at ...')
                 per_seed.append({"seed": seed, **{f"{how}_{key}": agent[how][key] for how in agent for key in ARRIVAL_KEYS if key in agent[how]},
                                  **({"reading": run_reading(read[run])} if read else {}),
-                                 "training_seconds": run_seconds(training[run])})
+                                 "training_seconds": run_seconds(training[run]), **({"solve": solve_fields(solve)} if solve else {})})
             greedy_success = np.array([run["greedy_success"] for run in per_seed])
             sampled_success = np.array([run["sampled_success"] for run in per_seed])
             stats = iqm_interval({"greedy": greedy_success, "sampled": sampled_success,
@@ -457,6 +464,7 @@ def table(summary: dict) -> str:
               "over whole episodes replayed (train_dqn.py)" if summary.get("replay") == "episodes" else "of max(rollout, L + 1) steps")
     cells = [(name, length, cell) for name, model in summary["models"].items() for length, cell in model["lengths"].items()]
     arrives, read = any("greedy_arrived" in cell for *_, cell in cells), summary["env"] == "tmaze"
+    checked = any("solve" in run for *_, cell in cells for run in cell["per_seed"])
     caption = (f"Success on {task} against its length L, {summary['algo'].upper()}, rollouts of {summary['rollout']} steps and a "
                f"gradient window {window}, the observation only"
                + (f"; then --train-args '{summary['train_args']}', whose flags win" if summary.get("train_args") else "")
@@ -466,21 +474,35 @@ def table(summary: dict) -> str:
                + ("; arrived: on either side at the end, so success / arrived is memory and arrived is walking" if arrives else "")
                + f"; solved: greedy success >= {summary['solved_at']} (runs, probability [Wilson 95% CI])"
                + ("; unsolved runs by their reading: did not walk / did not reach the junction / did not turn / turned the wrong way / other"
-                  if read else "") + ".")
+                  if read else "")
+               + ("; frames to solve: the first of the run's solve checks whose score and confirmation reached its --solve-at "
+                  "(training stopped there), or the cap it reached without (censored)" if checked else "") + ".")
     columns = ["model", "L", "greedy success", "sampled success", *(["arrived (greedy, sampled)"] if arrives else []), "solved",
-               *(["unsolved: walk / junction / turn / wrong way / other"] if read else []), "greedy per seed", "training time per run"]
+               *(["unsolved: walk / junction / turn / wrong way / other"] if read else []), "greedy per seed",
+               *(["frames to solve per seed"] if checked else []), "training time per run"]
     rows = []
     for name, length, cell in cells:
         per_seed = ", ".join(f"{run['greedy_success']:.2f}" for run in cell["per_seed"])
         arrived = [f"{cell['greedy_arrived']['iqm']:.2f}, {cell['sampled_arrived']['iqm']:.2f}" if "greedy_arrived" in cell else "-"] if arrives else []
         failed = cell.get("failures")
         why = [" / ".join(str(failed[key]) for key in ("no_walk", "no_junction", "no_turn", "wrong_way", "other")) if failed else "-"] if read else []
+        frames = [", ".join(frames_to_solve_text(run.get("solve")) for run in cell["per_seed"])] if checked else []
         rows.append([name, length, format_interval(cell["greedy"]), format_interval(cell["sampled"]), *arrived, format_solved(cell["solved"]),
-                     *why, per_seed, minutes_per_run(run["training_seconds"] for run in cell["per_seed"])])
+                     *why, per_seed, *frames, minutes_per_run(run["training_seconds"] for run in cell["per_seed"])])
     partial = "" if summary.get("complete", True) else (
         "**The sweep so far**: lengths " + ", ".join(map(str, summary["lengths_done"])) + " of " + ", ".join(map(str, summary["lengths"]))
         + " are done; the same command resumes it.\n\n")
     return partial + solved_matrix(summary) + "\n" + markdown_table(columns, rows, caption)
+
+
+def frames_to_solve_text(solve: dict | None) -> str:
+    """A run's frames to solve from its solve checks ("60,672"), "censored at N" where it reached
+    its cap unsolved, "-" where it took no criterion or stopped before either."""
+    if solve is None:
+        return "-"
+    if solve["frames_to_solve"] is not None:
+        return f"{solve['frames_to_solve']:,}"
+    return f"censored at {solve['censored_at']:,}" if solve["censored_at"] is not None else "-"
 
 
 def solved_matrix(summary: dict) -> str:

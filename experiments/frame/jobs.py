@@ -40,12 +40,13 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 from tqdm import tqdm
 
+from agents.learners.solve import RECORD as SOLVE_RECORD
 from agents.runtime.run_folder import EVENTS_GLOB
 from durable.interrupt import STOP_SIGNALS, signal_of, stop_signals_raise
 from durable.owned_files import NotOurFile, open_append
@@ -137,6 +138,24 @@ def train_job(name: str, run_dir: Path, train_args: list[str], frames: int, algo
     outputs = (run_dir / "trace.json",) if traced else ()
     return Job(name, command, run_dir / "train.log", record, f"{frames} frames", (f"train_{algo}", train_args, frames), outputs,
                measure=lambda: {"training_seconds": round(training_seconds(run_dir), 1)}, settings=tuple(train_args))
+
+
+def keeping_solve_checks(training: Job) -> Job:
+    """The training job with its run's solve checks (RUN/solve.json, agents/learners/solve.py: each
+    check's score, the frames to solve or the cap it was censored at) kept in its record as
+    "solve", so the ledger holds them once the run folder is gone; None for a run trained
+    without --solve-at."""
+    seconds, solve = training.measure, training.record.parent / SOLVE_RECORD
+    return replace(training, measure=lambda: {**(seconds() if seconds else {}), "solve": read_record(solve)})
+
+
+def solve_fields(solve: dict) -> dict:
+    """A run's solve checks (its training record's "solve") as the run's fields in an experiment's
+    JSON: solved, the frames, episodes and seconds to solve or the cap it was censored at, and
+    each check's frames, episodes, score and confirmation, in that order."""
+    return {"solved": solve["solved"], "frames_to_solve": solve["frames_to_solve"], "episodes_to_solve": solve["episodes_to_solve"],
+            "seconds_to_solve": solve["seconds_to_solve"], "censored_at": solve["censored_at"],
+            "checks": [{key: c[key] for key in ("frames", "episodes", "score", "confirmation") if key in c} for c in solve["checks"]]}
 
 
 def restart(run_dir: Path) -> list[str]:

@@ -397,7 +397,8 @@ def test_a_quick_memory_length_experiment_trains_with_dqn_into_files_of_its_own(
 
     out, runs = tmp_path / "out", tmp_path / "runs"
     argv = ["--quick", "--algo", "dqn", "--env", "memory_length", "--lengths", "3", "--models", "mlp", "--seeds", "2", "--frames", "1024",
-            "--eval-episodes", "2", "--runs-dir", str(runs), "--out", str(out), "--jobs", "2"]
+            "--eval-episodes", "2", "--train-args", "--solve-at 0.99 --eval-every 512 --eval-episodes 4", "--runs-dir", str(runs), "--out",
+            str(out), "--jobs", "2"]
     monkeypatch.setattr(sys, "argv", ["memory_length"] + argv)
     memory_length.main(argv)
     summary = json.loads((out / "memory_length_recall_dqn.json").read_text())
@@ -412,8 +413,17 @@ def test_a_quick_memory_length_experiment_trains_with_dqn_into_files_of_its_own(
     kept = json.loads((out / "memory_length_recall_dqn_runs.json").read_text())
     assert sorted(kept) == ["mlp/L3/seed0", "mlp/L3/seed1"]
     assert any(part.endswith("train_dqn.py") for part in kept["mlp/L3/seed0"]["train.done.json"]["command"])
-    assert "against its length L, DQN, rollouts of 16 steps and a gradient window over whole episodes replayed" in (
-        out / "memory_length_recall_dqn.md").read_text()
+    table = (out / "memory_length_recall_dqn.md").read_text()
+    assert "against its length L, DQN, rollouts of 16 steps and a gradient window over whole episodes replayed" in table
+    # --solve-at: each run's checks kept in its record and its per-seed entry (the MLP cannot remember: censored at the cap)
+    per_seed = summary["models"]["mlp"]["lengths"]["3"]["per_seed"]
+    for seed, run in enumerate(per_seed):
+        checks = json.loads((runs / "mlp" / "L3" / f"seed{seed}" / "solve.json").read_text())
+        assert kept[f"mlp/L3/seed{seed}"]["train.done.json"]["solve"] == checks
+        assert run["solve"]["frames_to_solve"] == checks["frames_to_solve"] and [c["score"] for c in run["solve"]["checks"]] == [
+            c["score"] for c in checks["checks"]] and len(checks["checks"]) >= 1
+    texts = [f"{run['solve']['frames_to_solve']:,}" if run["solve"]["solved"] else f"censored at {run['solve']['censored_at']:,}" for run in per_seed]
+    assert f"| {', '.join(texts)} |" in table and "frames to solve per seed" in table
 
 
 def test_the_stop_rule_ends_a_models_sweep_after_n_unsolved_lengths_in_a_row_but_not_the_mlps(monkeypatch):
