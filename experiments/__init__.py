@@ -50,6 +50,7 @@ The frame below them all (experiments/frame/, which imports no experiment):
 
     frame/flags.py          the flags every experiment ends with, list flags whose values must differ, --quick's budget
     frame/jobs.py           running training / evaluation commands in parallel, resumable, one progress bar
+    frame/preloaded.py      the commands started as forks of one process that has imported torch, not as fresh ones
     frame/launch.py         where the jobs run: here or on Slurm, and the stages every experiment runs
     frame/ledger.py         a sweep's finished runs kept in one committed file, so that it resumes on another machine
     frame/calls.py          the commands of every call whose work a results file holds

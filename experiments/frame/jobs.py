@@ -1,7 +1,8 @@
 """Running an experiment's commands (training runs, evaluations) in parallel processes.
 
 Each `Job` is a command line run from the repository root with one torch / OpenMP thread, its
-output going to a log file. When it exits 0 the runner writes the job's `record` (a JSON file:
+output going to a log file; locally each starts as a fork of one process that has imported torch
+already (experiments/frame/preloaded.py), which saves each its 2.5 s of imports. When it exits 0 the runner writes the job's `record` (a JSON file:
 the command, its wall time, its last printed line, where evaluate.py prints its numbers, and the
 job's `target`), and a job whose record has the same target is never run again: an interrupted
 experiment, run again, continues with the jobs it had not finished. A record that cannot be read
@@ -31,6 +32,7 @@ as the experiment's `--launcher` flag says (experiments/frame/launch.py).
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shlex
@@ -53,6 +55,9 @@ from durable.owned_files import NotOurFile, open_append
 from durable.records import read_record, write_json
 from experiments.frame.curves import training_seconds
 from experiments.frame.ledger import Ledger
+from experiments.frame.preloaded import Preloaded, Started
+
+Process = subprocess.Popen | Started  # a running command: pid, send_signal, poll, wait
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository root, where the commands run
 ALGOS = ("a2c", "ppo", "dqn")  # the learners an RL experiment can train with: train_a2c.py, train_ppo.py, train_dqn.py
@@ -241,21 +246,52 @@ def machine(workers: int) -> str:
     return f"{cpu_model()}, {os.cpu_count()} cores; {workers} runs at once, 1 thread each"
 
 
-def run_job(job: Job, started_process: Callable[[subprocess.Popen], None] = lambda process: None) -> dict:
+def job_env() -> dict[str, str]:
+    """The environment every command runs in: this one, with one OpenMP / MKL thread."""
+    return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def popen(command: list[str], log) -> subprocess.Popen:
+    """Start `command` in the repository root as a new process in a session of its own, its
+    output and errors to the open file `log`."""
+    return subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=job_env(), start_new_session=True)
+
+
+_servers: dict[str, Preloaded] = {}  # the command server of this process, by its environment
+_servers_lock = threading.Lock()  # the stages' worker threads may ask at once
+
+
+def command_server() -> Preloaded:
+    """The server this process's commands start from (experiments/frame/preloaded.py): started by
+    the first stage and kept for the next ones (its import is that of a command); one started with
+    another environment is stopped first. It stops when this process exits."""
+    env = job_env()
+    key = json.dumps(env, sort_keys=True)
+    with _servers_lock:
+        if key not in _servers:
+            for old in _servers.values():
+                old.close()
+            _servers.clear()
+            _servers[key] = Preloaded(env, ROOT)
+            atexit.register(_servers[key].close)
+        return _servers[key]
+
+
+def run_job(job: Job, started_process: Callable[[Process], None] = lambda process: None, start: Callable[..., Process] = popen) -> dict:
     """Run one job's command to its end here, its output to the job's log (appended: a resumed
-    run's log keeps what came before); write and return its record. `started_process` is told
-    of the process once it runs. Raises JobFailed, with the log's tail, if it exits non-zero."""
+    run's log keeps what came before); write and return its record. `start(command, log)` starts
+    it (`popen`, or a Preloaded server's start); `started_process` is told of the process once it
+    runs. Raises JobFailed, with the log's tail, if it exits non-zero."""
     job.log.parent.mkdir(parents=True, exist_ok=True)
     command = job.command()
     started = time.monotonic()
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     try:
         log_file = open_append(job.log)  # a log that is a link, a folder or a pipe is refused, not followed
     except NotOurFile as error:
         raise JobFailed(f"{job.name}: {error}") from None
     with log_file as log:
         offset = log.tell()
-        process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        process = start(command, log)
         started_process(process)
         returncode = process.wait()
     output = job.log.read_text()[offset:]
@@ -273,12 +309,12 @@ def run_jobs(jobs: list[Job], workers: int, what: str) -> None:
     the others have finished if any failed; on a stop signal passes it to the running commands,
     waits for them and exits with 128 + the signal."""
     todo = [job for job in jobs if not job.done]
-    running: dict[str, subprocess.Popen] = {}  # by job name
+    running: dict[str, Process] = {}  # by job name
     lock = threading.RLock()  # re-entrant: a second signal may come while the handler holds it
     stop_signals: list[int] = []  # the stop signals received, in order
 
     def run(job: Job) -> None:
-        def started(process: subprocess.Popen) -> None:
+        def started(process: Process) -> None:
             with lock:
                 running[job.name] = process
                 for signum in stop_signals:  # a signal came while this one was starting
@@ -289,7 +325,7 @@ def run_jobs(jobs: list[Job], workers: int, what: str) -> None:
                 if stop_signals:
                     return
                 if step is job or not step.done:
-                    record = run_job(step, started)  # measured already: kept as it is
+                    record = run_job(step, started, command_server().start)  # measured already: kept as it is
                     if step.ledger is not None:
                         step.ledger.put(step.record, record)
         finally:
