@@ -88,10 +88,13 @@ class Job:
                 and all(read_record(output) is not None for output in self.outputs))
 
     def result(self) -> dict | None:
-        """The job's record, as run_job wrote it, from its run folder or else its ledger; None
-        where there is none or it cannot be read."""
+        """The job's record, as run_job wrote it, from its run folder or else its ledger; the
+        ledger's copy where it holds the run folder's and more (the measures a later runner added
+        to an older runner's record: `keep`); None where there is none or it cannot be read."""
         record = job_record(self.record)
-        return record if record is not None or self.ledger is None else self.ledger.get(self.record)
+        if self.ledger is None or (record is not None and not self.ledger.holds(self.record, record)):
+            return record
+        return self.ledger.get(self.record)
 
     def keep(self) -> None:
         """Copy the record from the run folder into the job's ledger, if it has both; a record

@@ -118,3 +118,6 @@ def test_a_record_an_older_runner_wrote_is_kept_with_its_measures(tmp_path):
     assert job.ledger.get(job.record) == {"target": "once", "last_line": "ran", "training_seconds": 12.5}
     job.measure = lambda: pytest.fail("measured again")  # kept already: its event files are not read again
     job.keep()
+    assert job.result()["training_seconds"] == 12.5  # read with its measures, though the run folder's record lacks them
+    job.record.write_text('{"target": "once", "last_line": "ran again"}\n')
+    assert job.result()["last_line"] == "ran again"  # a run folder's record the ledger does not hold is the one read
