@@ -10,7 +10,8 @@ working folder), in a session of its own, its output and errors to the job's log
 OMP_NUM_THREADS=1 keeps OpenBLAS and OpenMP from starting pools before the fork), so a command
 starts as it would in a fresh interpreter, less the imports.
 
-The runner sees each command as a `Started` (pid, send_signal, poll, wait: what it used of
+Each command's process title is its command line (setproctitle), so ps and `pgrep -f
+train_a2c.py` find it as they would a fresh process. The runner sees each command as a `Started` (pid, send_signal, poll, wait: what it used of
 subprocess.Popen). The server reports each child's exit status as Popen would (negative: the
 signal that ended it); it exits when the runner closes its end or dies, and a command still
 running then goes on, as a Popen'd one in its own session would.
@@ -23,6 +24,7 @@ import json
 import os
 import runpy
 import select
+import shlex
 import signal
 import socket
 import subprocess
@@ -31,6 +33,8 @@ import threading
 import traceback
 import types
 from pathlib import Path
+
+from setproctitle import setproctitle
 
 # What the commands import (train_*.py, evaluate.py, experiments/tmaze_policy.py), torch most of it.
 PRELOAD = ("numpy", "torch", "torch.utils.tensorboard", "agents.command_line", "agents.learners.train", "agents.learners.ppo",
@@ -204,6 +208,7 @@ def run(request: dict, log_fd: int) -> None:
     os.dup2(log_fd, 1), os.dup2(log_fd, 2), os.close(log_fd)
     os.chdir(request["cwd"])
     program, *argv = request["command"]
+    setproctitle(shlex.join(request["command"]))  # what ps and pgrep -f show: the command, not the server
     if program != sys.executable or not argv or (argv[0].startswith("-") and argv[0] not in ("-m", "-c")):
         os.execvp(program, [program, *argv])  # not a plain python command: run as is
     try:

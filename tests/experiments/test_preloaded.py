@@ -17,7 +17,7 @@ from experiments.frame.preloaded import Preloaded
 # What a command reports of itself, as one JSON line.
 REPORT = ("import json, os, sys; print(json.dumps({'argv': sys.argv, 'name': __name__, 'path0': sys.path[0], "
           "'cwd': os.getcwd(), 'torch': 'torch' in sys.modules, 'omp': os.environ.get('OMP_NUM_THREADS'), "
-          "'session': os.getsid(0) == os.getpid()}))")
+          "'session': os.getsid(0) == os.getpid(), 'title': open('/proc/self/cmdline').read().replace(chr(0), ' ').strip()}))")
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,8 @@ def test_a_script_runs_as_python_runs_it_with_torch_imported_in_a_session_of_its
     status, lines = run(server, tmp_path, [sys.executable, str(script), "--flag", "1"])
     assert status == 0
     assert json.loads(lines[-1]) == {"argv": [str(script), "--flag", "1"], "name": "__main__", "path0": str(tmp_path),
-                                     "cwd": str(ROOT), "torch": True, "omp": "1", "session": True}
+                                     "cwd": str(ROOT), "torch": True, "omp": "1", "session": True,
+                                     "title": f"{sys.executable} {script} --flag 1"}  # what ps and pgrep -f see
 
 
 def test_a_module_and_code_run_as_python_m_and_python_c_run_them(server, tmp_path):
