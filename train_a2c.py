@@ -13,16 +13,19 @@ TensorBoard: `tensorboard --logdir runs`.
 
 from __future__ import annotations
 
-from agents import command_line
-
-from agents.runtime import distributed
-from agents.learners.train import Trainer
+# The imports are in the functions below: actor workers (agents/runtime/actors.py, spawned) import
+# this script as their main module, and need no torch, whose import is 2.5 s of CPU each.
 
 
 def main(argv: list[str] | None = None) -> None:
     """agents/command_line.py: main, with the A2C trainer."""
+    from agents import command_line
+    from agents.learners.train import Trainer
+
     command_line.main(Trainer, __doc__, argv)
 
 
 if __name__ == "__main__":
+    from agents.runtime import distributed
+
     distributed.run_command(main)

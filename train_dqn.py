@@ -15,16 +15,19 @@ agents/config/dqn_config.py:DQNConfig is a flag. evaluate.py RUN --greedy scores
 
 from __future__ import annotations
 
-from agents import command_line
-
-from agents.runtime import distributed
-from agents.learners.dqn.trainer import DQNTrainer
+# The imports are in the functions below: actor workers (agents/runtime/actors.py, spawned) import
+# this script as their main module, and need no torch, whose import is 2.5 s of CPU each.
 
 
 def main(argv: list[str] | None = None) -> None:
     """agents/command_line.py: main, with the DQN trainer."""
+    from agents import command_line
+    from agents.learners.dqn.trainer import DQNTrainer
+
     command_line.main(DQNTrainer, __doc__, argv)
 
 
 if __name__ == "__main__":
+    from agents.runtime import distributed
+
     distributed.run_command(main)

@@ -16,16 +16,19 @@ core's memory is handled across epochs and minibatches: agents/learners/ppo.py a
 
 from __future__ import annotations
 
-from agents import command_line
-
-from agents.runtime import distributed
-from agents.learners.ppo import PPOTrainer
+# The imports are in the functions below: actor workers (agents/runtime/actors.py, spawned) import
+# this script as their main module, and need no torch, whose import is 2.5 s of CPU each.
 
 
 def main(argv: list[str] | None = None) -> None:
     """agents/command_line.py: main, with the PPO trainer."""
+    from agents import command_line
+    from agents.learners.ppo import PPOTrainer
+
     command_line.main(PPOTrainer, __doc__, argv)
 
 
 if __name__ == "__main__":
+    from agents.runtime import distributed
+
     distributed.run_command(main)
