@@ -11,6 +11,8 @@ command ("step") and its acknowledgement. A worker that dies or fails raises `Ac
 learner (never a hang): the learner checks each worker's liveness while it waits.
 
 This module imports no torch: workers are spawned processes that only need numpy and the envs.
+A spawned worker imports its parent's main module too, so the training scripts keep their torch
+imports inside their functions.
 """
 
 from __future__ import annotations
