@@ -11,10 +11,11 @@ OMP_NUM_THREADS=1 keeps OpenBLAS and OpenMP from starting pools before the fork)
 starts as it would in a fresh interpreter, less the imports.
 
 Each command's process title is its command line (setproctitle), so ps and `pgrep -f
-train_a2c.py` find it as they would a fresh process. The runner sees each command as a `Started` (pid, send_signal, poll, wait: what it used of
-subprocess.Popen). The server reports each child's exit status as Popen would (negative: the
-signal that ended it); it exits when the runner closes its end or dies, and a command still
-running then goes on, as a Popen'd one in its own session would.
+train_a2c.py` find it as they would a fresh process. The runner sees each command as a
+`Started` (pid, send_signal, poll, wait: what it used of subprocess.Popen). The server reports
+each child's exit status as Popen would (negative: the signal that ended it); it exits when the
+runner closes its end or dies, and a command still running then goes on, as a Popen'd one in its
+own session would. CUDA is never touched by the server, so each command initialises it itself.
 """
 
 from __future__ import annotations
