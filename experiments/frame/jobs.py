@@ -2,11 +2,12 @@
 
 Each `Job` is a command line run from the repository root with one torch / OpenMP thread, its
 output going to a log file; locally each starts as a fork of one process that has imported torch
-already (experiments/frame/preloaded.py), which saves each its 2.5 s of imports. When it exits 0 the runner writes the job's `record` (a JSON file:
-the command, its wall time, its last printed line, where evaluate.py prints its numbers, and the
-job's `target`), and a job whose record has the same target is never run again: an interrupted
-experiment, run again, continues with the jobs it had not finished. A record that cannot be read
-(cut off, not JSON: durable/records.py) counts as none, and so does a cut-off output the experiment
+already (experiments/frame/preloaded.py), which saves each its 2.5 s of imports. When it exits 0
+the runner writes the job's `record` (a JSON file: the command, its wall time, its last printed
+line, where evaluate.py prints its numbers, and the job's `target`), and a job whose record has
+the same target is never run again: an interrupted experiment, run again, continues with the jobs
+it had not finished. A record that cannot be read (cut off, not JSON: durable/records.py) counts
+as none, and so does a cut-off output the experiment
 reads (a job's `outputs`): the job runs again instead of the experiment crashing on it. Training
 jobs resume their own checkpoint (see `train_job`); their target is the frame budget, so a larger
 --frames continues finished runs to it (and evaluates them again) instead of keeping the old
@@ -260,24 +261,28 @@ def popen(command: list[str], log) -> subprocess.Popen:
     return subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=job_env(), start_new_session=True)
 
 
-_servers: dict[str, Preloaded] = {}  # the command server of this process, by its environment
-_servers_lock = threading.Lock()  # the stages' worker threads may ask at once
+_server: Preloaded | None = None  # the command server of this process
+_server_lock = threading.Lock()  # the stages' worker threads may ask at once
 
 
 def command_server() -> Preloaded:
     """The server this process's commands start from (experiments/frame/preloaded.py): started by
     the first stage and kept for the next ones (its import is that of a command); one started with
     another environment is stopped first. It stops when this process exits."""
+    global _server
     env = job_env()
-    key = json.dumps(env, sort_keys=True)
-    with _servers_lock:
-        if key not in _servers:
-            for old in _servers.values():
-                old.close()
-            _servers.clear()
-            _servers[key] = Preloaded(env, ROOT)
-            atexit.register(_servers[key].close)
-        return _servers[key]
+    with _server_lock:
+        if _server is None or _server.env != env:
+            if _server is not None:
+                _server.close()
+            _server = Preloaded(env, ROOT)
+        return _server
+
+
+@atexit.register
+def close_command_server() -> None:
+    if _server is not None:
+        _server.close()
 
 
 def run_job(job: Job, started_process: Callable[[Process], None] = lambda process: None, start: Callable[..., Process] = popen) -> dict:

@@ -76,7 +76,7 @@ class Preloaded:
     `start` may be called from several threads at once."""
 
     def __init__(self, env: dict[str, str], cwd: Path):
-        self.cwd = cwd
+        self.env, self.cwd = env, cwd
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._socket = ours
         # Its output goes nowhere, so that its children's print buffers as a fresh python's does
@@ -91,8 +91,7 @@ class Preloaded:
         self._reply = threading.Condition()
         self._processes: dict[int, Started] = {}
         self._statuses: dict[int, int] = {}  # exits reported before their Started was made
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        threading.Thread(target=self._read, daemon=True).start()
 
     def start(self, command: list[str], log) -> Started:
         """Run `command` with its output to the open file `log`: [sys.executable, "script.py", ...],

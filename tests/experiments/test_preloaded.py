@@ -6,13 +6,13 @@ import json
 import os
 import signal
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from experiments.frame.jobs import ROOT, job_env
 from experiments.frame.preloaded import Preloaded
+from tests.launch import wait_until
 
 # What a command reports of itself, as one JSON line.
 REPORT = ("import json, os, sys; print(json.dumps({'argv': sys.argv, 'name': __name__, 'path0': sys.path[0], "
@@ -66,9 +66,7 @@ def test_a_signal_reaches_the_command_and_its_status_says_so(server, tmp_path):
     log_path = tmp_path / "sleeper.log"
     with open(log_path, "a") as log:
         process = server.start([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)"], log)
-        while "ready" not in log_path.read_text():
-            assert process.poll() is None
-            time.sleep(0.01)
+        assert wait_until(lambda: "ready" in log_path.read_text(), process), "the command ended before it was ready"
         process.send_signal(signal.SIGTERM)
         assert process.wait() == -signal.SIGTERM
     process.send_signal(signal.SIGTERM)  # exited: nothing is sent to whoever has its pid now
