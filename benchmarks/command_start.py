@@ -53,7 +53,7 @@ def cpu_a_command(side: str, command: list[str], commands: int, log) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default: 3)")
     parser.add_argument("--commands", type=int, default=4, help="evaluations a side a round (default: 4)")
     parser.add_argument("--out", type=Path, default=None, help="write the per-round numbers as JSON here")
