@@ -3,11 +3,14 @@
     python evaluate.py runs/corridor-lstm-demo --episodes 100 --greedy
     python evaluate.py runs/maze-feedback-20261121-120000/checkpoint.pt --render human
     python evaluate.py runs/corridor-lstm-demo --greedy --video corridor.gif --video-episodes 3
+    python evaluate.py runs/tmaze-lstm-dqn --epsilon 0.05          # a DQN run, epsilon-greedy at 0.05
 
 Prints the mean ± standard deviation of the return, episode length and the env's metric
 (success, targets_reached or goals_reached) for the agent and for the random and oracle policies
 on the same env options, episodes and seed (random only for envs other than ours, which have no
-oracle), then the same numbers as one JSON line. Rendering and videos use the env's own
+oracle), then the same numbers as one JSON line. Without --greedy an A2C or PPO policy samples
+its actions, and a DQN run acts epsilon-greedy on its Q values as it trained, at the epsilon of
+its last frame (--epsilon to choose another). Rendering and videos use the env's own
 `human` and `rgb_array` modes. `--render
 human` shows, and `--video` writes (.gif, or .mp4 with imageio-ffmpeg), the first
 `--video-episodes` episodes of one env seeded like env 0 of the evaluation. Evaluation envs draw
@@ -23,6 +26,7 @@ import json
 from agents.runtime.checkpoint import CheckpointError
 from agents.runtime.device import resolve_device
 from agents.learners.run_size import check_evaluation_fits
+from agents.cores.checks import check_float
 from agents.evaluation import check_render_mode, evaluate, evaluation_seeds, load_run, render_episodes, summary_json, video_format_problem, write_video
 from envs.baselines import evaluate_baseline, policies, summary
 from envs.cli import env_seed, positive_int
@@ -42,7 +46,9 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--episodes", type=positive_int, default=100, help="episodes per policy (default: 100)")
     parser.add_argument("--num-envs", type=positive_int, default=None, help="envs run together (default: min(episodes, 16))")
     parser.add_argument("--seed", type=env_seed, default=0, help="picks the evaluation envs' streams (disjoint from training's); also seeds sampled actions (default: 0)")
-    parser.add_argument("--greedy", action="store_true", help="take the most likely action instead of sampling")
+    parser.add_argument("--greedy", action="store_true", help="take the most likely action (a DQN's highest Q) instead of sampling")
+    parser.add_argument("--epsilon", type=float, default=None,
+                        help="a DQN run: act epsilon-greedy with this epsilon in [0, 1] (default: the run's at its last frame)")
     parser.add_argument("--device", default="auto", help="auto (CUDA if present, else CPU), cpu, cuda, cuda:N")
     parser.add_argument("--render", choices=["human"], default=None, help="show episodes in a pygame window")
     parser.add_argument("--video", type=video_path, default=None, metavar="OUT", help="write episodes to OUT (.gif, or .mp4 with imageio-ffmpeg)")
@@ -58,16 +64,25 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.render and args.video:
         parser.error("--render human and --video cannot be combined: a window and a video need different render modes")
+    if args.greedy and args.epsilon is not None:
+        parser.error(f"--epsilon {args.epsilon} and --greedy cannot be combined: greedy takes the highest Q at every step")
     num_envs = args.num_envs or min(args.episodes, 16)
     try:
         check_evaluation_fits(args.episodes, num_envs)  # before anything is allocated (agents/learners/run_size.py)
+        if args.epsilon is not None:
+            check_float("--epsilon", args.epsilon, 0, 1)
         run = load_run(args.run, resolve_device(args.device), args.env_module)
+        if args.epsilon is not None:
+            if run.epsilon is None:
+                raise ValueError(f"--epsilon {args.epsilon}: {args.run} is not a DQN run; its policy samples its actions "
+                                 f"(or --greedy takes the likeliest)")
+            run.epsilon = args.epsilon
         if args.render or args.video:
             check_render_mode(run.config, args.render or "rgb_array")  # before the evaluation, not after it
     except (CheckpointError, ValueError) as error:
         parser.error(str(error))
     config = run.config
-    mode = "greedy" if args.greedy else "sampled"
+    mode = "greedy" if args.greedy else "sampled" if run.epsilon is None else f"epsilon-greedy (epsilon {run.epsilon:.4g})"
     options = ",".join(f"{key}={value}" for key, value in config.env_options.items())
     print(f"{config.env}{f' ({options})' if options else ''}, {config.core} core trained {run.global_step:,} frames "
           f"({args.run}): {args.episodes} episodes, seed {args.seed}, {mode} actions")
@@ -87,6 +102,7 @@ def main(argv: list[str] | None = None) -> None:
     print(json.dumps({
         "run": args.run, "env": config.env, "env_options": config.env_options, "core": config.core,
         "global_step": run.global_step, "episodes": args.episodes, "seed": args.seed, "greedy": args.greedy,
+        **({"epsilon": run.epsilon} if run.epsilon is not None and not args.greedy else {}),
         "results": {name: summary_json(values) for name, values in results.items()},
     }))
 

@@ -2,7 +2,9 @@
 
 `load_run` rebuilds the policy from a checkpoint alone (the checkpoint carries its config).
 `evaluate` plays its episodes on evaluation streams (agents/learners/play.py: the trainer's
-Actor, memory carried and forgotten as in training, a fixed quota of episodes per env).
+Actor, memory carried and forgotten as in training, a fixed quota of episodes per env); not
+greedy, an A2C or PPO policy samples its actions and a DQN acts epsilon-greedy at the epsilon
+it last trained with (or one given).
 `render_episodes` runs one env (seeded like env 0 of
 `evaluate`) with a render mode, for a pygame window or the frames of a video; `write_video`
 writes those as a GIF or an mp4.
@@ -21,14 +23,15 @@ import numpy as np
 import torch
 
 from agents.config.a2c_config import A2CConfig
+from agents.config.dqn_config import DQNConfig
 from agents.runtime.actors import LocalEnvs
 from agents.runtime.checkpoint import CheckpointError, load_checkpoint
 from agents.runtime.checkpoint_fields import check_counters, check_finite_weights
 from agents.runtime.memory_budget import check_model_fits
 from agents.model.policy import Policy
-from agents.learners.play import evaluation_seeds, play_episodes
-from agents.learners.rollout import Actor
+from agents.learners.play import evaluation_seeds, play_episodes, playing_actor
 from agents.learners.ppo import PPOTrainer
+from agents.learners.dqn.epsilon import epsilon as scheduled_epsilon
 from agents.learners.dqn.trainer import DQNTrainer
 from agents.runtime.seeding import seed_everything
 from agents.learners.train import Trainer, build_policy, config_from_checkpoint
@@ -47,6 +50,7 @@ class Run:
     config: A2CConfig
     policy: Policy  # in eval mode, on the device it was loaded to
     global_step: int  # env frames it was trained for
+    epsilon: float | None = None  # a DQN's: what it acts with when not greedy; None: sample from the policy
 
     @property
     def device(self) -> torch.device:
@@ -68,7 +72,18 @@ def load_run(run_dir_or_file: str, device: torch.device, env_modules: Collection
         raise CheckpointError(f"checkpoint does not fit this model: {error}") from error
     check_finite_weights("policy", payload["policy"])
     global_step = check_counters(payload.get("counters"), ("global_step",))["global_step"]
-    return Run(config, policy.eval(), global_step)
+    return Run(config, policy.eval(), global_step, last_epsilon(config, global_step))
+
+
+def last_epsilon(config: A2CConfig, global_step: int) -> float | None:
+    """The epsilon a DQN run acted with at its last frame, `global_step` (its schedule's value
+    there, agents/learners/dqn/epsilon.py); None for an A2C or PPO run, which samples from its policy."""
+    if not isinstance(config, DQNConfig):
+        return None
+    probe = LocalEnvs(config.env, evaluation_seeds(config.seed, 1), config.env_options)
+    probe.close()
+    return scheduled_epsilon(config.epsilon_schedule, global_step, config.total_steps, config.epsilon_start, config.epsilon_end,
+                             config.epsilon_fraction, probe.longest_episode)
 
 
 def new_policy(config: A2CConfig) -> Policy:
@@ -83,8 +98,10 @@ def new_policy(config: A2CConfig) -> Policy:
 
 def evaluate(run: Run, episodes: int, seed: int, num_envs: int, greedy: bool) -> dict[str, np.ndarray]:
     """(episodes,) arrays of return, length and the env's metrics of `run`'s policy on evaluation
-    streams of `seed` (agents/learners/play.py:play_episodes)."""
-    return play_episodes(run.policy, run.device, run.config.env, run.config.env_options, episodes, seed, num_envs, greedy)
+    streams of `seed` (agents/learners/play.py:play_episodes); not greedy, a DQN acts
+    epsilon-greedy at `run.epsilon`."""
+    return play_episodes(run.policy, run.device, run.config.env, run.config.env_options, episodes, seed, num_envs, greedy,
+                         run.epsilon)
 
 
 def check_render_mode(config: A2CConfig, render_mode: str) -> None:
@@ -104,7 +121,7 @@ def render_episodes(run: Run, episodes: int, seed: int, greedy: bool, render_mod
     seed_everything(seed)
     pool = LocalEnvs(run.config.env, evaluation_seeds(seed, 1), {**run.config.env_options, "render_mode": render_mode})
     try:
-        actor = Actor(pool, run.policy, run.device)
+        actor = playing_actor(pool, run.policy, run.device, run.epsilon)
         frames: list[np.ndarray] = []
         returns: list[float] = []
         while True:

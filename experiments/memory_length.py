@@ -28,7 +28,7 @@ reaches every episode's first step without --bptt) with DQN_ARGS, the settings t
 T-maze at L = 16 (docs/training.md, DQN): 16 envs, 16-step rollouts, learning from frame 5,000. (Sweeps before
 2026-11-27 used `--bptt max(rollout, L + 1)`, which with 32-step rollouts held both only for
 episodes that began early enough in their rollout: their JSON says "bptt" is missing.) Then
-greedy and sampled evaluation, and on the T-maze each run's reading by
+greedy and sampled evaluation (DQN: epsilon-greedy at its last epsilon), and on the T-maze each run's reading by
 experiments/tmaze_policy.py (walks, reaches the junction, turns, turns the right way), so that a
 failure to explore and a failure to remember are counted run by run. Models: the Feedback
 Transformer at span 1 (the paper's "all memory sizes") and span 16 (its memory hops up to 16 steps
@@ -185,7 +185,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rollout", type=positive_int, default=None,
                         help=f"steps per update (default: the CPU preset's, 32; with --algo dqn, {DQN_ROLLOUT})")
     parser.add_argument("--entropy-coef", type=non_negative_float, default=None, help="entropy cost, A2C and PPO (default: the preset's)")
-    parser.add_argument("--eval-episodes", type=positive_int, default=100, help="evaluation episodes per run, greedy and sampled each (default: 100)")
+    parser.add_argument("--eval-episodes", type=positive_int, default=100, help="evaluation episodes per run, greedy and sampled (DQN: epsilon-greedy) each (default: 100)")
     parser.add_argument("--stop-after", type=non_negative_int, default=0, metavar="N",
                         help="run the lengths in turn and stop a model's sweep after N lengths in a row that no seed solves "
                              "(issue 50's rule: 2; the MLP is exempt); 0: every length (default)")
@@ -296,7 +296,8 @@ def main(argv: list[str] | None = None) -> None:
                 for (model, length), seed in runs}
     episodes = 2 if args.quick else args.eval_episodes
     greedy = {run: evaluate_job(run_dir[run], episodes, frames_at(args, run[0][1]), greedy=True) for run in runs}
-    sampled = {run: evaluate_job(run_dir[run], episodes, frames_at(args, run[0][1]), greedy=False, tag="sampled") for run in runs}
+    acts = "epsilon-greedy" if args.algo == "dqn" else ""  # not greedy, evaluate.py acts as a DQN run trained
+    sampled = {run: evaluate_job(run_dir[run], episodes, frames_at(args, run[0][1]), tag="sampled", acts=acts) for run in runs}
     read = {run: reading_job(run_dir[run], frames_at(args, run[0][1])) for run in runs} if args.env == "tmaze" else {}
     after = {run: (greedy[run], sampled[run], *([read[run]] if read else [])) for run in runs}
     ledger = Ledger(args.ledger or args.out / f"{args.name}_runs.json", runs_dir, tuple(job.record.name for job in (training[runs[0]], *after[runs[0]])))
@@ -326,7 +327,8 @@ def main(argv: list[str] | None = None) -> None:
             "fewer_seeds": {"from_length": args.fewer_seeds[0], "seeds": args.fewer_seeds[1]} if args.fewer_seeds else None,
             "frame_scale": None if args.frames else args.frame_scale, "budget": None if args.frames else args.budget,
             "solved_at": SOLVED,
-            "eval": f"{episodes} greedy and {episodes} sampled episodes per run",
+            "eval": f"{episodes} greedy and {episodes} " + ("epsilon-greedy (at the run's last epsilon)" if args.algo == "dqn" else "sampled")
+                    + " episodes per run",
             "stop_after": args.stop_after, "stopped": stopped, "floor_every_length": args.floor_every_length,
             "complete": complete, "lengths_done": sorted({length for _, length in cells}),
             "wall_seconds_this_invocation": round(time.time() - started, 1), "models": {},
@@ -472,6 +474,8 @@ def table(summary: dict) -> str:
                + ", ".join(f"{length}: {frames:,}" for length, frames in summary["frames"].items())
                + f". IQM over {seeds_text(len(summary['seeds']), fewer_seeds(summary))} [95% bootstrap CI]"
                + ("; arrived: on either side at the end, so success / arrived is memory and arrived is walking" if arrives else "")
+               + ("; sampled: epsilon-greedy as the run acted at its last frame (Ni et al.'s schedule: 1 / (L + 1) past the first 10% of the cap)"
+                  if summary["algo"] == "dqn" else "")
                + f"; solved: greedy success >= {summary['solved_at']} (runs, probability [Wilson 95% CI])"
                + ("; unsolved runs by their reading: did not walk / did not reach the junction / did not turn / turned the wrong way / other"
                   if read else "")

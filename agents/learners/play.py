@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from agents.learners.dqn.acting import EpsilonGreedyActor
 from agents.learners.rollout import Actor
 from agents.model.policy import Policy
 from agents.runtime.actors import LocalEnvs
@@ -27,14 +28,26 @@ def evaluation_seeds(seed: int, num_envs: int) -> list[int]:
     return env_seeds(seed, range(num_envs), "evaluation")
 
 
+def playing_actor(pool, policy: Policy, device: torch.device, epsilon: float | None) -> Actor:
+    """The Actor that plays `policy` on `pool`: without --greedy it samples from the policy's
+    distribution (A2C, PPO), or, given an `epsilon` (a DQN's Q head), acts epsilon-greedy as the
+    DQN trainer does: a softmax over Q values is a policy no DQN run ever acted with."""
+    if epsilon is None:
+        return Actor(pool, policy, device)
+    actor = EpsilonGreedyActor(pool, policy, device)
+    actor.epsilon = epsilon
+    return actor
+
+
 def play_episodes(policy: Policy, device: torch.device, env: str, env_options: dict[str, Any], episodes: int, seed: int,
-                  num_envs: int, greedy: bool) -> dict[str, np.ndarray]:
+                  num_envs: int, greedy: bool, epsilon: float | None = None) -> dict[str, np.ndarray]:
     """(episodes,) arrays of return, length and the env's metrics; env i draws evaluation stream
     i of `seed` and gives its first `episodes // num_envs` episodes (one more for the first
-    remainder envs).
+    remainder envs). Not greedy, the actions are sampled, or epsilon-greedy given `epsilon`
+    (see playing_actor).
 
     Sampled actions draw from torch's global generator, seeded here, so a seed fixes the result
-    in both modes (a caller that must not disturb its own draws saves and restores the
+    in every mode (a caller that must not disturb its own draws saves and restores the
     generators around the call, as the solve check does).
     """
     if episodes < 1 or num_envs < 1:
@@ -42,7 +55,7 @@ def play_episodes(policy: Policy, device: torch.device, env: str, env_options: d
     seed_everything(seed)
     pool = LocalEnvs(env, evaluation_seeds(seed, num_envs), env_options)
     try:
-        actor = Actor(pool, policy, device)
+        actor = playing_actor(pool, policy, device, epsilon)
         quota = np.full(num_envs, episodes // num_envs) + (np.arange(num_envs) < episodes % num_envs)
         results: dict[str, list[float]] = {}
         while quota.sum() > 0:

@@ -221,15 +221,18 @@ def seq_results(job: Job) -> dict:
     return read_record(job.record.parent / "results.json")
 
 
-def evaluate_job(run_dir: Path, episodes: int, frames: int, greedy: bool = False, seed: int = EVAL_SEED, tag: str = "") -> Job:
+def evaluate_job(run_dir: Path, episodes: int, frames: int, greedy: bool = False, seed: int = EVAL_SEED, tag: str = "",
+                 acts: str = "") -> Job:
     """`python evaluate.py RUN_DIR` on the run's final checkpoint, after `frames` of training;
     its numbers are the JSON line it prints last (see `evaluation`). `tag` names a second
-    evaluation of the same run (its log and record are evaluate-TAG.*)."""
+    evaluation of the same run (its log and record are evaluate-TAG.*). `acts` says how a policy
+    that is not greedy acts where it does not sample (a DQN's "epsilon-greedy"): it joins the
+    target, so a record from before evaluate.py acted so is evaluated again."""
     command = [sys.executable, "evaluate.py", str(run_dir), "--episodes", str(episodes), "--seed", str(seed)]
     command += ["--greedy"] if greedy else []
     stem = f"evaluate-{tag}" if tag else "evaluate"
     return Job(f"{stem} {run_dir}", lambda: command, run_dir / f"{stem}.log", run_dir / f"{stem}.done.json",
-               f"{frames} frames, {episodes} episodes, seed {seed}")
+               f"{frames} frames, {episodes} episodes, seed {seed}" + (f", {acts}" if acts else ""))
 
 
 def evaluation(job: Job) -> dict[str, dict[str, float]]:

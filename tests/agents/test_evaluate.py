@@ -134,6 +134,10 @@ def test_command_line_writes_a_gif_and_one_json_line(run_dir, tmp_path, capsys):
         (["--device", "tpu"], "'tpu'"),
         (["--seed", "-1"], "a seed is an integer >= 0, got -1"),
         (["--render", "human", "--video", "out.gif"], "--render human and --video cannot be combined"),
+        (["--epsilon", "1.5"], "--epsilon must be in [0, 1], got 1.5"),
+        (["--epsilon", "nan"], "--epsilon must be"),
+        (["--epsilon", "0.1", "--greedy"], "--epsilon 0.1 and --greedy cannot be combined"),
+        (["--epsilon", "0.1"], "is not a DQN run; its policy samples its actions"),
     ],
 )
 def test_bad_arguments_exit_2_naming_the_value(run_dir, capsys, flags, message):

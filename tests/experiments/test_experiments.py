@@ -413,8 +413,13 @@ def test_a_quick_memory_length_experiment_trains_with_dqn_into_files_of_its_own(
     kept = json.loads((out / "memory_length_recall_dqn_runs.json").read_text())
     assert sorted(kept) == ["mlp/L3/seed0", "mlp/L3/seed1"]
     assert any(part.endswith("train_dqn.py") for part in kept["mlp/L3/seed0"]["train.done.json"]["command"])
+    # not greedy, a DQN run is evaluated epsilon-greedy, as it acted; the target says so, so older records are redone
+    sampled = kept["mlp/L3/seed0"]["evaluate-sampled.done.json"]
+    assert sampled["target"].endswith(", epsilon-greedy") and "epsilon" in json.loads(sampled["last_line"])
+    assert summary["eval"] == "2 greedy and 2 epsilon-greedy (at the run's last epsilon) episodes per run"
     table = (out / "memory_length_recall_dqn.md").read_text()
     assert "against its length L, DQN, rollouts of 16 steps and a gradient window over whole episodes replayed" in table
+    assert "sampled: epsilon-greedy as the run acted at its last frame" in table
     # --solve-at: each run's checks kept in its record and its per-seed entry (the MLP cannot remember: censored at the cap)
     per_seed = summary["models"]["mlp"]["lengths"]["3"]["per_seed"]
     for seed, run in enumerate(per_seed):
