@@ -47,7 +47,7 @@ import numpy as np
 from durable.records import read_record, write_json, write_text
 from envs.cli import positive_int
 from experiments.frame.calls import every_call
-from experiments.frame.estimate import expected_seconds, print_expected, print_expected_time
+from experiments.frame.estimate import print_expected_time, write_estimate
 from experiments.frame.flags import Distinct, QUICK_ALGO, add_experiment_arguments, minibatch_args, output_name, runs_folder
 from experiments.frame.jobs import ROOT, Job, keeping_solve_checks, solve_fields, train_job
 from experiments.frame.launch import add_launcher_arguments, launcher_description, run_stages, where_runs_go
@@ -112,8 +112,6 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     args.command = "python -m experiments.frames_to_solve " + shlex.join(sys.argv[1:] if argv is None else argv)
     minibatches = minibatch_args(parser, args)
-    if args.estimate_only and args.algo == "dqn":
-        parser.error("--estimate-only times A2C and PPO runs; a timed DQN update before --learning-starts acts and does not learn")
     if args.train_args and args.name is None:
         parser.error(f"--train-args {args.train_args!r}: give a --name of its own, or its runs would resume the plain sweep's")
     extra = split_train_args(parser, args.train_args)
@@ -189,9 +187,7 @@ class Sweep:
         if a.estimate_only:
             self.estimate()
             return
-        if a.algo == "dqn" and not (a.quick or a.no_estimate):
-            print("no time estimate for DQN runs: a timed update before --learning-starts acts and does not learn")
-        elif not (a.quick or a.no_estimate):
+        if not (a.quick or a.no_estimate):
             print_expected_time(self.capped_jobs(), a.jobs)
             print("(at most that: every run to its cap; runs stop when solved, and sweeps after unsolved lengths)")
         unsolved: dict[str, int] = {}
@@ -219,15 +215,8 @@ class Sweep:
 
     def estimate(self) -> None:
         """--estimate-only: the runner's estimate of every run not yet done, each to its cap, printed and written."""
-        jobs = self.capped_jobs()
-        runs = sum(not job.done for job in jobs)  # before timing: a sweep running beside it finishes runs meanwhile
-        seconds, models = expected_seconds(jobs, self.args.jobs)
-        print_expected(seconds, f"{models} models timed, {self.args.jobs} runs at once, 1 thread each; every run to its cap")
-        self.args.out.mkdir(parents=True, exist_ok=True)
-        write_json(self.args.out / f"{self.args.name}_estimate.json",
-                   {"command": self.args.command, "machine": launcher_description(self.args),
-                    "runs": runs, "models_timed": models, "jobs_at_once": self.args.jobs,
-                    "expected_seconds_every_run_to_its_cap": round(seconds)}, indent=1)
+        write_estimate(self.args.out / f"{self.args.name}_estimate.json", self.capped_jobs(), self.args.jobs, self.args.command,
+                       launcher_description(self.args))
 
     def keeps(self, model: str, length: int) -> bool:
         """Whether `model` runs at `length` at all: the MLP to FLOOR_UNTIL only."""

@@ -83,7 +83,7 @@ from agents.plot_curves import save_figure
 from durable.records import write_json, write_text
 from envs.cli import non_negative_float, non_negative_int, positive_float, positive_int
 from experiments.frame.flags import KEEPING_OPTIONS, Distinct, QUICK_ALGO, QUICK_CORE, add_experiment_arguments, minibatch_args, output_name, run_frames, runs_folder
-from experiments.frame.estimate import print_expected_time
+from experiments.frame.estimate import print_expected_time, write_estimate
 from experiments.frame.jobs import ROOT, Job, evaluate_job, evaluation, keeping_solve_checks, run_seconds, solve_fields, train_job
 from experiments.frame.ledger import Ledger
 from experiments.frame.train_flags import check_train_flags, refuse_other_train_args, refuse_unusable_paths, split_train_args
@@ -186,6 +186,9 @@ def make_parser() -> argparse.ArgumentParser:
                         help=f"steps per update (default: the CPU preset's, 32; with --algo dqn, {DQN_ROLLOUT})")
     parser.add_argument("--entropy-coef", type=non_negative_float, default=None, help="entropy cost, A2C and PPO (default: the preset's)")
     parser.add_argument("--eval-episodes", type=positive_int, default=100, help="evaluation episodes per run, greedy and sampled (DQN: epsilon-greedy) each (default: 100)")
+    parser.add_argument("--estimate-only", action="store_true",
+                        help="time an update of each model at each length, write the expected time of every run to its budget "
+                             "to OUT/NAME_estimate.json, and train nothing")
     parser.add_argument("--stop-after", type=non_negative_int, default=0, metavar="N",
                         help="run the lengths in turn and stop a model's sweep after N lengths in a row that no seed solves "
                              "(issue 50's rule: 2; the MLP is exempt); 0: every length (default)")
@@ -308,9 +311,11 @@ def main(argv: list[str] | None = None) -> None:
     print(f"runs kept in {ledger.path}: {ledger.runs()} finished")
     print(f"{len(runs)} runs ({len(cells)} model x length cells, {seeds_text(len(seeds), args.fewer_seeds)}) on the {args.env}, {where_runs_go(args)}, in {runs_dir}")
     print("frames per length: " + ", ".join(f"{length}: {frames_at(args, length):,}" for length in lengths))
-    if args.algo == "dqn" and not (args.quick or args.no_estimate):
-        print("no time estimate for DQN runs: a timed update before --learning-starts acts and does not learn")
-    elif not (args.quick or args.no_estimate):
+    if args.estimate_only:
+        write_estimate(args.out / f"{args.name}_estimate.json", list(training.values()), args.jobs,
+                       "python -m experiments.memory_length " + shlex.join(sys.argv[1:]), launcher_description(args))
+        return
+    if not (args.quick or args.no_estimate):
         print_expected_time(list(training.values()), args.jobs)
         if args.stop_after:
             print(f"(every length of every model: at most that, with the sweep stopping after {args.stop_after} unsolved lengths)")

@@ -50,6 +50,25 @@ def test_the_timed_update_comes_after_the_gradient_window_is_full(monkeypatch):
     assert timed == [3, 1]
 
 
+def test_a_dqn_frame_is_timed_on_an_update_that_learns(monkeypatch):
+    """train_dqn.py's update learns once its replay holds an episode (T-maze of length 6: 7 steps,
+    rollouts of 4, so from the second update, which stores the first): the warm-up and the timed
+    update after it take optimiser steps, whatever --learning-starts says (a timed update that
+    only acts would say too little)."""
+    from agents.learners.dqn.trainer import DQNTrainer
+
+    steps = []
+    learn_step = DQNTrainer.learn_step
+    monkeypatch.setattr(DQNTrainer, "learn_step", lambda self: steps.append(self.updates) or learn_step(self))
+    args = ["--env", "tmaze", "--env-opt", "length=6", "--core", "lstm", "--core-opt", "hidden_size=8", "--num-envs", "4",
+            "--rollout", "4", "--batch-size", "2", "--learning-starts", "100000", "--seed", "0"]
+    rate = estimate.seconds_per_frame(args, "train_dqn")
+    assert 0 < rate < 1.0
+    # update 0 acts alone; 1 stores an episode and learns, then 2 (the warm-up) and 3 (timed): 16 frames each at
+    # 0.25 optimiser steps a frame, 4 steps
+    assert steps == [1] * 4 + [2] * 4 + [3] * 4
+
+
 def test_seconds_per_update_times_a_real_seqtasks_update_quietly(capsys):
     rate = estimate.seconds_per_update(["--task", "random_walk", "--core", "lstm", "--grid-size", "3", "--walk-length", "4",
                                         "--d-model", "8", "--batch-size", "4", "--bptt", "4", "--n-train", "8",

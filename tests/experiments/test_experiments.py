@@ -388,6 +388,26 @@ def test_a_quick_memory_length_experiment_runs_bsuites_recall_task(tmp_path, mon
     assert again["models"] == summary["models"]  # training seconds included: from the records, the event files being gone
 
 
+def test_estimate_only_times_each_dqn_model_and_trains_nothing(tmp_path, monkeypatch):
+    """--estimate-only: an update of each (model, length) timed, one that learns for DQN
+    (experiments/frame/estimate.py), the expected time of every run to its budget written with
+    each model's rate; no run folder made."""
+    from experiments import memory_length
+
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    argv = ["--quick", "--algo", "dqn", "--env", "tmaze", "--lengths", "3", "6", "--models", "gru", "lstm", "--seeds", "2", "--frames", "2048",
+            "--runs-dir", str(runs), "--out", str(out), "--jobs", "2", "--estimate-only"]
+    monkeypatch.setattr(sys, "argv", ["memory_length"] + argv)
+    memory_length.main(argv)
+    estimate = json.loads((out / "memory_length_tmaze_dqn_estimate.json").read_text())
+    assert (estimate["runs"], estimate["models_timed"], estimate["jobs_at_once"]) == (8, 4, 2)
+    assert [rate["first_run"] for rate in estimate["rates"]] == ["gru L3 seed 0", "gru L6 seed 0", "lstm L3 seed 0", "lstm L6 seed 0"]
+    assert all(rate["program"] == "train_dqn" and rate["seconds_per_unit"] > 0 and rate["units_a_run"] == 2048 for rate in estimate["rates"])
+    each = [rate["seconds_per_unit"] * 2048 for rate in estimate["rates"]]
+    assert estimate["expected_seconds_every_run_to_its_cap"] == round(max(2 * sum(each) / 2, max(each)))  # 2 seeds each, 2 at once
+    assert "--estimate-only" in estimate["command"] and not runs.exists() and not (out / "memory_length_tmaze_dqn.json").exists()
+
+
 def test_a_quick_memory_length_experiment_trains_with_dqn_into_files_of_its_own(tmp_path, monkeypatch):
     """--algo dqn: train_dqn.py runs (DQN checkpoints, DQN's config fields, no gradient window
     set: train_dqn.py refuses --bptt), into NAME_dqn files whose JSON and table say DQN and whose

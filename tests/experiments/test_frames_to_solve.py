@@ -32,7 +32,7 @@ def test_the_default_sweep_runs_every_core_gtrxl_and_mamba_among_them_and_no_fee
 
 def test_dqn_runs_take_the_memory_length_runners_dqn_settings_and_no_gradient_window():
     """--algo dqn: train_dqn.py's flags (its replay reaches the episode's start; --bptt it refuses)
-    that its own parser accepts, the same solve check; --estimate-only refused (no timed update)."""
+    that its own parser accepts, the same solve check."""
     parser = frames_to_solve.make_parser()
     args = parser.parse_args(["--algo", "dqn", "--models", "lstm-chrono"])
     args.fewer_seeds = (frames_to_solve.FEWER_FROM, 3)
@@ -40,8 +40,6 @@ def test_dqn_runs_take_the_memory_length_runners_dqn_settings_and_no_gradient_wi
     assert "--bptt" not in train_args and train_args[train_args.index("--rollout") + 1] == str(memory_length.DQN_ROLLOUT)
     assert " ".join(memory_length.DQN_ARGS) in " ".join(train_args) and "--solve-at" in train_args
     check_train_flags(parser, "dqn", train_args)  # exits 2 where train_dqn.py would refuse them
-    with pytest.raises(SystemExit):
-        frames_to_solve.main(["--algo", "dqn", "--estimate-only"])
 
 
 def test_past_length_tries_half_and_two_four_eight_times_the_length():
