@@ -252,7 +252,14 @@ def test_actor_workers_train_exactly_like_in_process_stepping(tmp_path):
     assert_same_parameters(*weights)
 
 
+def last_json(text: str) -> dict:
+    return json.loads(text.strip().splitlines()[-1])
+
+
 def test_the_command_line_trains_resumes_and_evaluate_scores_it(tmp_path, capsys):
+    """Not greedy, evaluate.py plays a DQN run as it trained: epsilon-greedy at its schedule's last
+    epsilon (Ni et al.'s: 1/T past the first 10%, T = 4 steps here), never by a softmax over Q
+    values; --epsilon 0 is the greedy policy exactly, --epsilon 1 the uniform one."""
     run = tmp_path / "run"
     flags = ["--env", "tmaze", "--env-opt", "length=3", "--core", "lstm", "--core-opt", "hidden_size=8", "--num-envs", "4",
              "--rollout", "8", "--batch-size", "4", "--learning-starts", "32", "--threads", "1", "--run-dir", str(run)]
@@ -263,41 +270,25 @@ def test_the_command_line_trains_resumes_and_evaluate_scores_it(tmp_path, capsys
     assert refused.value.code == 2 and "already holds a run" in capsys.readouterr().err
     train_dqn.main(["--resume", str(run), "--total-steps", "128"])
     assert load_checkpoint(run, "dqn")["counters"]["global_step"] == 128
-    evaluate.main([str(run), "--episodes", "4", "--greedy"])
-    assert "tmaze (length=3), lstm core trained 128 frames" in capsys.readouterr().out
-
-
-def last_json(text: str) -> dict:
-    return json.loads(text.strip().splitlines()[-1])
-
-
-def test_evaluate_acts_epsilon_greedy_as_the_run_last_acted_unless_greedy(tmp_path, capsys):
-    """Not greedy, a DQN run is played as it trained: epsilon-greedy at its schedule's last epsilon
-    (Ni et al.'s: 1/T past the first 10%, T = 4 steps here), never by a softmax over Q values;
-    --epsilon 0 is the greedy policy exactly, --epsilon 1 the uniform one."""
-    run = tmp_path / "run"
-    train_dqn.main(["--env", "tmaze", "--env-opt", "length=3", "--core", "lstm", "--core-opt", "hidden_size=8", "--num-envs", "4",
-                    "--rollout", "8", "--batch-size", "4", "--learning-starts", "32", "--threads", "1", "--run-dir", str(run),
-                    "--total-steps", "64"])
     capsys.readouterr()
+    evaluate.main([str(run), "--episodes", "8", "--greedy"])
+    out = capsys.readouterr().out
+    greedy = last_json(out)
+    assert "tmaze (length=3), lstm core trained 128 frames" in out and "epsilon" not in greedy
     evaluate.main([str(run), "--episodes", "8"])
     out = capsys.readouterr().out
     assert "epsilon-greedy (epsilon 0.25) actions" in out and last_json(out)["epsilon"] == 0.25
-    evaluate.main([str(run), "--episodes", "8", "--greedy"])
-    greedy = last_json(capsys.readouterr().out)
-    assert "epsilon" not in greedy
     evaluate.main([str(run), "--episodes", "8", "--epsilon", "0"])
     assert last_json(capsys.readouterr().out)["results"]["agent"] == greedy["results"]["agent"]
 
-    loaded = load_run(str(run), torch.device("cpu"))
     pool = LocalEnvs("tmaze", evaluation_seeds(0, 2), {"length": 3})
     try:
+        actor = playing_actor(pool, load_run(str(run), torch.device("cpu")).policy, torch.device("cpu"), 1.0)
         q = torch.tensor([[0.0, 5.0, 1.0, 2.0]] * 2)  # (B, A): action 1 is the greedy one
-        actor = playing_actor(pool, loaded.policy, torch.device("cpu"), 1.0)
         torch.manual_seed(0)
         uniform = torch.stack([actor.choose(q, greedy=False) for _ in range(2000)])
         shares = torch.bincount(uniform.flatten(), minlength=4) / uniform.numel()
-        assert torch.allclose(shares, torch.full((4,), 0.25), atol=0.03)  # 4,000 draws: 4 standard errors
+        assert torch.allclose(shares, torch.full((4,), 0.25), atol=0.03)  # 4,000 draws: over 4 standard errors
         actor.epsilon = 0.0
         assert (actor.choose(q, greedy=False) == 1).all()
     finally:
