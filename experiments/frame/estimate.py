@@ -146,6 +146,7 @@ def write_estimate(path: Path, jobs: list[Job], workers: int, command: str, mach
     done, each to its budget, and write it to `path` with each model's rate (named by its first
     run) and the command and machine it was measured for."""
     runs = sum(not job.done for job in jobs)  # before timing: a sweep running beside it finishes runs meanwhile
+    print(f"timing an update of each model to estimate the run time of {runs} runs, training none ...", flush=True)
     rates = timed_rates(jobs)
     seconds = seconds_at(jobs, rates, workers)
     print_expected(seconds, f"{len(rates)} models timed, {workers} runs at once, 1 thread each; every run to its cap")
