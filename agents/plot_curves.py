@@ -78,14 +78,19 @@ def draw(curves: dict[str, tuple[np.ndarray, np.ndarray]], tag: str, weight: flo
     save_figure(figure, axes, out, loc="best")
 
 
+def style_axes(axes) -> None:
+    """The look every panel here shares: a light grid, no top or right spine."""
+    axes.grid(color="#e0e0e0", linewidth=0.8)
+    axes.spines[["top", "right"]].set_visible(False)
+
+
 def save_figure(figure, axes, out: str | Path, **legend) -> None:
-    """The look every figure here shares (a light grid, no top or right spine, a legend without
-    a frame, `legend` its other options), written whole to `out` (its folder made; the format
+    """`axes` in the look every figure here shares (style_axes, a legend without a frame,
+    `legend` its other options), the figure written whole to `out` (its folder made; the format
     from its suffix) and closed."""
     import matplotlib.pyplot as plt
 
-    axes.grid(color="#e0e0e0", linewidth=0.8)
-    axes.spines[["top", "right"]].set_visible(False)
+    style_axes(axes)
     axes.legend(frameon=False, **legend)
     figure.tight_layout()
     Path(out).parent.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ FOLDERS = {"corridor_span": "corridor_span", "feedback_forgetting": "feedback_fo
            "head_init": "head_init", "long_sequences": "long_sequences", "mazes": "mazes", "memory_reach": "memory_reach",
            "ppo_peers": "ppo_peers", "seq_variants": "seq_variants", "tune": "tune", "window_cost": "window_cost",
            "memory_length_answer": "memory_length", "cliff_budget": "memory_length", "recall_cliff": "memory_length",
-           "memory_length": "memory_length", "frames_to_solve": "memory_length"}
+           "memory_length": "memory_length", "frames_to_solve": "memory_length", "tmaze_answer": "memory_length"}
 
 
 class Resumed(Exception):
