@@ -69,8 +69,11 @@ def tmaze_answer(out: Path, blocks_read: dict[str, tuple[str, str, list[str]]] =
 
 
 def reach_text(entry: dict) -> str:
-    """The longest length most seeds solve ("none"), with "so far" while a longer one is under way."""
+    """The longest length most seeds solve ("none"), with "going on" while a longer one is under
+    way; "under way" for a model none of whose lengths is finished yet."""
     under_way = any(cell.get("under_way") for cell in entry["solved"].values())
+    if entry["reaches"] is None and under_way:
+        return "under way"
     return f"{entry['reaches'] or 'none'}{', going on' if under_way else ''}"
 
 
