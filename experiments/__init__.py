@@ -29,6 +29,7 @@ Analysers of runs, and the probes they share:
     maze_memory.py          whether a maze agent goes back to objects it has seen
     memory_growth.py        which weights' training grew a Feedback corridor agent's memory
     tmaze_policy.py         what a T-maze agent does: walks, reaches the junction, turns, turns the right way
+    tmaze_answer.py         the T-maze sweeps' answer in one table and figure: runs solved per length, A2C, PPO and DQN, beside Ni et al.'s budgets
     memory_probes.py        what an agent's memory path does on episodes walked to the step that needs the cue
     recall_cliff.py         why recall fails past a length: a memory length sweep's runs probed, fresh and trained
     memory_length_answer.py  the recall sweeps' answer in one table and figure: each core's reach, A2C and PPO, and its cliff's measurements
