@@ -78,15 +78,21 @@ class Job:
     then: tuple[Job, ...] = ()  # jobs run right after this one ends well, in the same worker (its run's evaluations)
     ledger: Ledger | None = None  # where the record is kept beyond the run folder
     settings: tuple[str, ...] = ()  # what the run is made with (a training job's flags): a record made with others is not this job's
+    keeps: Path | None = None  # the file its `then` jobs read (a training run's checkpoint)
 
     @property
     def done(self) -> bool:
-        """Whether the job finished at its target and its outputs read whole; if not, it runs (again)."""
+        """Whether the job finished at its target and its outputs read whole; if not, it runs (again).
+        A finished job whose `then` jobs must run (again: an evaluation whose target changed) and
+        whose `keeps` file they read is gone (a checkpoint, on a machine without the run folder)
+        runs again too, to make it: a ledger keeps records, not checkpoints."""
         result = self.result()
         # Records from before jobs kept their settings have none, and count as made with these.
-        return (result is not None and result.get("target", "") == self.target
-                and result.get("settings", list(self.settings)) == list(self.settings)
-                and all(read_record(output) is not None for output in self.outputs))
+        finished = (result is not None and result.get("target", "") == self.target
+                    and result.get("settings", list(self.settings)) == list(self.settings)
+                    and all(read_record(output) is not None for output in self.outputs))
+        lost = self.keeps is not None and not self.keeps.exists() and not all(step.done for step in self.then)
+        return finished and not lost
 
     def result(self) -> dict | None:
         """The job's record, as run_job wrote it, from its run folder or else its ledger; the
@@ -146,7 +152,8 @@ def train_job(name: str, run_dir: Path, train_args: list[str], frames: int, algo
 
     outputs = (run_dir / "trace.json",) if traced else ()
     return Job(name, command, run_dir / "train.log", record, f"{frames} frames", (f"train_{algo}", train_args, frames), outputs,
-               measure=lambda: {"training_seconds": round(training_seconds(run_dir), 1)}, settings=tuple(train_args))
+               measure=lambda: {"training_seconds": round(training_seconds(run_dir), 1)}, settings=tuple(train_args),
+               keeps=run_dir / "checkpoint.pt")
 
 
 def keeping_solve_checks(training: Job) -> Job:

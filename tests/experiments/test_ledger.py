@@ -58,6 +58,29 @@ def test_a_run_kept_without_its_evaluation_trains_again(tmp_path):
     assert job.done and after.done
 
 
+def test_a_run_whose_evaluation_changed_trains_again_where_its_checkpoint_is_gone(tmp_path):
+    """Kept whole, but an evaluation must run again (its target changed) on a machine without the
+    run folder: nothing to evaluate, so the run trains again; where the checkpoint is there, or
+    nothing needs it, the training stays done."""
+    runs, path = tmp_path / "runs", tmp_path / "sweep_runs.json"
+    ledger = Ledger(path, runs, WHOLE)
+    job, after = run_with_its_evaluation(runs, ledger, 0)
+    job.keeps = job.record.parent / "checkpoint.pt"
+    ledger.put(job.record, {"target": "once", "last_line": "ran"})
+    ledger.put(after.record, {"target": "an older evaluation", "last_line": "evaluated"})
+    assert not after.done and not job.done
+    run_jobs([job], workers=1, what="test")
+    assert job.done and after.done and after.result()["target"] == "once"  # trained again, then evaluated
+
+    kept, evaluated = run_with_its_evaluation(runs, ledger, 1)  # a run whose folder is here
+    kept.keeps = kept.record.parent / "checkpoint.pt"
+    ledger.put(kept.record, {"target": "once", "last_line": "ran"})
+    ledger.put(evaluated.record, {"target": "an older evaluation", "last_line": "evaluated"})
+    kept.keeps.parent.mkdir(parents=True)
+    kept.keeps.write_bytes(b"a checkpoint")
+    assert kept.done and not evaluated.done  # the evaluation alone runs again
+
+
 def test_records_finished_before_the_ledger_go_into_it_and_it_is_rewritten_only_on_a_change(tmp_path):
     runs, path = tmp_path / "runs", tmp_path / "sweep_runs.json"
     ledger = Ledger(path, runs, WHOLE)
