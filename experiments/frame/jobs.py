@@ -278,11 +278,11 @@ _server_lock = threading.Lock()  # the stages' worker threads may ask at once
 def command_server() -> Preloaded:
     """The server this process's commands start from (experiments/frame/preloaded.py): started by
     the first stage and kept for the next ones (its import is that of a command); one started with
-    another environment is stopped first. It stops when this process exits."""
+    another environment (preloaded.imported_with) is stopped first. It stops when this process exits."""
     global _server
     env = job_env()
     with _server_lock:
-        if _server is None or _server.env != env:
+        if _server is None or not _server.serves(env):
             if _server is not None:
                 _server.close()
             _server = Preloaded(env, ROOT)
@@ -342,8 +342,9 @@ def run_jobs(jobs: list[Job], workers: int, what: str) -> None:
             for step in (job, *job.then):
                 if stop_signals:
                     return
-                if step is job or not step.done:
-                    record = run_job(step, started, command_server().start)  # measured already: kept as it is
+                if step is job or not step.done:  # a `then` step measured already is kept as it is
+                    server = command_server()
+                    record = run_job(step, started, lambda command, log: server.start(command, log, job_env()))
                     if step.ledger is not None:
                         step.ledger.put(step.record, record)
         finally:

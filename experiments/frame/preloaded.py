@@ -41,6 +41,16 @@ from setproctitle import setproctitle
 PRELOAD = ("numpy", "torch", "torch.utils.tensorboard", "agents.command_line", "agents.learners.train", "agents.learners.ppo",
            "agents.learners.dqn.trainer", "agents.evaluation", "envs.baselines")
 MESSAGE_BYTES = 1 << 16  # a request (a command line) or a reply fits in one datagram
+# Variables that change while a runner lives and that no import reads: a server started with other
+# values of them serves a command as well, which gets the runner's values of them at its start.
+# pytest sets PYTEST_CURRENT_TEST for each test, so without this every test that runs an
+# experiment started a server of its own (its imports, some 5 s of CPU, again).
+PER_COMMAND = ("PYTEST_CURRENT_TEST",)
+
+
+def imported_with(env: dict[str, str]) -> dict[str, str]:
+    """The part of an environment that a server's imports may have read: all but PER_COMMAND."""
+    return {key: value for key, value in env.items() if key not in PER_COMMAND}
 
 
 class Started:
@@ -76,7 +86,7 @@ class Preloaded:
     `start` may be called from several threads at once."""
 
     def __init__(self, env: dict[str, str], cwd: Path):
-        self.env, self.cwd = env, cwd
+        self.env, self.cwd = imported_with(env), cwd
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._socket = ours
         # Its output goes nowhere, so that its children's print buffers as a fresh python's does
@@ -93,11 +103,20 @@ class Preloaded:
         self._statuses: dict[int, int] = {}  # exits reported before their Started was made
         threading.Thread(target=self._read, daemon=True).start()
 
-    def start(self, command: list[str], log) -> Started:
+    def serves(self, env: dict[str, str]) -> bool:
+        """Whether a command meant to run in `env` can start here: the server's imports saw it."""
+        return imported_with(env) == self.env
+
+    def start(self, command: list[str], log, env: dict[str, str] | None = None) -> Started:
         """Run `command` with its output to the open file `log`: [sys.executable, "script.py", ...],
         [sys.executable, "-m", "module", ...] or [sys.executable, "-c", "code", ...] in the
-        preloaded interpreter, anything else executed as it is."""
-        request = json.dumps({"command": command, "cwd": str(self.cwd)}).encode()
+        preloaded interpreter, anything else executed as it is. `env`: the environment it runs in,
+        one the server `serves` (its PER_COMMAND values are the command's; default: the server's)."""
+        env = self.env if env is None else env
+        if not self.serves(env):
+            raise ValueError("a command's environment differs from the server's beyond "
+                             f"{list(PER_COMMAND)}: start a server with that environment")
+        request = json.dumps({"command": command, "cwd": str(self.cwd), "env": {key: env.get(key) for key in PER_COMMAND}}).encode()
         with self._starting, self._reply:
             socket.send_fds(self._socket, [request], [log.fileno()])
             while not self._started_pids:
@@ -207,6 +226,11 @@ def run(request: dict, log_fd: int) -> None:
     os.setsid()
     os.dup2(log_fd, 1), os.dup2(log_fd, 2), os.close(log_fd)
     os.chdir(request["cwd"])
+    for key, value in request["env"].items():  # the runner's values now, not the server's at its start
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
     program, *argv = request["command"]
     setproctitle(shlex.join(request["command"]))  # what ps and pgrep -f show: the command, not the server
     if program != sys.executable or not argv or (argv[0].startswith("-") and argv[0] not in ("-m", "-c")):

@@ -86,3 +86,21 @@ def test_closing_ends_the_server(tmp_path):
     started.close()
     started.close()  # closing twice is closing once
     assert started._server.returncode == 0 and not os.path.exists(f"/proc/{pid}")
+
+
+def test_a_command_gets_the_runners_per_test_variables_and_no_other_environment_is_served(server, tmp_path):
+    """pytest's per-test variable changes for each test: one server serves every test, each command
+    seeing the value its runner has now; any other difference needs a server started with it."""
+    show = [sys.executable, "-c", "import os; print(os.environ.get('PYTEST_CURRENT_TEST', 'unset'))"]
+    now = {**job_env(), "PYTEST_CURRENT_TEST": "test_this (call)"}
+    assert server.serves(now)
+    with open(tmp_path / "now.log", "a") as log:
+        assert server.start(show, log, now).wait() == 0
+    with open(tmp_path / "unset.log", "a") as log:
+        assert server.start(show, log, {key: value for key, value in now.items() if key != "PYTEST_CURRENT_TEST"}).wait() == 0
+    assert (tmp_path / "now.log").read_text().splitlines() == ["test_this (call)"]
+    assert (tmp_path / "unset.log").read_text().splitlines() == ["unset"]
+    other = {**now, "ONEDNN_MAX_CPU_ISA": "AVX2"}  # read when torch loads: the server's imports did not see it
+    assert not server.serves(other)
+    with open(tmp_path / "other.log", "a") as log, pytest.raises(ValueError, match="start a server with that environment"):
+        server.start(show, log, other)
