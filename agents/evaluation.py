@@ -65,32 +65,38 @@ def load_run(run_dir_or_file: str, device: torch.device, env_modules: Collection
     known env package or in `env_modules` (envs.check_env_import)."""
     payload = load_checkpoint(run_dir_or_file, tuple(CONFIGS), map_location=device)
     config = config_from_checkpoint(CONFIGS[payload["kind"]], payload, env_modules, device=str(device))
-    policy = new_policy(config).to(device)
+    probe = env_probe(config)
+    policy = new_policy(config, probe).to(device)
     try:
         policy.load_state_dict(payload["policy"])
     except (RuntimeError, KeyError, TypeError, ValueError) as error:
         raise CheckpointError(f"checkpoint does not fit this model: {error}") from error
     check_finite_weights("policy", payload["policy"])
     global_step = check_counters(payload.get("counters"), ("global_step",))["global_step"]
-    return Run(config, policy.eval(), global_step, last_epsilon(config, global_step))
+    return Run(config, policy.eval(), global_step, last_epsilon(config, global_step, probe.longest_episode))
 
 
-def last_epsilon(config: A2CConfig, global_step: int) -> float | None:
+def env_probe(config: A2CConfig) -> LocalEnvs:
+    """One env of `config`, made and closed: its spaces and longest episode, nothing stepped."""
+    probe = LocalEnvs(config.env, evaluation_seeds(config.seed, 1), config.env_options)
+    probe.close()
+    return probe
+
+
+def last_epsilon(config: A2CConfig, global_step: int, longest_episode: int | None) -> float | None:
     """The epsilon a DQN run acted with at its last frame, `global_step` (its schedule's value
-    there, agents/learners/dqn/epsilon.py); None for an A2C or PPO run, which samples from its policy."""
+    there, agents/learners/dqn/epsilon.py; `longest_episode`: its env's, env_probe's); None for
+    an A2C or PPO run, which samples from its policy."""
     if not isinstance(config, DQNConfig):
         return None
-    probe = LocalEnvs(config.env, evaluation_seeds(config.seed, 1), config.env_options)
-    probe.close()
     return scheduled_epsilon(config.epsilon_schedule, global_step, config.total_steps, config.epsilon_start, config.epsilon_end,
-                             config.epsilon_fraction, probe.longest_episode)
+                             config.epsilon_fraction, longest_episode)
 
 
-def new_policy(config: A2CConfig) -> Policy:
+def new_policy(config: A2CConfig, probe: LocalEnvs | None = None) -> Policy:
     """A freshly initialised policy for `config`'s env and core (torch's generator as it stands),
-    its observation and action spaces read from one env of that config."""
-    probe = LocalEnvs(config.env, evaluation_seeds(config.seed, 1), config.env_options)
-    probe.close()
+    its observation and action spaces read from one env of that config (`probe`, or a new one)."""
+    probe = env_probe(config) if probe is None else probe
     build = lambda: build_policy(config, probe.observation_space, probe.num_actions)  # noqa: E731
     check_model_fits(build, f"the checkpoint's {config.core} policy", "it cannot be evaluated on this machine")
     return build()

@@ -111,11 +111,18 @@ def seconds_per_unit(program: str, args: list[str]) -> float:
     return seconds_per_update(args) if program == "seqtasks" else seconds_per_frame(args, program)
 
 
-def timed_rates(jobs: list[Job]) -> dict[tuple[str, tuple[str, ...]], float]:
-    """{(program, model_key): seconds per unit} of each model among the training jobs not yet
-    done, timed on this machine."""
-    keys = {(job.work[0], model_key(job.work[1])) for job in jobs if not job.done and job.work is not None}
-    return {key: seconds_per_unit(key[0], list(key[1])) for key in keys}
+def unfinished_models(jobs: list[Job]) -> dict[tuple[str, tuple[str, ...]], Job]:
+    """{(program, model_key): the first training job of that model not yet done}, in job order."""
+    first = {}
+    for job in jobs:
+        if not job.done and job.work is not None:
+            first.setdefault((job.work[0], model_key(job.work[1])), job)
+    return first
+
+
+def timed_rates(models: dict[tuple[str, tuple[str, ...]], Job]) -> dict[tuple[str, tuple[str, ...]], float]:
+    """{(program, model_key): seconds per unit} of each of `models` (unfinished_models), timed on this machine."""
+    return {key: seconds_per_unit(key[0], list(key[1])) for key in models}
 
 
 def seconds_at(jobs: list[Job], rates: dict[tuple[str, tuple[str, ...]], float], workers: int) -> float:
@@ -126,7 +133,7 @@ def seconds_at(jobs: list[Job], rates: dict[tuple[str, tuple[str, ...]], float],
 
 def expected_seconds(jobs: list[Job], workers: int) -> tuple[float, int]:
     """(expected wall seconds of the training jobs not yet done, how many models were timed)."""
-    rates = timed_rates(jobs)
+    rates = timed_rates(unfinished_models(jobs))
     return seconds_at(jobs, rates, workers), len(rates)
 
 
@@ -146,14 +153,11 @@ def write_estimate(path: Path, jobs: list[Job], workers: int, command: str, mach
     done, each to its budget, and write it to `path` with each model's rate (named by its first
     run) and the command and machine it was measured for."""
     runs = sum(not job.done for job in jobs)  # before timing: a sweep running beside it finishes runs meanwhile
+    first = unfinished_models(jobs)
     print(f"timing an update of each model to estimate the run time of {runs} runs, training none ...", flush=True)
-    rates = timed_rates(jobs)
+    rates = timed_rates(first)
     seconds = seconds_at(jobs, rates, workers)
     print_expected(seconds, f"{len(rates)} models timed, {workers} runs at once, 1 thread each; every run to its cap")
-    first = {}
-    for job in jobs:
-        if not job.done and job.work is not None:
-            first.setdefault((job.work[0], model_key(job.work[1])), job)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, {"command": command, "machine": machine, "runs": runs, "models_timed": len(rates), "jobs_at_once": workers,
                       "expected_seconds_every_run_to_its_cap": round(seconds),
