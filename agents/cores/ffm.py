@@ -20,8 +20,9 @@ ln 2 (a channel that halves every step) to ln(100) / max_period (one that keeps 
 after max_period steps).
 
 The paper's batched update has no episode starts inside a sequence; this core restarts the state
-at each (S_t = x~_t 1^T where first[t]: linear_scan.py, which runs a call's steps at once by
-doubling, without the paper's division by gamma^t that overflows over long calls). Acting is one
+at each (S_t = x~_t 1^T where first[t]: linear_scan.py, which runs a call's steps one after
+another on a CPU and by doubling on a GPU, without the paper's division by gamma^t that
+overflows over long calls). Acting is one
 multiply-add a step. The state is complex64 (complex128 for float64 weights), also under
 bfloat16 autocast, where the linear maps run in bfloat16.
 

@@ -15,11 +15,14 @@ work over the whole call, multiplying decays only (no division by a power of a, 
 for fast-decaying units): exact to rounding whatever |a_t|. An episode start is a step whose decay
 is 0, so nothing crosses it. Acting (T = 1) is one multiply-add.
 
-The rounds run over chunks of `chunk` steps, one chunk after another, the state carried between
-them: the chunk bounds the memory the rounds keep for the backward pass (log2(chunk) copies of the
-chunk's states instead of log2(T) of the call's). 16 is the chunk benchmarks/linear_scan.py
-measured fastest over T = 32, 256 and 1,024 on the 2-core AMD EPYC (docs/speed.md, "Linear
-recurrent cores").
+Which way runs depends on the device. On a CPU the steps run one after another (`_stepwise`, in
+_SelectiveScan: no graph, the backward a second scan from the last step back): fewer passes over
+memory than the rounds, and faster at every size measured (STEPWISE_DEVICES). Elsewhere (a GPU)
+the doubling rounds run over chunks of `chunk` steps, one chunk after another, the state carried
+between them: the chunk bounds the memory the rounds keep for the backward pass (log2(chunk)
+copies of the chunk's states instead of log2(T) of the call's). 16 is the chunk
+benchmarks/linear_scan.py measured fastest over T = 32, 256 and 1,024 on the 2-core AMD EPYC
+(docs/speed.md, "Linear recurrent cores"); not measured on a GPU.
 
 Letters: T steps, B envs, N state units.
 """
@@ -29,6 +32,12 @@ from __future__ import annotations
 import torch
 
 CHUNK = 16  # steps a doubling scan covers at once (see the module docstring)
+# Where the scan runs one step after another (`_stepwise`): on a CPU a step's multiply-add is two
+# passes over its memory, against the doubling rounds' ten or so a round, and a call of Python a
+# step costs less than the rounds' extra passes even at a step of 16 units
+# (benchmarks/selective_scan.py: 1.1x to 2.6x faster, forward and backward, at every width and
+# length measured). On a GPU a step a kernel launch would cost more than the rounds.
+STEPWISE_DEVICES = ("cpu",)
 
 
 def recurrence_dtype(weights: torch.dtype) -> torch.dtype:
@@ -44,8 +53,8 @@ def linear_scan(decay: torch.Tensor, inputs: torch.Tensor, first: torch.Tensor, 
     inputs and state all complex or all real."""
     if decay.dim() not in (1, 3) or decay.shape[-1] != inputs.shape[-1] or (decay.dim() == 3 and decay.shape != inputs.shape):
         raise ValueError(f"decay must have shape (N,) or the inputs' (T, B, N) = {tuple(inputs.shape)}; got {tuple(decay.shape)}")
-    if decay.dim() == 3:
-        return _SelectiveScan.apply(decay, inputs, first, state, chunk)
+    if decay.dim() == 3 or stepwise(inputs):  # one decay per unit: the same at every step, a view
+        return _SelectiveScan.apply(decay.expand(inputs.shape), inputs, first, state, chunk)
     return _chunks(decay, inputs, first, state, chunk)
 
 
@@ -61,7 +70,8 @@ def _chunks(decay: torch.Tensor, inputs: torch.Tensor, first: torch.Tensor, stat
 
 
 class _SelectiveScan(torch.autograd.Function):
-    """linear_scan with per-step decays, its backward a second scan run backwards in time.
+    """linear_scan with per-step decays (or one per unit, expanded), its backward a second scan
+    run backwards in time.
 
     Autograd through the doubling rounds keeps every round's products and, for each slice of
     them, fills a zero gradient the size of the chunk: with Mamba's E N units per env, three
@@ -76,7 +86,11 @@ class _SelectiveScan(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, decay, inputs, first, state, chunk):
-        states = _chunks(decay, inputs, first, state, chunk)
+        ctx.stepwise = stepwise(inputs)  # the backward runs the same way
+        if ctx.stepwise:
+            states = _stepwise(torch.where(first[..., None], torch.zeros_like(decay), decay), inputs, state)
+        else:
+            states = _chunks(decay, inputs, first, state, chunk)
         ctx.save_for_backward(decay, first, state, states)
         ctx.chunk = chunk
         return states
@@ -85,11 +99,37 @@ class _SelectiveScan(torch.autograd.Function):
     def backward(ctx, grad):
         decay, first, state, states = ctx.saved_tensors
         into = torch.where(first[..., None], torch.zeros_like(decay), decay).conj()  # (T, B, N): conj(a'_t)
-        back = torch.cat([into[1:], torch.zeros_like(into[:1])]).flip(0)  # step s of the reversed call: conj(a'_{T - s})
-        g = _chunks(back, grad.flip(0), torch.zeros_like(first), torch.zeros_like(state), ctx.chunk).flip(0)  # (T, B, N)
-        before = torch.cat([state[None], states[:-1]])  # h_{t-1}
-        grad_decay = torch.where(first[..., None], torch.zeros_like(g), g * before.conj())
-        return grad_decay, g, None, into[0] * g[0], None
+        if ctx.stepwise:
+            g = _stepwise(into, grad, None)
+        else:
+            back = torch.cat([into[1:], torch.zeros_like(into[:1])]).flip(0)  # step s of the reversed call: conj(a'_{T - s})
+            g = _chunks(back, grad.flip(0), torch.zeros_like(first), torch.zeros_like(state), ctx.chunk).flip(0)  # (T, B, N)
+        grad_decay = torch.empty_like(g)  # g_t conj(h_{t-1}), 0 at a start
+        torch.mul(g[0], state.conj(), out=grad_decay[0])
+        torch.mul(g[1:], states[:-1].conj(), out=grad_decay[1:])
+        return grad_decay.masked_fill_(first[..., None], 0), g, None, into[0] * g[0], None
+
+
+def stepwise(inputs: torch.Tensor) -> bool:
+    """Whether the scan over `inputs` runs one step after another: on STEPWISE_DEVICES."""
+    return inputs.device.type in STEPWISE_DEVICES
+
+
+def _stepwise(into: torch.Tensor, inputs: torch.Tensor, state: torch.Tensor | None) -> torch.Tensor:
+    """h_t = into_t h_{t-1} + inputs_t from step 0 on, h_{-1} = `state`; or, for `state` None,
+    the adjoint's g_t = into_{t+1} g_{t+1} + inputs_t from the last step back, g_{T-1} = inputs_{T-1}.
+    into (T, B, N) holds 0 at episode starts. One multiply-add a step, written in place: no graph
+    (_SelectiveScan's forward and backward run without one)."""
+    states = torch.empty_like(inputs)
+    if state is None:
+        h = states[-1].copy_(inputs[-1])
+        for t in reversed(range(inputs.shape[0] - 1)):
+            h = torch.addcmul(inputs[t], into[t + 1], h, out=states[t])
+    else:
+        h = state
+        for t in range(inputs.shape[0]):
+            h = torch.addcmul(inputs[t], into[t], h, out=states[t])
+    return states
 
 
 def _scan(decay: torch.Tensor, inputs: torch.Tensor, first: torch.Tensor, state: torch.Tensor) -> torch.Tensor:

@@ -16,7 +16,8 @@ position-wise Linear(H, 2H) whose second half gates the first; a last LayerNorm 
 normalised output, as pre-norm Transformers end.
 
 Where an episode starts the state restarts (x_t = gamma * B u_t: linear_scan.py). A learning call
-runs all its steps at once (linear_scan's doubling scan); acting is one multiply-add a step. The
+runs all its steps in one scan (linear_scan: one step after another on a CPU, doubling rounds on
+a GPU); acting is one multiply-add a step. The
 recurrence runs in complex64 (complex128 for float64 weights); under bfloat16 autocast the
 products around it run in bfloat16 and the recurrence still in complex64 (the CPU has no
 complex bfloat16).

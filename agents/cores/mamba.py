@@ -33,8 +33,9 @@ inputs with those before the episode in progress already zeroed). So nothing bef
 reaches any output at or after it. The paper's model runs whole sequences and has neither.
 
 How it runs. A learning call runs all its steps at once: the k taps of the convolution are k
-shifted products, the scan is linear_scan's doubling over per-step decays (real, (T, B, E N)),
-its backward a second scan run backwards in time; no custom kernel, on the CPU and CUDA alike.
+shifted products, the scan is linear_scan's over per-step decays (real, (T, B, E N); one step
+after another on a CPU, doubling rounds on a GPU), its backward a second scan run backwards in
+time; no custom kernel.
 The state of every step is held, (T, B, E, N), which the paper's fused kernel avoids by keeping
 it in SRAM: the cost of running in plain PyTorch (docs/cores.md, "Mamba"). Acting (T = 1) is the same code: one multiply-add of the state
 and the window shifted by a step. The recurrence and the window run in float32 (float64 for

@@ -35,8 +35,9 @@ def test_the_closed_form_is_timed_only_within_its_exact_chunks():
     assert benchmark.closed_form_limit(torch.tensor([0.5, 0.9], dtype=torch.complex64)) == 127  # FFM's fastest initial decay
     assert benchmark.closed_form_limit(torch.tensor([0.9, 0.99], dtype=torch.complex64)) == 829  # LRU's r_min
     assert benchmark.ways(256, 127, [16, 64, 256], [16, 64, 128]) == [
-        ("doubling", 256), ("doubling", 16), ("doubling", 64), ("closed", 16), ("closed", 64)]
-    assert benchmark.ways(32, 829, [16, 64], [16, 64, 128]) == [("doubling", 32), ("doubling", 16), ("closed", 16), ("closed", 32)]
+        ("stepwise", 256), ("doubling", 256), ("doubling", 16), ("doubling", 64), ("closed", 16), ("closed", 64)]
+    assert benchmark.ways(32, 829, [16, 64], [16, 64, 128]) == [
+        ("stepwise", 32), ("doubling", 32), ("doubling", 16), ("closed", 16), ("closed", 32)]
 
 
 def test_the_chunk_scores_and_the_target_compare_within_the_run():
@@ -63,8 +64,9 @@ def test_one_short_run_times_every_way_and_writes_them(tmp_path, capsys):
     chunks = sorted({4, CHUNK})
     for problem in ("ffm N=128", "lru N=64"):
         assert {(problem, 32, "doubling", k) for k in [32] + [k for k in chunks if k < 32]} <= ways
-        assert {(problem, 8, "closed", 4), (problem, 32, "closed", 4)} <= ways
+        assert {(problem, 8, "closed", 4), (problem, 32, "closed", 4), (problem, 8, "stepwise", 8)} <= ways
         assert f"| {problem} | 32 | doubling, whole call |" in printed
     assert all(row["seconds"] > 0 and row["error"] < 1e-5 for row in record["rows"])
     assert record["best_chunk"] in set(chunks) | {32}
     assert f"fastest doubling chunk / CHUNK={CHUNK}, time over the lengths and problems:" in printed
+    assert "fastest way / stepwise (the CPU's), the worst problem and T:" in printed

@@ -5,6 +5,7 @@ hypothesis. (The interface every core keeps, chunked calls equal to one call and
 isolated included, is tests/cores/test_interface.py's.)"""
 
 import math
+from unittest import mock
 
 import pytest
 import torch
@@ -12,6 +13,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agents.cores import linear_scan as scan_module
 from agents.cores import make_core
 from agents.cores.linear_scan import linear_scan
 
@@ -42,16 +44,18 @@ def gradients(outputs, leaves):
     return torch.autograd.grad(total, leaves, retain_graph=True)  # the two sides share the weights' graph
 
 
+@pytest.mark.parametrize("devices", [("cpu",), ()], ids=["stepwise", "doubling"])  # the CPU's way, and a GPU's
 @settings(derandomize=True, max_examples=40, deadline=None)
 @given(call=calls(), units=st.integers(1, 5), chunk=st.sampled_from([1, 2, 3, 8, 256]))
-def test_the_scan_is_the_recurrence_step_by_step(call, units, chunk):
+def test_the_scan_is_the_recurrence_step_by_step(devices, call, units, chunk):
     steps, batch, first = call
     modulus = torch.rand(units, dtype=torch.float64, requires_grad=True)
     phase = (torch.rand(units, dtype=torch.float64) * 6).requires_grad_()
     inputs = torch.randn(steps, batch, units, dtype=torch.complex128, requires_grad=True)
     state = torch.randn(batch, units, dtype=torch.complex128, requires_grad=True)
     decay = torch.polar(modulus, phase)
-    got = linear_scan(decay, inputs, first, state, chunk=chunk)
+    with mock.patch.object(scan_module, "STEPWISE_DEVICES", devices):
+        got = linear_scan(decay, inputs, first, state, chunk=chunk)
     want = recurrence_by_steps(decay, inputs, first, state)
     torch.testing.assert_close(got, want, **TOL)
     for g, w in zip(gradients([got], [modulus, phase, inputs, state]), gradients([want], [modulus, phase, inputs, state])):

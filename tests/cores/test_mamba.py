@@ -15,11 +15,14 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agents.cores import linear_scan as scan_module
 from agents.cores import make_core, mamba
 from agents.cores.linear_scan import linear_scan
 from tests.cores.test_linear_cores import calls  # shapes, a seed and episode starts of one call
 
 TOL = dict(rtol=1e-9, atol=1e-10)
+# The two ways the scan runs: one step after another (on a CPU) and by doubling rounds (a GPU).
+WAYS = pytest.mark.parametrize("devices", [("cpu",), ()], ids=["stepwise", "doubling"])
 
 
 def gradients(outputs, leaves):
@@ -46,17 +49,19 @@ def selective_recurrence_by_steps(decay, inputs, first, state):
     return torch.stack(states)
 
 
+@WAYS
 @pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
 @settings(derandomize=True, max_examples=30, deadline=None)
 @given(call=calls(), units=st.integers(1, 5), chunk=st.sampled_from([1, 2, 3, 8, 256]))
-def test_the_scan_with_a_decay_per_step_is_the_recurrence_step_by_step(dtype, call, units, chunk):
+def test_the_scan_with_a_decay_per_step_is_the_recurrence_step_by_step(devices, dtype, call, units, chunk):
     steps, batch, first = call
     modulus = torch.rand(steps, batch, units, dtype=torch.float64, requires_grad=True)
     phase = (torch.rand(steps, batch, units, dtype=torch.float64) * 6).requires_grad_()
     inputs = torch.randn(steps, batch, units, dtype=dtype, requires_grad=True)
     state = torch.randn(batch, units, dtype=dtype, requires_grad=True)
     decay = modulus if dtype == torch.float64 else torch.polar(modulus, phase)
-    got = linear_scan(decay, inputs, first, state, chunk=chunk)
+    with mock.patch.object(scan_module, "STEPWISE_DEVICES", devices):
+        got = linear_scan(decay, inputs, first, state, chunk=chunk)
     want = selective_recurrence_by_steps(decay, inputs, first, state)
     torch.testing.assert_close(got, want, **TOL)
     leaves = [modulus, inputs, state] + ([phase] if dtype == torch.complex128 else [])
@@ -107,9 +112,10 @@ def options(draw):
                 expand=draw(st.integers(1, 2)), n_layers=draw(st.integers(1, 2)), dt_rank=draw(st.sampled_from([0, 1, 3])))
 
 
+@WAYS
 @settings(derandomize=True, max_examples=40, deadline=None)
 @given(data=st.data(), chunk=st.sampled_from([1, 2, 3, 8, 256]))
-def test_the_core_is_its_equations_step_by_step(data, chunk):
+def test_the_core_is_its_equations_step_by_step(devices, data, chunk):
     steps, batch, first = data.draw(calls(max_steps=24))
     core = make_core("mamba", 3, **data.draw(options())).double()
     with torch.no_grad():  # weights off their initial values, so every term counts
@@ -119,7 +125,8 @@ def test_the_core_is_its_equations_step_by_step(data, chunk):
     state = core.initial_state(batch, "cpu")
     h0 = torch.randn_like(state.h).requires_grad_()  # a carried memory, not zeros
     window0 = torch.randn_like(state.conv).requires_grad_()
-    with mock.patch.object(mamba, "linear_scan", functools.partial(linear_scan, chunk=chunk)):
+    with mock.patch.object(mamba, "linear_scan", functools.partial(linear_scan, chunk=chunk)), \
+         mock.patch.object(scan_module, "STEPWISE_DEVICES", devices):
         y, after = core(x, mamba.MambaState(h0, window0), first)
     want_y, want_h, want_window = mamba_by_steps(core, x, h0, window0, first)
     torch.testing.assert_close(y, want_y, **TOL)
