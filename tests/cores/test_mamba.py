@@ -1,11 +1,11 @@
 """The Mamba core (agents/cores/mamba.py) and the scan it runs on with per-step decays
 (linear_scan.py) against their definitions, written here one step at a time from the paper's
 equations: outputs, the carried state (the SSM state and the convolution's window) and every
-gradient, in float64, over shapes, chunk sizes and episode starts drawn by hypothesis. Also its
+gradient, in float64, over shapes, chunk sizes and episode starts drawn by hypothesis; the scan
+both ways it runs (one step after another, a CPU's; doubling rounds, a GPU's). Also its
 initialisation and its options refused by name. (The interface every core keeps is
 tests/cores/test_interface.py's, with mamba among its cores.)"""
 
-import functools
 import math
 from unittest import mock
 
@@ -112,10 +112,10 @@ def options(draw):
                 expand=draw(st.integers(1, 2)), n_layers=draw(st.integers(1, 2)), dt_rank=draw(st.sampled_from([0, 1, 3])))
 
 
-@WAYS
 @settings(derandomize=True, max_examples=40, deadline=None)
-@given(data=st.data(), chunk=st.sampled_from([1, 2, 3, 8, 256]))
-def test_the_core_is_its_equations_step_by_step(devices, data, chunk):
+@given(data=st.data())
+def test_the_core_is_its_equations_step_by_step(data):
+    """Through the CPU's stepwise scan; the doubling rounds (a GPU's) are the scan's test's other half."""
     steps, batch, first = data.draw(calls(max_steps=24))
     core = make_core("mamba", 3, **data.draw(options())).double()
     with torch.no_grad():  # weights off their initial values, so every term counts
@@ -125,9 +125,7 @@ def test_the_core_is_its_equations_step_by_step(devices, data, chunk):
     state = core.initial_state(batch, "cpu")
     h0 = torch.randn_like(state.h).requires_grad_()  # a carried memory, not zeros
     window0 = torch.randn_like(state.conv).requires_grad_()
-    with mock.patch.object(mamba, "linear_scan", functools.partial(linear_scan, chunk=chunk)), \
-         mock.patch.object(scan_module, "STEPWISE_DEVICES", devices):
-        y, after = core(x, mamba.MambaState(h0, window0), first)
+    y, after = core(x, mamba.MambaState(h0, window0), first)
     want_y, want_h, want_window = mamba_by_steps(core, x, h0, window0, first)
     torch.testing.assert_close(y, want_y, **TOL)
     torch.testing.assert_close(after.h, want_h.detach(), **TOL)
