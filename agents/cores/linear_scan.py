@@ -35,8 +35,8 @@ CHUNK = 16  # steps a doubling scan covers at once (see the module docstring)
 # Where the scan runs one step after another (`_stepwise`): on a CPU a step's multiply-add is two
 # passes over its memory, against the doubling rounds' ten or so a round, and a call of Python a
 # step costs less than the rounds' extra passes even at a step of 16 units
-# (benchmarks/selective_scan.py: 1.1x to 2.6x faster, forward and backward, at every width and
-# length measured). On a GPU a step a kernel launch would cost more than the rounds.
+# (benchmarks/selective_scan.py: 1.4x to 3.0x faster, forward and backward, at every width and
+# length of assets/speed/selective_scan_epyc.json; 1.1x to 2.4x at one env). On a GPU a step a kernel launch would cost more than the rounds.
 STEPWISE_DEVICES = ("cpu",)
 
 
